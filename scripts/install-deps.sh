@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qvl builds and tests with. Idempotent: asks apt
+# only for what is missing. Works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev     # tests, micro-benchmarks
+  libhwy-dev                                     # SIMD with runtime dispatch
+  nlohmann-json3-dev                             # JSON
+  libcpp-httplib-dev                             # HTTP server
+  libcurl4-openssl-dev                           # model download
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev   # image decoders
+  libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
+  python3 python3-pil                            # reference timings in bench/ (PIL)
+)
+# Node.js and npm (bench/ and browser-test tooling): some machines carry a
+# nodesource nodejs that bundles npm, so ask for the commands, not the packages.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  # "install ok installed" only; a removed-but-configured package counts as missing.
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo_cmd=(sudo); else
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

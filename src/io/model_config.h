@@ -1,0 +1,102 @@
+// A Qwen3-VL model folder: typed views of config.json (both the transformers
+// 4.57 and 5 dialects), preprocessor_config.json, generation_config.json,
+// tokenizer_config.json and the chat template. Validation errors name the file
+// and the field.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qvl {
+
+struct VisionConfig {
+  int depth = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_heads = 0;
+  int in_channels = 3;
+  int patch_size = 0;
+  int spatial_merge_size = 0;
+  int temporal_patch_size = 0;
+  int out_hidden_size = 0;          // = text hidden size
+  int num_position_embeddings = 0;  // a square grid: sqrt of this per side
+  std::string hidden_act;           // "gelu_pytorch_tanh" (tanh GELU) or "gelu" (erf)
+  std::vector<int> deepstack_visual_indexes;
+  double layer_norm_eps = 1e-6;
+  int head_dim() const { return hidden_size / num_heads; }
+};
+
+struct TextConfig {
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;
+  int vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 0;
+  std::vector<int> mrope_section;  // sums to head_dim / 2 (t, h, w)
+  bool mrope_interleaved = true;
+  std::string hidden_act;  // "silu"
+  bool attention_bias = false;
+};
+
+struct ModelConfig {
+  std::string model_type;  // "qwen3_vl"
+  std::vector<std::string> architectures;
+  TextConfig text;
+  VisionConfig vision;
+  int image_token_id = 0;
+  int video_token_id = 0;
+  int vision_start_token_id = 0;
+  int vision_end_token_id = 0;
+  bool tie_word_embeddings = false;
+};
+
+struct PreprocessorConfig {
+  int patch_size = 16;
+  int temporal_patch_size = 2;
+  int merge_size = 2;
+  int64_t min_pixels = 0;  // size.shortest_edge (or min_pixels)
+  int64_t max_pixels = 0;  // size.longest_edge (or max_pixels)
+  std::array<float, 3> image_mean{0.5f, 0.5f, 0.5f};
+  std::array<float, 3> image_std{0.5f, 0.5f, 0.5f};
+  double rescale_factor = 1.0 / 255.0;
+  bool do_resize = true, do_rescale = true, do_normalize = true, do_convert_rgb = true;
+  int factor() const { return patch_size * merge_size; }  // pixels per image token side
+};
+
+// Generation defaults the model ships with; unset fields stay empty so the
+// user's choice, then these, then the engine's own defaults apply in order.
+struct GenerationConfig {
+  std::vector<int> eos_token_ids;
+  std::optional<int> bos_token_id, pad_token_id;
+  std::optional<bool> do_sample;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int> top_k;
+  std::optional<int> max_new_tokens;
+};
+
+struct ModelFolder {
+  std::string dir;
+  ModelConfig config;
+  PreprocessorConfig preprocessor;
+  GenerationConfig generation;
+  std::string chat_template;   // Jinja source, from chat_template.json / .jinja / tokenizer_config.json
+  std::string tokenizer_json;  // path of tokenizer.json
+  std::string weights_path;    // model.safetensors or model.safetensors.index.json
+
+  static ModelFolder open(const std::string& dir);
+};
+
+// Parsers exposed for tests; `source` names the file in error messages.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+PreprocessorConfig parse_preprocessor_config(const std::string& json_text, const std::string& source);
+GenerationConfig parse_generation_config(const std::string& json_text, const std::string& source);
+
+}  // namespace qvl

@@ -1,0 +1,61 @@
+// Element-wise and row-wise kernels. Shapes are given beside each function;
+// rows are contiguous unless a stride is passed. In-place (out == x) is allowed
+// wherever noted.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/thread_pool.h"
+
+namespace qvl {
+
+float bf16_to_f32(uint16_t v);
+uint16_t f32_to_bf16(float v);  // round to nearest even, as torch does
+void bf16_to_f32(const uint16_t* src, float* dst, int64_t n);
+
+// out[i, :] = table[ids[i], :] for a bf16 table [vocab, dim].
+void embed_bf16(const uint16_t* table, int64_t dim, const int32_t* ids, int64_t n, float* out);
+
+// RMSNorm per row: x [rows, dim] -> out = x / sqrt(mean(x²) + eps) * weight. out may alias x.
+void rms_norm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps);
+// LayerNorm per row with affine gamma/beta [dim]. out may alias x.
+void layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
+                float eps);
+
+void gelu_tanh(float* x, int64_t n);  // in place, the tanh approximation
+void gelu_erf(float* x, int64_t n);   // in place, exact
+// out[i] = silu(gate[i]) * up[i]; out may alias gate or up.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+void add(const float* a, const float* b, float* out, int64_t n);  // out may alias a or b
+void softmax(float* x, int64_t n);                                 // in place, max-subtracted
+
+// Rotary embedding, rotate-half convention (pairs i and i + d/2 of each head):
+// x [tokens, heads, head_dim] with token stride `stride` floats; cos/sin
+// [tokens, head_dim/2] hold each token's angles (1-D, 2-D and M-RoPE differ only
+// in how the model fills them).
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
+          const float* sin);
+
+// Scaled dot-product attention, tiled so memory is O(positions · head_dim).
+// q [nq, q_heads, d] (token stride q_stride), k/v [nkv, kv_heads, d] (token
+// stride kv_stride), out [nq, q_heads, d] (token stride out_stride).
+// GQA: q head h reads kv head h / (q_heads / kv_heads).
+// causal: query i sits at kv position q_pos0 + i and sees kv positions <= that.
+struct AttentionParams {
+  int64_t nq = 0, nkv = 0;
+  int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t q_stride = 0, kv_stride = 0, out_stride = 0;
+  float scale = 0;  // usually 1/sqrt(head_dim)
+  bool causal = false;
+  int64_t q_pos0 = 0;
+};
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+               ThreadPool& pool);
+
+// Bidirectional attention within segments (several images in one call):
+// tokens [seg_starts[s], seg_starts[s+1]) attend only to each other.
+// q, k, v, out as above with nq == nkv == seg_starts[num_segments].
+void attention_segments(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                        const int64_t* seg_starts, int64_t num_segments, ThreadPool& pool);
+
+}  // namespace qvl
