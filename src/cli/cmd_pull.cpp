@@ -1,0 +1,9 @@
+// Replaced by the real command when its issue lands.
+#include "cli/commands.h"
+#include "cli/not_yet.h"
+
+namespace qvl::cli {
+
+int cmd_pull(int, char**) { return not_yet("pull", "model download, issue 6"); }
+
+}  // namespace qvl::cli
