@@ -18,6 +18,7 @@ packages=(
 # nodesource nodejs that bundles npm, so ask for the commands, not the packages.
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
+packages+=(chromium)                             # headless browser tests of the web page (tests/browser)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,330 @@
+// Browser tests of the web page in real headless Chromium against the real server:
+// `qvl serve --model tests/fixtures/tiny-qwen3vl` on a free loopback port (issue 8 acceptance).
+//
+//   cd tests/browser && npm install && QVL_BINARY=../../build/qvl node --test page.test.mjs
+//
+// The tiny fixture model has random weights, so its answers are random tokens. Two tests need an
+// answer with given text (a Markdown table; an HTML-injection attempt): those two answer the chat
+// request inside the browser (page.route) with a stream in the server's format, and say so. Every
+// other test goes through the real server.
+//
+// QVL_BROWSER_DEV=1 runs the same tests against dev_server.mjs (a fake API) to develop the tests
+// themselves before the server exists; such a run tests the page only, never qvl.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import os from 'node:os';
+import { writeFileSync, readFileSync, mkdtempSync, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const MODEL = path.join(ROOT, 'tests/fixtures/tiny-qwen3vl');
+const IMAGE = path.join(ROOT, 'tests/fixtures/golden/images/gradient_320x240.png');
+const DEV = process.env.QVL_BROWSER_DEV === '1';
+const LAUNCH = {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+};
+
+let server;   // child process (real) or http.Server (dev)
+let base;
+let browser;
+let serverLog = '';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHealthy(url, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}health`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (server.exitCode != null) throw new Error(`qvl serve exited with ${server.exitCode}:\n${serverLog}`);
+    if (Date.now() > end) throw new Error(`qvl serve not healthy after ${ms} ms:\n${serverLog}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  if (DEV) {
+    console.log('# QVL_BROWSER_DEV=1: fake API (dev_server.mjs); this run does NOT test qvl');
+    const { startDevServer } = await import('./dev_server.mjs');
+    server = await startDevServer({ delayMs: 20 });
+    base = `http://127.0.0.1:${server.address().port}/`;
+  } else {
+    const binary = process.env.QVL_BINARY || path.join(ROOT, 'build/qvl');
+    assert.ok(existsSync(binary), `qvl binary not found at ${binary} (set QVL_BINARY)`);
+    const port = await freePort();
+    // One slot: a Stop that did not free it would make the next request wait until the timeout.
+    server = spawn(binary, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', String(port),
+      '--parallel', '1', '--timeout', '60'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    server.stdout.on('data', (d) => { serverLog += d; });
+    server.stderr.on('data', (d) => { serverLog += d; });
+    base = `http://127.0.0.1:${port}/`;
+    await waitHealthy(base, 60000);
+  }
+  browser = await chromium.launch(LAUNCH);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (!server) return;
+  if (DEV) { server.close(); return; }
+  server.kill('SIGTERM');
+  await new Promise((r) => { if (server.exitCode != null) r(); else server.once('exit', r); });
+});
+
+// A fresh page with settings chosen through localStorage (as a user's saved settings would be).
+async function openPage(settings = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+  await ctx.addInitScript((s) => {
+    localStorage.setItem('qvl.settings.v1', JSON.stringify({ temperature: 0, ...s }));
+  }, settings);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // Console errors too: a Content-Security-Policy refusal only shows there.
+  page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) errors.push(m.text()); });
+  await page.goto(base);
+  await page.waitForSelector('#status[data-state="ready"]');
+  return { page, ctx, errors };
+}
+
+// Records every distinct length the last answer's text goes through, to see it grow while streaming.
+async function watchAnswerGrowth(page) {
+  await page.evaluate(() => {
+    window.__lengths = [];
+    const obs = new MutationObserver(() => {
+      const bodies = document.querySelectorAll('.answer-body');
+      const n = bodies.length ? bodies[bodies.length - 1].textContent.length : 0;
+      if (n && window.__lengths[window.__lengths.length - 1] !== n) window.__lengths.push(n);
+    });
+    obs.observe(document.getElementById('turns'), { subtree: true, childList: true, characterData: true });
+  });
+}
+
+const lastAnswer = (page) => page.locator('.answer').last();
+
+// The answer text a chat-completion SSE response carried (the deltas joined).
+async function streamedText(response) {
+  let text = '';
+  for (const line of (await response.text()).split('\n')) {
+    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+    const obj = JSON.parse(line.slice(6));
+    if (obj.choices && obj.choices[0] && obj.choices[0].delta) text += obj.choices[0].delta.content || '';
+  }
+  return text;
+}
+
+function chatBodies(page) {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('/v1/chat/completions') && r.method() === 'POST') bodies.push(JSON.parse(r.postData()));
+  });
+  return bodies;
+}
+
+test('upload by file picker, image cost shown, Enter sends, answer streams in', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 48 });
+  const bodies = chatBodies(page);
+  await page.setInputFiles('#file-input', IMAGE);
+  // 320x240 -> 320x256 (smart_resize) -> 80 image tokens, as the reference fixtures say.
+  await assert.doesNotReject(page.waitForSelector('.chip-cost:has-text("320×240 → 320×256 · 80 tokens")'));
+  await page.fill('#prompt', 'What is in this');
+  await page.press('#prompt', 'Shift+Enter');
+  await page.type('#prompt', 'image?');
+  assert.equal(await page.inputValue('#prompt'), 'What is in this\nimage?');
+  await watchAnswerGrowth(page);
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  const text = await lastAnswer(page).locator('.answer-body').textContent();
+  assert.ok(text.trim().length > 0, 'answer text is empty');
+  const lengths = await page.evaluate(() => window.__lengths);
+  assert.ok(lengths.length >= 2, `answer did not grow while streaming: ${JSON.stringify(lengths)}`);
+  assert.equal(bodies.length, 1);
+  assert.equal(bodies[0].stream, true);
+  assert.equal(bodies[0].max_tokens, 48);
+  const parts = bodies[0].messages[0].content;
+  assert.equal(parts[0].type, 'image_url');
+  assert.match(parts[0].image_url.url, /^data:image\/png;base64,iVBOR/);
+  assert.deepEqual(parts[1], { type: 'text', text: 'What is in this\nimage?' });
+  // The transparency line carries the server's timings.
+  assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /prefill .* tok\/s/);
+  assert.equal(await page.locator('.chip').count(), 0, 'attachments not cleared after sending');
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('Stop mid-answer cancels, and the server slot is free for the next request', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 4000 });
+  await page.setInputFiles('#file-input', IMAGE);
+  await page.waitForSelector('.chip');
+  await page.fill('#prompt', 'Describe this image at great length.');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => {
+    const b = document.querySelector('.answer .answer-body');
+    return b && b.textContent.trim().length > 0;
+  }, null, { timeout: 60000 });
+  assert.ok(await page.isVisible('#stop-btn'));
+  await page.click('#stop-btn');
+  await page.waitForSelector('.answer[data-state="stopped"]', { timeout: 5000 });
+  assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /Stopped/);
+  assert.ok(await page.isVisible('#send-btn'));
+  // A short answer next, set through the Settings dialog (saved like a user's settings).
+  await page.click('#settings-btn');
+  await page.fill('#settings input[name="maxTokens"]', '8');
+  await page.click('#settings button.primary-btn');
+  assert.equal(JSON.parse(await page.evaluate(() => localStorage.getItem('qvl.settings.v1'))).maxTokens, 8);
+  // With --parallel 1, this answer can only start if the stopped one released its slot.
+  const t0 = Date.now();
+  await page.fill('#prompt', 'And in one word?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 1,
+    null, { timeout: 30000 });
+  assert.ok(Date.now() - t0 < 30000);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('a corrupt image is refused by the server and the error is shown', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'qvl-web-'));
+  const broken = path.join(dir, 'broken.png');
+  // A PNG signature followed by garbage: looks like a PNG, decodes as nothing.
+  writeFileSync(broken, Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    Buffer.from('this is not image data '.repeat(20))]));
+  const { page, ctx } = await openPage({ maxTokens: 8 });
+  await page.setInputFiles('#file-input', broken);
+  await page.waitForSelector('.chip.warn');
+  await page.fill('#prompt', 'What is this?');
+  await page.press('#prompt', 'Enter');
+  const error = lastAnswer(page).locator('.answer-error');
+  await error.waitFor({ state: 'visible', timeout: 30000 });
+  assert.match(await error.textContent(), /refused the request: .+/);
+  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'error');
+  await ctx.close();
+});
+
+test('multi-turn: the second request carries the history, both answers shown', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 12 });
+  const bodies = chatBodies(page);
+  await page.setInputFiles('#file-input', IMAGE);
+  await page.waitForSelector('.chip');
+  await page.fill('#prompt', 'First question?');
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
+    page.press('#prompt', 'Enter'),
+  ]);
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  const first = await streamedText(response);
+  assert.ok(first.length > 0);
+  await page.fill('#prompt', 'Second question?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2,
+    null, { timeout: 60000 });
+  assert.equal(bodies.length, 2);
+  const m = bodies[1].messages;
+  assert.deepEqual(m.map((x) => x.role), ['user', 'assistant', 'user']);
+  assert.equal(m[0].content[0].type, 'image_url');
+  assert.equal(m[1].content, first);
+  assert.equal(m[2].content, 'Second question?');
+  assert.equal(await page.locator('.turn').count(), 2);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+// The answer text of the next chat request, in the server's SSE format (see the file comment).
+async function answerWith(page, text) {
+  await page.route('**/v1/chat/completions', async (route) => {
+    const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const body = text.match(/[\s\S]{1,7}/g).map((p) => chunk({ content: p })).join('') + chunk({}, 'stop') +
+      `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 9 }, timings: {} })}\n\n` +
+      'data: [DONE]\n\n';
+    await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+  });
+}
+
+test('a Markdown table in an answer is rendered as a table (stream given in the browser)', async () => {
+  const { page, ctx } = await openPage();
+  await answerWith(page, 'Totals:\n\n| Item | Qty |\n|:--|--:|\n| apples | 3 |\n| **pears** | 12 |\n');
+  await page.fill('#prompt', 'Table please');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]');
+  const table = lastAnswer(page).locator('table');
+  assert.equal(await table.count(), 1);
+  assert.deepEqual(await table.locator('th').allTextContents(), ['Item', 'Qty']);
+  assert.deepEqual(await table.locator('tbody td').allTextContents(), ['apples', '3', 'pears', '12']);
+  assert.equal(await table.locator('tbody strong').textContent(), 'pears');
+  await ctx.close();
+});
+
+test('an answer that tries to inject HTML is rendered as text (stream given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage();
+  const evil = 'x <script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2"> ' +
+    '[link](javascript:window.__pwned=3)\n\n| a |\n|---|\n| <b onmouseover="window.__pwned=4">cell</b> |';
+  await answerWith(page, evil);
+  await page.fill('#prompt', 'Say something nasty');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]');
+  const answer = lastAnswer(page);
+  assert.equal(await answer.locator('script, img, b, a[href^="javascript"]').count(), 0);
+  assert.equal(await answer.locator('a').count(), 0);
+  const text = await answer.locator('.answer-body').textContent();
+  assert.ok(text.includes('<script>window.__pwned = 1</script>'), text);
+  assert.ok(text.includes('<img src=x onerror="window.__pwned = 2">'), text);
+  await answer.locator('td').hover();
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('drop and paste attach images; a file over the server limit is refused before upload', async () => {
+  const { page, ctx, errors } = await openPage();
+  const png = readFileSync(IMAGE).toString('base64');
+  let requests = 0;
+  page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) requests++; });
+  const limit = await page.evaluate(async () => (await (await fetch('/v1/qvl/config')).json()).max_image_bytes);
+  assert.ok(limit > 0, 'server reports max_image_bytes');
+  await page.evaluate(({ b64, big }) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const drop = (file) => {
+      const dt = new DataTransfer();
+      dt.items.add(file);
+      for (const type of ['dragenter', 'dragover', 'drop']) {
+        window.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    };
+    drop(new File([bytes], 'dropped.png', { type: 'image/png' }));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+    document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+    drop(new File([new Uint8Array(big)], 'huge.png', { type: 'image/png' }));
+  }, { b64: png, big: limit + 1 });
+  await page.waitForFunction(() => document.querySelectorAll('.chip').length === 2);
+  assert.deepEqual(await page.locator('.chip-name').allTextContents(), ['dropped.png', 'pasted.png']);
+  assert.match(await page.locator('#notice').textContent(), /huge\.png.*accepts images up to/);
+  assert.ok(await page.isHidden('#drop-overlay'));
+  // Remove one with the keyboard: the remove button is focusable and labelled.
+  await page.focus('button[aria-label="Remove dropped.png"]');
+  await page.keyboard.press('Enter');
+  assert.deepEqual(await page.locator('.chip-name').allTextContents(), ['pasted.png']);
+  assert.equal(requests, 0);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

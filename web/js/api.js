@@ -1,0 +1,144 @@
+// The page's side of the HTTP API (same origin as the page).
+//
+//   GET  /health               200 when the model is loaded, 503 while loading
+//   GET  /v1/models            OpenAI list; data[0].id is the served model
+//   GET  /v1/qvl/config        qvl extension, what the page needs to predict image cost and refuse
+//                              oversized input before sending (see web/README.md):
+//                              {model, patch_size, merge_size, min_pixels, max_pixels (server cap),
+//                               max_image_bytes, max_body_bytes, context_size, default_max_tokens}
+//   POST /v1/chat/completions  OpenAI chat completions with stream: true (SSE), plus the extensions
+//                              max_pixels (request) and timings (in the usage chunk)
+import { SseParser, readChunk } from './sse.js';
+import { describeHttpError, describeStreamError } from './errors.js';
+
+// Used until /v1/qvl/config answers (and if an older server lacks it): Qwen3-VL's processor values
+// and the server defaults of issue 7.
+export const FALLBACK_CONFIG = Object.freeze({
+  model: '',
+  patch_size: 16,
+  merge_size: 2,
+  min_pixels: 65536,
+  max_pixels: 1048576,
+  max_image_bytes: 20 * 1024 * 1024,
+  max_body_bytes: 64 * 1024 * 1024,
+  context_size: 8192,
+  default_max_tokens: 1024,
+});
+
+function headers(apiKey, json) {
+  const h = {};
+  if (json) h['Content-Type'] = 'application/json';
+  if (apiKey) h.Authorization = `Bearer ${apiKey}`;
+  return h;
+}
+
+export async function fetchHealth(apiKey) {
+  try {
+    const res = await fetch('/health', { headers: headers(apiKey), cache: 'no-store' });
+    if (res.ok) return 'ready';
+    if (res.status === 503) return 'loading';
+    return 'error';
+  } catch {
+    return 'offline';
+  }
+}
+
+export async function fetchConfig(apiKey) {
+  const cfg = { ...FALLBACK_CONFIG };
+  let fromServer = false;
+  try {
+    const res = await fetch('/v1/qvl/config', { headers: headers(apiKey), cache: 'no-store' });
+    if (res.ok) {
+      const body = await res.json();
+      for (const key of Object.keys(FALLBACK_CONFIG)) {
+        if (typeof body[key] === typeof FALLBACK_CONFIG[key] && body[key] !== '') cfg[key] = body[key];
+      }
+      fromServer = true;
+    }
+  } catch {
+    // keep the fallback values; the page says so
+  }
+  if (!cfg.model) {
+    try {
+      const res = await fetch('/v1/models', { headers: headers(apiKey), cache: 'no-store' });
+      if (res.ok) {
+        const body = await res.json();
+        if (body && Array.isArray(body.data) && body.data.length) cfg.model = String(body.data[0].id);
+      }
+    } catch {
+      // the model name is cosmetic
+    }
+  }
+  return { config: cfg, fromServer };
+}
+
+// Streams one chat completion. Calls onDelta(text) for each piece of the answer, and resolves to
+// {finishReason, usage, timings, error, stopped}. Aborting `signal` (the Stop button) closes the
+// connection, which makes the server cancel the work and free its slot.
+export async function streamChat(body, { apiKey, signal, onDelta }) {
+  const result = { finishReason: null, usage: null, timings: null, error: null, stopped: false };
+  let res;
+  try {
+    res = await fetch('/v1/chat/completions', {
+      method: 'POST', headers: headers(apiKey, true), body, signal,
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') { result.stopped = true; return result; }
+    result.error = `Cannot reach the server at ${location.host}: ${e.message}`;
+    return result;
+  }
+  if (!res.ok) {
+    let payload = null;
+    try { payload = await res.json(); } catch { payload = null; }
+    result.error = describeHttpError(res.status, payload, res.headers.get('Retry-After'));
+    return result;
+  }
+  const type = res.headers.get('Content-Type') || '';
+  if (!type.includes('text/event-stream')) {
+    // A server that ignored stream: true still gives a complete answer.
+    try {
+      const payload = await res.json();
+      const choice = payload.choices && payload.choices[0];
+      onDelta(choice && choice.message ? String(choice.message.content ?? '') : '');
+      result.finishReason = choice ? choice.finish_reason : null;
+      result.usage = payload.usage ?? null;
+      result.timings = payload.timings ?? null;
+    } catch (e) {
+      result.error = `The server sent an unreadable answer: ${e.message}`;
+    }
+    return result;
+  }
+
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const parser = new SseParser();
+  let done = false;
+  const handle = (events) => {
+    for (const data of events) {
+      const chunk = readChunk(data);
+      if (chunk.done) { done = true; continue; }
+      if (chunk.error) { result.error = describeStreamError(chunk.error); continue; }
+      if (chunk.delta) onDelta(chunk.delta);
+      if (chunk.finishReason) result.finishReason = chunk.finishReason;
+      if (chunk.usage) result.usage = chunk.usage;
+      if (chunk.timings) result.timings = chunk.timings;
+    }
+  };
+  try {
+    for (;;) {
+      const { value, done: eof } = await reader.read();
+      if (eof) break;
+      handle(parser.push(decoder.decode(value, { stream: true })));
+    }
+    handle(parser.push(decoder.decode()));
+    handle(parser.end());
+  } catch (e) {
+    if (e.name === 'AbortError') { result.stopped = true; return result; }
+    result.error = `The connection broke during the answer: ${e.message}`;
+    return result;
+  }
+  if (!done && !result.error && !result.finishReason) {
+    result.error = 'The connection closed before the answer was complete.';
+  }
+  return result;
+}

@@ -1,0 +1,182 @@
+// DOM building for the page: attachment chips, conversation turns, answers and the grounding figure.
+// Everything the user or the model wrote goes in as text nodes (textContent) or through the markdown
+// renderer's toDom; nothing here assigns innerHTML.
+import { parseMarkdown, toDom } from './markdown.js';
+import { parseGrounding, containRect, placeBox, placePoint, labelHue } from './grounding.js';
+import { imageCost } from './smart_resize.js';
+import { formatBytes, describeTimings } from './errors.js';
+
+export function h(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v == null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    // Styles through CSSOM, not a style attribute, so a strict Content-Security-Policy allows them.
+    else if (k === 'style') for (const [p, pv] of Object.entries(v)) e.style.setProperty(p, String(pv));
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c == null || c === false) continue;
+    e.append(typeof c === 'string' ? document.createTextNode(c) : c);
+  }
+  return e;
+}
+
+export function icon(name) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('aria-hidden', 'true');
+  const use = document.createElementNS(ns, 'use');
+  use.setAttribute('href', `#i-${name}`);
+  svg.append(use);
+  return svg;
+}
+
+// Cost line of one image: "1920×1080 → 1344×768 · 1,008 tokens · 412 KB".
+export function costText(att, config, maxPixels) {
+  const size = formatBytes(att.bytes);
+  if (!att.decodable) return `${size} · cannot preview; the server will check it`;
+  try {
+    const c = imageCost(att.width, att.height, config, maxPixels);
+    return `${att.width}×${att.height} → ${c.width}×${c.height} · ${c.tokens.toLocaleString('en-US')} tokens · ${size}`;
+  } catch (e) {
+    return `${att.width}×${att.height} · ${e.message}`;
+  }
+}
+
+export function tokensOf(att, config, maxPixels) {
+  if (!att.decodable) return 0;
+  try { return imageCost(att.width, att.height, config, maxPixels).tokens; } catch { return 0; }
+}
+
+export function attachmentChip(att, config, maxPixels, onRemove) {
+  const thumb = att.decodable
+    ? h('img', { src: att.dataUrl, alt: '', class: 'chip-thumb' })
+    : h('div', { class: 'chip-thumb broken', 'aria-hidden': 'true', text: '?' });
+  return h('li', { class: `chip${att.decodable ? '' : ' warn'}`, 'data-id': att.id },
+    thumb,
+    h('div', { class: 'chip-body' },
+      h('span', { class: 'chip-name', title: att.name, text: att.name }),
+      h('span', { class: 'chip-cost', text: costText(att, config, maxPixels) })),
+    h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove ${att.name}`,
+      title: 'Remove', onclick: onRemove }, icon('x')));
+}
+
+export function userTurn(turn) {
+  const imgs = turn.images.length
+    ? h('div', { class: 'user-images' }, turn.images.map((a) => a.decodable
+      ? h('img', { src: a.dataUrl, alt: a.name, title: a.name })
+      : h('div', { class: 'img-broken', title: a.name, text: a.name })))
+    : null;
+  return h('div', { class: 'user-msg' }, imgs,
+    turn.text ? h('div', { class: 'user-text', text: turn.text }) : null);
+}
+
+// The assistant side of a turn; update() re-renders it from the turn's current state.
+export function answerView(turn, { onCopy, onRetry, imageFor }) {
+  const body = h('div', { class: 'answer-body md' });
+  const figureSlot = h('div', { class: 'figure-slot' });
+  const error = h('div', { class: 'answer-error', role: 'alert', hidden: true });
+  const meta = h('div', { class: 'answer-meta' });
+  const copyBtn = h('button', { type: 'button', class: 'mini-btn copy-btn', title: 'Copy answer',
+    'aria-label': 'Copy answer', onclick: () => onCopy(turn, copyBtn) }, icon('copy'), h('span', { text: 'Copy' }));
+  const retryBtn = h('button', { type: 'button', class: 'mini-btn retry-btn', title: 'Send this message again',
+    onclick: () => onRetry(turn) }, h('span', { text: 'Retry' }));
+  const actions = h('div', { class: 'answer-actions' }, copyBtn, retryBtn);
+  const root = h('div', { class: 'answer', 'aria-busy': 'true' },
+    h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon('logo')),
+    // The picture first: people would rather see the boxes than read the coordinates.
+    h('div', { class: 'answer-main' }, figureSlot, body, error, h('div', { class: 'answer-foot' }, meta, actions)));
+  let lastText = null;
+  let lastBoxesKey = '';
+
+  function update() {
+    const a = turn.answer;
+    root.dataset.state = a.status;
+    root.setAttribute('aria-busy', String(a.status === 'waiting' || a.status === 'streaming'));
+    if (a.text !== lastText) {
+      lastText = a.text;
+      body.replaceChildren(a.text ? toDom(parseMarkdown(a.text), document) : typingDots(a.status));
+      const marks = parseGrounding(a.text);
+      const key = JSON.stringify(marks);
+      if (key !== lastBoxesKey) {
+        lastBoxesKey = key;
+        const images = imageFor(turn);
+        figureSlot.replaceChildren(marks.length && images.length ? groundingFigure(images, marks) : '');
+      }
+    } else if (!a.text) {
+      body.replaceChildren(a.status === 'waiting' || a.status === 'streaming' ? typingDots(a.status) : '');
+    }
+    error.hidden = !a.error;
+    error.textContent = a.error || '';
+    meta.textContent = metaText(a);
+    const busy = a.status === 'streaming' || a.status === 'waiting';
+    copyBtn.hidden = !a.text || busy;
+    retryBtn.hidden = a.status !== 'error' || Boolean(a.text);
+    actions.hidden = copyBtn.hidden && retryBtn.hidden;
+  }
+  update();
+  return { root, update };
+}
+
+function typingDots() {
+  return h('span', { class: 'typing', 'aria-label': 'Waiting for the answer' }, h('i'), h('i'), h('i'));
+}
+
+function metaText(a) {
+  const parts = [];
+  if (a.status === 'stopped') parts.push('Stopped');
+  if (a.finishReason === 'length') parts.push('Cut at the max-token limit');
+  const t = describeTimings(a.timings, a.usage);
+  if (t) parts.push(t);
+  return parts.join(' · ');
+}
+
+// The image an answer talks about, with the model's boxes and points drawn over it. Coordinates are
+// 0..1000 of the image (see grounding.js), placed over the letterboxed <img> with containRect.
+export function groundingFigure(images, marks) {
+  let current = images[images.length - 1];
+  const img = h('img', { src: current.dataUrl, alt: `${current.name} with detected objects` });
+  const layer = h('div', { class: 'marks', 'aria-hidden': 'true' });
+  const frame = h('div', { class: 'frame' }, img, layer);
+  const legend = h('ul', { class: 'legend' });
+  const counts = new Map();
+  for (const m of marks) counts.set(m.label || 'object', (counts.get(m.label || 'object') || 0) + 1);
+  for (const [label, n] of counts) {
+    legend.append(h('li', { style: { '--hue': labelHue(label) } }, h('i'), `${label}${n > 1 ? ` ×${n}` : ''}`));
+  }
+  const picker = images.length > 1 ? h('div', { class: 'img-picker', role: 'group', 'aria-label': 'Draw on image' },
+    images.map((im, k) => h('button', { type: 'button', class: 'mini-btn', 'aria-pressed': String(im === current),
+      text: `Image ${k + 1}`,
+      onclick: (ev) => {
+        current = im;
+        img.src = im.dataUrl;
+        for (const b of ev.currentTarget.parentNode.children) b.setAttribute('aria-pressed', String(b === ev.currentTarget));
+      } }))) : null;
+
+  function layout() {
+    if (!img.naturalWidth || !frame.clientWidth) return;
+    const rect = containRect(img.naturalWidth, img.naturalHeight, frame.clientWidth, frame.clientHeight);
+    layer.replaceChildren(...marks.map((m) => {
+      const hue = labelHue(m.label || 'object');
+      if (m.kind === 'box') {
+        const r = placeBox(m.bbox, rect);
+        // A box touching the top edge gets its label inside, where the frame does not clip it.
+        const style = { '--hue': hue, left: `${r.left}px`, top: `${r.top}px`, width: `${r.width}px`,
+          height: `${r.height}px` };
+        return h('div', { class: r.top < 18 ? 'box label-inside' : 'box', style },
+          m.label ? h('span', { class: 'box-label', text: m.label }) : null);
+      }
+      const p = placePoint(m.point, rect);
+      return h('div', { class: 'point', style: { '--hue': hue, left: `${p.x}px`, top: `${p.y}px` } },
+        m.label ? h('span', { class: 'box-label', text: m.label }) : null);
+    }));
+  }
+  img.addEventListener('load', layout);
+  new ResizeObserver(layout).observe(frame);
+  return h('figure', { class: 'grounding' }, frame,
+    h('figcaption', {}, legend, picker,
+      h('span', { class: 'coord-note', text: `${marks.length} ${marks.length === 1 ? 'mark' : 'marks'} · 0–1000 relative coordinates` })));
+}
