@@ -1,9 +1,118 @@
-// Replaced by the real command when its issue lands.
+// qvl chat: a conversation in the terminal. Each line is a user turn; images
+// added with --image or `/image PATH` go into the next turn. Ctrl-C stops the
+// current answer; at the prompt it ends the program (so does EOF or /exit).
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
 #include "cli/commands.h"
-#include "cli/not_yet.h"
+#include "cli/flags.h"
+#include "engine/engine.h"
+#include "image/image.h"
+#include "util/args.h"
+#include "util/error.h"
 
 namespace qvl::cli {
+namespace {
 
-int cmd_chat(int, char**) { return not_yet("chat", "model forward pass, issue 5"); }
+// A signal handler can only reach static storage: these two flags are the
+// whole of the state it shares with the chat loop.
+std::atomic<bool> g_answering{false};
+std::atomic<bool> g_cancel{false};
+
+void on_sigint(int) {
+  if (g_answering.load()) {
+    g_cancel.store(true);
+  } else {
+    const char nl = '\n';
+    (void)!write(STDOUT_FILENO, &nl, 1);
+    _exit(130);
+  }
+}
+
+bool load_into(const std::string& path, std::vector<MessagePart>& pending) {
+  try {
+    pending.push_back({"", std::make_shared<Image>(load_image(path))});
+    return true;
+  } catch (const Error& e) {
+    std::cerr << "cannot use image " << path << ": " << e.what() << "\n";
+    return false;
+  }
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+  Args args("chat", "--model M [--image FILE ...] [options]",
+            "Talk with the model in the terminal. Commands: /image PATH (attach to the next message),\n"
+            "/reset (new conversation), /exit. Ctrl-C stops the current answer.",
+            join({model_flags(),
+                  {{"image", "FILE", "an image for the first message", "", "", true},
+                   {"system", "TEXT", "a system message"}},
+                  sampling_flags()}));
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.positional().empty())
+    throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
+  GenerateRequest base;
+  apply_sampling(args, base);
+  std::vector<MessagePart> pending;
+  for (const std::string& path : args.all("image"))
+    if (!load_into(path, pending)) return 1;
+  std::unique_ptr<Engine> engine = Engine::create(engine_params(args));
+
+  std::vector<Message> history;
+  if (args.has("system")) history.push_back({"system", {{args.get("system"), nullptr}}});
+  const size_t system_messages = history.size();
+  std::signal(SIGINT, on_sigint);
+  const bool tty = isatty(STDIN_FILENO);
+  std::string line;
+  for (;;) {
+    if (tty) std::cout << (pending.empty() ? "> " : "[" + std::to_string(pending.size()) + " image(s)] > ") << std::flush;
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      history.resize(system_messages);
+      pending.clear();
+      engine->reset();
+      continue;
+    }
+    if (line.rfind("/image ", 0) == 0) {
+      load_into(line.substr(7), pending);
+      continue;
+    }
+    Message user{"user", std::move(pending)};
+    pending.clear();
+    user.parts.push_back({line, nullptr});
+    history.push_back(std::move(user));
+
+    GenerateRequest req = base;
+    req.messages = history;
+    g_cancel = false;
+    req.cancel = &g_cancel;
+    GenerateCallbacks cb;
+    cb.on_text = [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+    g_answering = true;
+    GenerateResult r;
+    try {
+      r = engine->generate(req, cb);
+    } catch (const Error& e) {
+      g_answering = false;
+      history.pop_back();
+      std::cerr << "error: " << e.what() << "\n";
+      continue;
+    }
+    g_answering = false;
+    std::cout << (r.finish_reason == "cancelled" ? " [stopped]\n" : "\n") << std::flush;
+    history.push_back({"assistant", {{r.text, nullptr}}});
+  }
+  return 0;
+}
 
 }  // namespace qvl::cli

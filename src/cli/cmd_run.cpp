@@ -1,9 +1,110 @@
-// Replaced by the real command when its issue lands.
+// qvl run: one prompt about zero or more images; the answer streams to stdout
+// (text) or comes back as one JSON object (--output-format json).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
-#include "cli/not_yet.h"
+#include "cli/flags.h"
+#include "engine/engine.h"
+#include "image/image.h"
+#include "ops/matmul.h"
+#include "util/args.h"
+#include "util/error.h"
 
 namespace qvl::cli {
+namespace {
 
-int cmd_run(int, char**) { return not_yet("run", "model forward pass, issue 5"); }
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args args("run", "--model M [--image FILE ...] --prompt TEXT [options]",
+            "Answers one prompt about zero or more images (placed before the prompt text in one user turn).\n"
+            "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
+            "token_ids, usage, timings and finish_reason.",
+            join({model_flags(),
+                  {{"image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF)", "", "", true},
+                   {"prompt", "TEXT", "the question or instruction"},
+                   {"system", "TEXT", "a system message"}},
+                  sampling_flags(),
+                  {{"output-format", "FORMAT", "text or json", "text"},
+                   {"verbose", "", "timings and model details on stderr"}}}));
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.positional().empty())
+    throw UsageError(cat("run: unexpected argument '", args.positional()[0], "' (see qvl run --help)"));
+  if (!args.has("prompt")) throw UsageError("run: --prompt is required (see qvl run --help)");
+  const std::string format = args.get("output-format");
+  if (format != "text" && format != "json") throw UsageError("run: --output-format must be text or json");
+  const bool verbose = args.on("verbose");
+
+  GenerateRequest req;
+  apply_sampling(args, req);
+  if (args.has("system")) req.messages.push_back({"system", {{args.get("system"), nullptr}}});
+  Message user{"user", {}};
+  const auto t_images = std::chrono::steady_clock::now();
+  for (const std::string& path : args.all("image")) {
+    try {
+      user.parts.push_back({"", std::make_shared<Image>(load_image(path))});
+    } catch (const Error& e) {
+      fail("image ", path, ": ", e.what());
+    }
+  }
+  const double image_decode_ms = ms_since(t_images);
+  user.parts.push_back({args.get("prompt"), nullptr});
+  req.messages.push_back(std::move(user));
+
+  EngineParams params = engine_params(args);
+  std::unique_ptr<Engine> engine = Engine::create(params);
+  if (verbose)
+    std::cerr << "loaded " << params.model_dir << " (" << weight_format_name(params.weights) << ", "
+              << engine->threads() << " threads) in " << engine->load_ms() << " ms\n";
+
+  GenerateCallbacks cb;
+  if (format == "text") {
+    cb.on_text = [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+  }
+  GenerateResult r = engine->generate(req, cb);
+  const Timings& t = r.timings;
+  if (format == "text") {
+    std::fputs("\n", stdout);
+  } else {
+    nlohmann::json j;
+    j["text"] = r.text;
+    j["token_ids"] = r.token_ids;
+    j["finish_reason"] = r.finish_reason;
+    j["usage"] = {{"prompt_tokens", r.prompt_tokens},
+                  {"completion_tokens", r.completion_tokens},
+                  {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+    j["timings"] = {{"load_ms", engine->load_ms()},
+                    {"image_decode_ms", image_decode_ms},
+                    {"image_preprocess_ms", t.preprocess_ms},
+                    {"vision_ms", t.vision_ms},
+                    {"prefill_ms", t.prefill_ms},
+                    {"prefill_tok_s", t.prefill_tok_s()},
+                    {"first_token_ms", t.first_token_ms},
+                    {"decode_ms", t.decode_ms},
+                    {"decode_tok_s", t.decode_tok_s()}};
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  if (verbose) {
+    std::fprintf(stderr,
+                 "prompt %lld tokens, completion %lld tokens (%s)\n"
+                 "load %.0f ms | image decode %.1f ms | preprocess %.1f ms | vision %.1f ms | prefill %.1f ms "
+                 "(%.1f tok/s) | first token %.1f ms | decode %.1f tok/s\n",
+                 static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.completion_tokens),
+                 r.finish_reason.c_str(), engine->load_ms(), image_decode_ms, t.preprocess_ms, t.vision_ms,
+                 t.prefill_ms, t.prefill_tok_s(), t.first_token_ms, t.decode_tok_s());
+  }
+  return 0;
+}
 
 }  // namespace qvl::cli

@@ -13,6 +13,12 @@ struct Image {
   int width = 0;
   int height = 0;
   std::vector<uint8_t> rgb;  // [height, width, 3], row-major
+  // The size the file declares (after EXIF orientation) when the pixels were
+  // decoded smaller than that (JPEG DCT scaling, see DecodeHint); 0 otherwise.
+  // preprocess() sizes its target from these so the grid does not change.
+  int full_width = 0;
+  int full_height = 0;
+  int scale_denom = 1;  // decoded at 1/scale_denom of the full size
 };
 
 struct DecodeLimits {
@@ -20,10 +26,28 @@ struct DecodeLimits {
   uint64_t max_decoded_pixels = 100'000'000;  // width × height, checked from the header
 };
 
+// Lets a JPEG be decoded at 1/2, 1/4 or 1/8 scale in the DCT domain when the
+// preprocessing target (smart_resize of the declared size with these
+// parameters) is much smaller than the photo. The decoded image keeps at least
+// `min_ratio` times the target on both sides, so the bicubic resize that
+// follows still downsamples; bench/image_bench measures the difference against
+// full-resolution decoding. factor 0: always decode at full resolution.
+struct DecodeHint {
+  int factor = 0;  // patch_size * merge_size
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
+  double min_ratio = 3.0;
+};
+
+enum class ImageFormat { Unknown, Jpeg, Png, Gif, WebP, Bmp };
+// From the magic bytes, never the file name.
+ImageFormat sniff_format(std::span<const uint8_t> bytes);
+const char* format_name(ImageFormat f);
+
 // Throws qvl::Error with a one-line reason ("truncated PNG", "unsupported
 // image format", "image is 100000x100000 = ... pixels, over the limit ...").
 // JPEG EXIF orientation is applied; alpha is composited over white.
-Image decode_image(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+Image decode_image(std::span<const uint8_t> bytes, const DecodeLimits& limits = {}, const DecodeHint& hint = {});
 Image load_image(const std::string& path, const DecodeLimits& limits = {});
 
 }  // namespace qvl

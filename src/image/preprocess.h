@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "image/image.h"
@@ -21,8 +22,10 @@ struct ResizedSize {
 ResizedSize smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels);
 
 // PIL Image.resize(BICUBIC) on uint8 RGB, bit-exact (fixed point, horizontal
-// then vertical pass, clip + round after each pass).
-Image resize_bicubic(const Image& src, int width, int height);
+// then vertical pass, clip + round after each pass). A source extent (PIL's
+// `box` right/bottom edge) other than the image size maps only that many
+// source pixels onto the output; 0 means the whole image.
+Image resize_bicubic(const Image& src, int width, int height, double src_extent_w = 0, double src_extent_h = 0);
 
 struct PixelValues {
   std::vector<float> data;  // [num_patches, patch_dim], merge-window row order
@@ -39,5 +42,13 @@ struct PreprocessOptions {
 };
 
 PixelValues preprocess(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options = {});
+
+// decode_image + preprocess. With `dct_scaling`, a large JPEG is decoded at a
+// reduced scale (DecodeHint): faster, and within the bound bench/image_bench
+// reports of the full-resolution result; off, the output is exactly the
+// reference processor's.
+PixelValues decode_and_preprocess(std::span<const uint8_t> bytes, const PreprocessorConfig& config,
+                                  const PreprocessOptions& options = {}, const DecodeLimits& limits = {},
+                                  bool dct_scaling = false);
 
 }  // namespace qvl

@@ -25,8 +25,9 @@ struct VisionConfig {
   int num_position_embeddings = 0;  // a square grid: sqrt of this per side
   std::string hidden_act;           // "gelu_pytorch_tanh" (tanh GELU) or "gelu" (erf)
   std::vector<int> deepstack_visual_indexes;
-  double layer_norm_eps = 1e-6;
+  double layer_norm_eps = 1e-6;  // not in config.json: transformers hard-codes 1e-6
   int head_dim() const { return hidden_size / num_heads; }
+  int grid_per_side() const;  // sqrt(num_position_embeddings)
 };
 
 struct TextConfig {
@@ -42,6 +43,7 @@ struct TextConfig {
   double rope_theta = 0;
   std::vector<int> mrope_section;  // sums to head_dim / 2 (t, h, w)
   bool mrope_interleaved = true;
+  std::string rope_type = "default";
   std::string hidden_act;  // "silu"
   bool attention_bias = false;
 };
@@ -55,7 +57,12 @@ struct ModelConfig {
   int video_token_id = 0;
   int vision_start_token_id = 0;
   int vision_end_token_id = 0;
+  // text_config.tie_word_embeddings when present (what transformers 4.57 ties
+  // by), else the top-level key; the checkpoint then has no lm_head.weight.
   bool tie_word_embeddings = false;
+  std::vector<int> eos_token_ids;  // config.json's eos_token_id; generation_config.json's wins
+  // "transformers 4.57" (text_config.rope_scaling) or "transformers 5" (rope_parameters)
+  std::string dialect;
 };
 
 struct PreprocessorConfig {
@@ -90,7 +97,12 @@ struct ModelFolder {
   std::string chat_template;   // Jinja source, from chat_template.json / .jinja / tokenizer_config.json
   std::string tokenizer_json;  // path of tokenizer.json
   std::string weights_path;    // model.safetensors or model.safetensors.index.json
+  std::string chat_template_path;  // the file the template came from ("" if none)
 
+  // Requires config.json, preprocessor_config.json, tokenizer.json and the
+  // weights file; generation_config.json and the chat template are optional
+  // (EOS then comes from config.json). Cross-checks the preprocessor's
+  // patch/merge/temporal sizes against vision_config.
   static ModelFolder open(const std::string& dir);
 };
 

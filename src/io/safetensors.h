@@ -1,12 +1,17 @@
 // safetensors reader: memory-mapped, zero-copy tensor views over one file or a
 // sharded set (model.safetensors.index.json). Everything in a header is
 // validated before use; a bad file is one qvl::Error naming file and tensor.
+//
+// Format (https://github.com/huggingface/safetensors): 8-byte little-endian
+// header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [b, e]},
+// "__metadata__": {...}}, then the data section; offsets are relative to it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +23,8 @@ enum class DType { F32, F16, BF16, I64, I32 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32", "BF16", ... as in safetensors headers
+// The DType for a header's dtype string; nullopt for any other (F64, F8_E4M3, ...).
+std::optional<DType> dtype_from_name(const std::string& name);
 
 struct TensorView {
   std::string name;
@@ -26,6 +33,7 @@ struct TensorView {
   const uint8_t* data = nullptr;  // inside the mapping; aligned as the file allows
   size_t nbytes = 0;
   const std::string* file = nullptr;  // path of the file that holds it
+  size_t file_offset = 0;             // absolute byte offset of data in that file
   int64_t numel() const;
 };
 
@@ -37,13 +45,24 @@ class SafeTensors {
 
   const TensorView* find(const std::string& name) const;  // nullptr if absent
   const TensorView& get(const std::string& name) const;   // throws naming the tensor
+  // All tensors by name (sorted). Iterate this to list names, shapes, dtypes.
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   std::vector<std::string> files() const;
   size_t total_bytes() const;  // sum of the mapped file sizes
+  // "__metadata__" of the (first) file, e.g. {"format": "pt"}; string values only.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
+  void add_file(const std::string& path);
+  void open_index(const std::string& index_path);
+
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::string, TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
 };
+
+// Upper bound on a header's JSON size; a larger length field means corruption
+// (real headers of multi-GB checkpoints are well under 1 MB).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull << 20;
 
 }  // namespace qvl

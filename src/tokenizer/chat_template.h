@@ -3,6 +3,7 @@
 // than rendered differently from Hugging Face.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ class ChatTemplate {
  public:
   // `source`: the Jinja text from the model folder.
   static ChatTemplate from_source(const std::string& source);
+  // What from_source() recognises a template by: a hash of its text with
+  // every line trimmed and empty lines dropped.
+  static uint64_t fingerprint(const std::string& source);
   // With image_tokens > 0 each image becomes <|vision_start|> + that many
   // <|image_pad|> + <|vision_end|>; with 0, one <|image_pad|> (as HF renders it).
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;

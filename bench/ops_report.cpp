@@ -1,0 +1,259 @@
+// Prints, as JSON, this machine's limits (2-thread FP32 FMA peak, read
+// bandwidth over 1 GB) and each ops kernel at the model's shapes as a
+// fraction of those limits, all measured in the same run. Median of repeats.
+//
+//   ops_report [--threads N] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/machine_limits.h"
+#include "ops/matmul.h"
+#include "ops/ops.h"
+
+namespace {
+
+using qvl::ThreadPool;
+using qvl::WeightFormat;
+using qvl::WeightMatrix;
+using Clock = std::chrono::steady_clock;
+
+// Median seconds of `reps` runs of fn (after one warm-up).
+double median_seconds(int reps, const std::function<void(int)>& fn) {
+  fn(0);
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    fn(r + 1);
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::vector<uint16_t> random_bf16(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<uint16_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = qvl::f32_to_bf16(dist(rng));
+  return v;
+}
+
+std::vector<float> random_f32(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+struct Report {
+  double peak_gflops = 0, bw_gbs = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  void flops(const std::string& name, double flop, double sec, nlohmann::json extra = nlohmann::json::object()) {
+    double g = flop / sec / 1e9;
+    nlohmann::json r = {{"kernel", name}, {"ms", sec * 1e3}, {"gflops", g}, {"fraction_of_fma_peak", g / peak_gflops}};
+    r.update(extra);
+    rows.push_back(r);
+    std::fprintf(stderr, "%-44s %9.3f ms %8.1f GFLOP/s %5.1f%% of FMA peak\n", name.c_str(), sec * 1e3, g,
+                 100 * g / peak_gflops);
+  }
+  void bytes(const std::string& name, double b, double sec, nlohmann::json extra = nlohmann::json::object()) {
+    double g = b / sec / 1e9;
+    nlohmann::json r = {{"kernel", name}, {"ms", sec * 1e3}, {"gbs", g}, {"fraction_of_read_bw", g / bw_gbs}};
+    r.update(extra);
+    rows.push_back(r);
+    std::fprintf(stderr, "%-44s %9.3f ms %8.1f GB/s    %5.1f%% of read bw\n", name.c_str(), sec * 1e3, g,
+                 100 * g / bw_gbs);
+  }
+};
+
+std::string shape(const char* fmt, int64_t m, int64_t n, int64_t k) {
+  return std::string(fmt) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+}
+
+// Prefill GEMM: FLOP-bound, one weight matrix (it may sit in cache: fine).
+void gemm(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n, int64_t k, int reps,
+          const char* label = nullptr) {
+  auto src = random_bf16(n * k, 1);
+  WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(src.data(), n, k)
+                                           : WeightMatrix::from_bf16(src.data(), n, k, f, &pool);
+  auto x = random_f32(m * k, 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  double s = median_seconds(reps, [&](int) { qvl::matmul(x.data(), m, w, nullptr, y.data(), pool); });
+  rep.flops(label ? label : "matmul " + shape(qvl::weight_format_name(f), m, n, k), 2.0 * m * n * k, s,
+            {{"threads", pool.size()}});
+}
+
+// Decode GEMV: bandwidth-bound. Cycles through enough copies of the matrix
+// that they cannot stay in the caches.
+double gemv(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n, int64_t k, int reps,
+            double base_ms = 0) {
+  auto src = random_bf16(n * k, 3);
+  size_t one = static_cast<size_t>(n * k) * (f == WeightFormat::F32 ? 4 : f == WeightFormat::BF16 ? 2 : 1);
+  int copies = static_cast<int>(std::max<size_t>(1, (size_t(256) << 20) / std::max<size_t>(one, 1)));
+  copies = std::min(copies, 64);
+  std::vector<std::vector<uint16_t>> srcs;
+  std::vector<WeightMatrix> ws;
+  for (int c = 0; c < copies; ++c) {
+    if (f == WeightFormat::BF16) {
+      srcs.push_back(src);
+      ws.push_back(WeightMatrix::view_bf16(srcs.back().data(), n, k));
+    } else {
+      ws.push_back(WeightMatrix::from_bf16(src.data(), n, k, f, &pool));
+    }
+  }
+  auto x = random_f32(m * k, 4);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  int calls = std::max(copies, 8);
+  double s = median_seconds(reps, [&](int) {
+               for (int c = 0; c < calls; ++c) qvl::matmul(x.data(), m, ws[c % copies], nullptr, y.data(), pool);
+             }) / calls;
+  nlohmann::json extra = {{"bytes", ws[0].bytes()}};
+  if (base_ms > 0) extra["time_vs_m1"] = s * 1e3 / base_ms;
+  rep.bytes("matmul " + shape(qvl::weight_format_name(f), m, n, k), double(ws[0].bytes()), s, extra);
+  return s * 1e3;
+}
+
+void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
+  qvl::AttentionParams p;
+  p.nq = p.nkv = n, p.q_heads = p.kv_heads = 16, p.head_dim = 64;
+  p.q_stride = p.kv_stride = p.out_stride = 16 * 64;
+  p.scale = 0.125f;
+  auto q = random_f32(n * 1024, 5), k = random_f32(n * 1024, 6), v = random_f32(n * 1024, 7);
+  std::vector<float> out(q.size());
+  double s = median_seconds(reps, [&](int) { qvl::attention(q.data(), k.data(), v.data(), out.data(), p, pool); });
+  rep.flops("attention vision n=" + std::to_string(n) + " 16x64", 4.0 * n * n * 64 * 16, s);
+}
+
+void attention_decode(Report& rep, ThreadPool& pool, int64_t nkv, int reps) {
+  qvl::AttentionParams p;
+  p.nq = 1, p.nkv = nkv, p.q_heads = 16, p.kv_heads = 8, p.head_dim = 128;
+  p.q_stride = p.out_stride = 16 * 128, p.kv_stride = 8 * 128;
+  p.scale = 1.0f / std::sqrt(128.0f), p.causal = true, p.q_pos0 = nkv - 1;
+  // Several caches so the KV does not stay in L3 between calls.
+  int copies = static_cast<int>(std::max<int64_t>(1, (int64_t(128) << 20) / (nkv * 1024 * 8)));
+  std::vector<std::vector<float>> ks, vs;
+  for (int c = 0; c < copies; ++c) ks.push_back(random_f32(nkv * 1024, 8 + c)), vs.push_back(random_f32(nkv * 1024, 9 + c));
+  auto q = random_f32(16 * 128, 10);
+  std::vector<float> out(q.size());
+  int calls = std::max(copies, 8);
+  double s = median_seconds(reps, [&](int) {
+               for (int c = 0; c < calls; ++c)
+                 qvl::attention(q.data(), ks[c % copies].data(), vs[c % copies].data(), out.data(), p, pool);
+             }) / calls;
+  rep.bytes("attention decode nkv=" + std::to_string(nkv) + " 16q/8kv x128", double(nkv) * 1024 * 8, s);
+}
+
+// Error of q8/q4 results against the f32-weight result on random data at a
+// model shape: relative L2 over all outputs, and the worst output error
+// relative to the outputs' RMS.
+void quant_error(nlohmann::json& out, ThreadPool& pool, int64_t m, int64_t n, int64_t k) {
+  auto src = random_bf16(n * k, 21);
+  auto x = random_f32(m * k, 22);
+  std::vector<float> ref(static_cast<size_t>(m * n)), y(ref.size());
+  qvl::matmul(x.data(), m, WeightMatrix::from_bf16(src.data(), n, k, WeightFormat::F32, &pool), nullptr, ref.data(), pool);
+  for (auto f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+    WeightMatrix w = WeightMatrix::from_bf16(src.data(), n, k, f, &pool);
+    qvl::matmul(x.data(), m, w, nullptr, y.data(), pool);
+    double num = 0, den = 0, worst = 0;
+    for (size_t i = 0; i < y.size(); ++i) num += double(y[i] - ref[i]) * (y[i] - ref[i]), den += double(ref[i]) * ref[i];
+    double rms = std::sqrt(den / double(y.size()));
+    for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(double(y[i]) - ref[i]) / rms);
+    out.push_back({{"format", qvl::weight_format_name(f)}, {"m", m}, {"n", n}, {"k", k},
+                   {"rel_l2_error", std::sqrt(num / den)}, {"max_error_over_rms", worst}});
+    std::fprintf(stderr, "error %-4s m=%ld n=%ld k=%ld: relative L2 %.3g, max/rms %.3g\n", qvl::weight_format_name(f),
+                 long(m), long(n), long(k), std::sqrt(num / den), worst);
+  }
+}
+
+void small_kernels(Report& rep, ThreadPool& pool, int reps) {
+  const int64_t rows = 784, dim = 1024, n = rows * dim;
+  auto x = random_f32(n, 11), w = random_f32(dim, 12), b = random_f32(dim, 13), u = random_f32(n, 14);
+  std::vector<float> out(static_cast<size_t>(n)), tmp = x;
+  auto run = [&](const char* name, double bytes, const std::function<void()>& fn) {
+    rep.bytes(std::string(name) + " 784x1024 (1 thread)", bytes, median_seconds(reps, [&](int) { fn(); }));
+  };
+  run("rms_norm", 8.0 * n, [&] { qvl::rms_norm(x.data(), w.data(), out.data(), rows, dim, 1e-6f); });
+  run("layer_norm", 8.0 * n, [&] { qvl::layer_norm(x.data(), w.data(), b.data(), out.data(), rows, dim, 1e-6f); });
+  run("gelu_tanh", 8.0 * n, [&] { std::memcpy(tmp.data(), x.data(), n * 4), qvl::gelu_tanh(tmp.data(), n); });
+  run("gelu_erf", 8.0 * n, [&] { std::memcpy(tmp.data(), x.data(), n * 4), qvl::gelu_erf(tmp.data(), n); });
+  run("silu_mul", 12.0 * n, [&] { qvl::silu_mul(x.data(), u.data(), out.data(), n); });
+  run("add", 12.0 * n, [&] { qvl::add(x.data(), u.data(), out.data(), n); });
+  run("softmax (rows of 1024)", 8.0 * n, [&] {
+    std::memcpy(tmp.data(), x.data(), n * 4);
+    for (int64_t r = 0; r < rows; ++r) qvl::softmax(tmp.data() + r * dim, dim);
+  });
+  (void)pool;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 0;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--quick")
+      quick = true;
+    else {
+      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick]\n");
+      return 2;
+    }
+  }
+  ThreadPool pool(threads);
+  ThreadPool one(1);
+  Report rep;
+  rep.peak_gflops = qvl::measure_fma_peak_gflops(pool);
+  rep.bw_gbs = qvl::measure_read_bandwidth_gbs(pool, quick ? size_t(256) << 20 : size_t(1) << 30);
+  std::fprintf(stderr, "target %s, %d threads: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s\n",
+               qvl::simd_target_name(), pool.size(), rep.peak_gflops, rep.bw_gbs);
+  const int reps = quick ? 3 : 7;
+
+  // Prefill / vision GEMM from bf16 weights.
+  for (int64_t m : {64, 256, 784}) gemm(rep, pool, WeightFormat::BF16, m, 2048, 2048, reps);
+  gemm(rep, pool, WeightFormat::BF16, 784, 4096, 1024, reps);
+  gemm(rep, pool, WeightFormat::BF16, 256, 6144, 2048, reps);
+  gemm(rep, pool, WeightFormat::BF16, 256, 2048, 6144, reps);
+  for (auto f : {WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}) gemm(rep, pool, f, 256, 2048, 2048, reps);
+  gemm(rep, one, WeightFormat::BF16, 256, 2048, 2048, reps, "matmul bf16 m=256 n=2048 k=2048 (1 thread)");
+
+  // Decode GEMV and batched decode.
+  for (auto f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4, WeightFormat::F32}) {
+    double base = gemv(rep, pool, f, 1, 2048, 2048, reps);
+    if (f != WeightFormat::F32)
+      for (int64_t m : {2, 4, 8}) gemv(rep, pool, f, m, 2048, 2048, reps, base);
+  }
+  for (auto f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+    gemv(rep, pool, f, 1, 6144, 2048, reps);
+    gemv(rep, pool, f, 1, 2048, 6144, reps);
+  }
+  if (!quick) gemv(rep, pool, WeightFormat::BF16, 1, 151936, 2048, 3);
+
+  attention_vision(rep, pool, 784, reps);
+  if (!quick) attention_vision(rep, pool, 4096, 3);
+  attention_decode(rep, pool, 4096, reps);
+  small_kernels(rep, one, reps);
+
+  nlohmann::json errors = nlohmann::json::array();
+  quant_error(errors, pool, 8, 2048, 2048);
+  quant_error(errors, pool, 8, 2048, 6144);
+  nlohmann::json out = {{"quantization_error_vs_f32", errors},
+                        {"simd_target", qvl::simd_target_name()},
+                        {"threads", pool.size()},
+                        {"fma_peak_gflops", rep.peak_gflops},
+                        {"read_bandwidth_gbs", rep.bw_gbs},
+                        {"kernels", rep.rows}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}

@@ -1,0 +1,108 @@
+// Single-threaded encode speed of qvl's tokenizer on a text file, printed as
+// JSON (bench/tokenizer_vs_hf.sh runs it next to Hugging Face's tokenizers on
+// the same text).
+// Usage: tokenizer_speed --tokenizer tokenizer.json --text FILE [--runs N] [--ids-out FILE] [--lines]
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tokenizer/tokenizer.h"
+#include "util/args.h"
+#include "util/error.h"
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) qvl::fail("cannot open ", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(int argc, char** argv) {
+  qvl::Args args("tokenizer_speed", "--tokenizer FILE --text FILE [--runs N] [--ids-out FILE]",
+                 "Encodes a text file several times on one thread and prints the speed as JSON.",
+                 {{"tokenizer", "FILE", "tokenizer.json"},
+                  {"text", "FILE", "the text to encode"},
+                  {"runs", "N", "timed runs (best and median reported)", "5"},
+                  {"ids-out", "FILE", "write the ids of the text as a JSON array"},
+                  {"lines", "", "encode each line (with its newline) as its own input"}});
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.has("tokenizer") || !args.has("text")) throw qvl::UsageError("tokenizer_speed: --tokenizer and --text are required");
+  long runs = args.get_int("runs", 1, 1000);
+
+  auto t0 = std::chrono::steady_clock::now();
+  qvl::Tokenizer tok = qvl::Tokenizer::load(args.get("tokenizer"));
+  double load_s = seconds_since(t0);
+  std::string text = read_all(args.get("text"));
+
+  std::vector<std::string_view> inputs;
+  if (args.on("lines")) {
+    for (size_t b = 0; b < text.size();) {
+      size_t nl = text.find('\n', b);
+      size_t e = nl == std::string::npos ? text.size() : nl + 1;
+      inputs.push_back(std::string_view(text).substr(b, e - b));
+      b = e;
+    }
+  } else {
+    inputs.push_back(text);
+  }
+  auto encode = [&] {
+    std::vector<int32_t> all;
+    for (std::string_view in : inputs) {
+      std::vector<int32_t> part = tok.encode(in);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  };
+  std::vector<int32_t> ids = encode();  // warm-up
+  std::vector<double> times;
+  for (long r = 0; r < runs; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    std::vector<int32_t> out = encode();
+    times.push_back(seconds_since(t0));
+    if (out != ids) qvl::fail("encode is not deterministic");
+  }
+  std::sort(times.begin(), times.end());
+  if (args.has("ids-out")) {
+    std::ofstream out(args.get("ids-out"), std::ios::binary);
+    out << nlohmann::json(ids).dump();
+    if (!out) qvl::fail("cannot write ", args.get("ids-out"));
+  }
+  double best = times.front(), median = times[times.size() / 2];
+  double bytes = static_cast<double>(text.size());
+  nlohmann::json j = {{"library", "qvl"},
+                      {"mode", args.on("lines") ? "lines" : "whole"},
+                      {"bytes", text.size()},
+                      {"tokens", ids.size()},
+                      {"runs", runs},
+                      {"load_seconds", load_s},
+                      {"seconds_best", best},
+                      {"seconds_median", median},
+                      {"mb_per_s_best", bytes / best / 1e6},
+                      {"mb_per_s_median", bytes / median / 1e6}};
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const qvl::UsageError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tokenizer_speed: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,84 @@
+#include "cli/flags.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "io/model_source.h"
+#include "util/error.h"
+
+namespace qvl::cli {
+
+std::vector<Flag> model_flags() {
+  return join({{{"model", "DIR|REPO", "model folder or Hugging Face repo id", "", "QVL_MODEL"},
+                {"weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4", "bf16",
+                 "QVL_WEIGHTS"},
+                {"threads", "N", "compute threads (0: physical cores)", "0", "QVL_THREADS"},
+                {"ctx-size", "N", "context (KV cache) size in tokens", "8192", "QVL_CTX_SIZE"},
+                {"batch", "N", "prefill chunk in tokens", "512"},
+                {"min-pixels", "N", "smallest image area after resizing (default: the model's)"},
+                {"max-pixels", "N", "largest image area after resizing (default: the model's)"}},
+               model_source_flags()});
+}
+
+std::vector<Flag> sampling_flags() {
+  return {{"max-tokens", "N", "most tokens to generate (default: until EOS or the context is full)"},
+          {"temperature", "T", "sampling temperature; 0 = greedy (default: the model's generation_config)"},
+          {"top-k", "K", "sample among the K most likely tokens (0: off)"},
+          {"top-p", "P", "nucleus sampling: smallest set with probability >= P"},
+          {"min-p", "P", "drop tokens less likely than P x the most likely"},
+          {"repetition-penalty", "R", "divide logits of tokens already seen (1: off)"},
+          {"presence-penalty", "X", "subtract X from logits of generated tokens"},
+          {"frequency-penalty", "X", "subtract X x count from logits of generated tokens"},
+          {"seed", "N", "random seed (reproducible sampling)"},
+          {"stop", "TEXT", "stop when the answer contains TEXT (repeatable)", "", "", true},
+          {"ignore-eos", "", "keep generating past the end-of-sequence token"}};
+}
+
+EngineParams engine_params(const Args& args) {
+  if (!args.has("model")) throw UsageError("--model is required (a model folder or a Hugging Face repo id)");
+  EngineParams p;
+  p.model_dir = resolve_model(args.get("model"), model_source_options(args));
+  try {
+    p.weights = parse_weight_format(args.get("weights"));
+  } catch (const Error& e) {
+    throw UsageError(cat("--weights: ", e.what()));
+  }
+  p.threads = static_cast<int>(args.get_int("threads", 0, 1024));
+  p.ctx_size = args.get_int("ctx-size", 16, 1 << 24);
+  p.batch = args.get_int("batch", 1, 1 << 16);
+  if (args.has("min-pixels")) p.min_pixels = args.get_int("min-pixels", 1, int64_t{1} << 40);
+  if (args.has("max-pixels")) p.max_pixels = args.get_int("max-pixels", 1, int64_t{1} << 40);
+  // Conversion progress: silent when it is quick, one updating line otherwise.
+  auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  auto last = std::make_shared<int>(-1);
+  const std::string format = args.get("weights");
+  p.load_progress = [start, last, format](size_t done, size_t total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    if (s < 1.0 || total == 0) return;
+    const int pct = static_cast<int>(100.0 * done / total);
+    if (pct == *last) return;
+    *last = pct;
+    std::fprintf(stderr, "\rconverting weights to %s: %3d%%%s", format.c_str(), pct, pct >= 100 ? "\n" : "");
+    std::fflush(stderr);
+  };
+  return p;
+}
+
+void apply_sampling(const Args& args, GenerateRequest& r) {
+  SamplingParams& s = r.sampling;
+  if (args.has("temperature")) s.temperature = args.get_double("temperature", 0, 100);
+  if (args.has("top-k")) s.top_k = static_cast<int>(args.get_int("top-k", 0, 1 << 30));
+  if (args.has("top-p")) s.top_p = args.get_double("top-p", 1e-9, 1);
+  if (args.has("min-p")) s.min_p = args.get_double("min-p", 0, 1);
+  if (args.has("repetition-penalty")) s.repetition_penalty = args.get_double("repetition-penalty", 1e-3, 100);
+  if (args.has("presence-penalty")) s.presence_penalty = args.get_double("presence-penalty", -100, 100);
+  if (args.has("frequency-penalty")) s.frequency_penalty = args.get_double("frequency-penalty", -100, 100);
+  if (args.has("seed")) s.seed = static_cast<uint64_t>(args.get_int("seed", 0, INT64_MAX));
+  if (args.has("max-tokens")) r.max_tokens = args.get_int("max-tokens", 1, 1 << 24);
+  r.stop = args.all("stop");
+  r.ignore_eos = args.on("ignore-eos");
+}
+
+}  // namespace qvl::cli

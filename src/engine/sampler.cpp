@@ -1,0 +1,99 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace qvl {
+
+Sampler::Sampler(const SamplerConfig& config, int64_t vocab)
+    : config_(config), vocab_(vocab), rng_(config.seed), counts_(vocab, 0), seen_(vocab, 0) {
+  candidates_.reserve(vocab);
+  if (config.temperature < 0 || !std::isfinite(config.temperature)) fail("temperature must be >= 0");
+  if (config.top_p <= 0 || config.top_p > 1) fail("top_p must be in (0, 1]");
+  if (config.min_p < 0 || config.min_p > 1) fail("min_p must be in [0, 1]");
+  if (config.top_k < 0) fail("top_k must be >= 0");
+  if (config.repetition_penalty <= 0) fail("repetition_penalty must be > 0");
+}
+
+void Sampler::apply_penalties(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated) {
+  if (config_.repetition_penalty != 1.0) {
+    // transformers' RepetitionPenaltyLogitsProcessor: each distinct token seen
+    // once: positive logits divided, negative multiplied.
+    const float p = static_cast<float>(config_.repetition_penalty);
+    for (int32_t id : context) {
+      if (id < 0 || id >= vocab_ || seen_[id]) continue;
+      seen_[id] = 1;
+      touched_.push_back(id);
+      logits[id] = logits[id] > 0 ? logits[id] / p : logits[id] * p;
+    }
+    for (int32_t id : touched_) seen_[id] = 0;
+    touched_.clear();
+  }
+  if (config_.presence_penalty != 0.0 || config_.frequency_penalty != 0.0) {
+    for (int32_t id : generated) {
+      if (id < 0 || id >= vocab_) continue;
+      if (counts_[id]++ == 0) touched_.push_back(id);
+    }
+    for (int32_t id : touched_) {
+      logits[id] -= static_cast<float>(config_.presence_penalty + config_.frequency_penalty * counts_[id]);
+      counts_[id] = 0;
+    }
+    touched_.clear();
+  }
+}
+
+int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated) {
+  apply_penalties(logits, context, generated);
+  if (config_.greedy()) return static_cast<int32_t>(std::max_element(logits, logits + vocab_) - logits);
+
+  const float inv_t = static_cast<float>(1.0 / config_.temperature);
+  candidates_.clear();
+  for (int64_t i = 0; i < vocab_; ++i) candidates_.emplace_back(logits[i] * inv_t, static_cast<int32_t>(i));
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  size_t keep = candidates_.size();
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < keep) {
+    keep = config_.top_k;
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
+  } else {
+    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+  }
+  candidates_.resize(keep);
+  // Softmax over the survivors (sorted, so the first is the maximum).
+  const float top = candidates_[0].first;
+  double sum = 0;
+  for (auto& c : candidates_) {
+    c.first = std::exp(c.first - top);
+    sum += c.first;
+  }
+  // top-p: the smallest prefix whose probability reaches p (at least one).
+  if (config_.top_p < 1.0) {
+    double cum = 0;
+    size_t n = 0;
+    while (n < candidates_.size()) {
+      cum += candidates_[n].first / sum;
+      ++n;
+      if (cum >= config_.top_p) break;
+    }
+    candidates_.resize(n);
+  }
+  // min-p: drop tokens less likely than min_p × the most likely one.
+  if (config_.min_p > 0.0) {
+    const double floor = config_.min_p * candidates_[0].first;
+    size_t n = 1;
+    while (n < candidates_.size() && candidates_[n].first >= floor) ++n;
+    candidates_.resize(n);
+  }
+  double total = 0;
+  for (const auto& c : candidates_) total += c.first;
+  const double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
+  double acc = 0;
+  for (const auto& c : candidates_) {
+    acc += c.first;
+    if (r < acc) return c.second;
+  }
+  return candidates_.back().second;
+}
+
+}  // namespace qvl

@@ -1,0 +1,257 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// How often the watchdog looks for deadlines that passed: well under one
+// decode step of the real model, so a timeout is as prompt as a disconnect.
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(20);
+
+}  // namespace
+
+const char* outcome_name(TaskOutcome o) {
+  switch (o) {
+    case TaskOutcome::Pending: return "pending";
+    case TaskOutcome::Succeeded: return "succeeded";
+    case TaskOutcome::Failed: return "failed";
+    case TaskOutcome::Cancelled: return "cancelled";
+    case TaskOutcome::TimedOut: return "timed_out";
+    case TaskOutcome::Shutdown: return "shutdown";
+  }
+  return "?";
+}
+
+// ---- Task
+
+Task::Task(GenerateRequest request) : request_(std::move(request)), submitted_(Clock::now()) {
+  request_.cancel = &cancel_flag_;
+}
+
+void Task::cancel(TaskOutcome why) {
+  int expected = static_cast<int>(TaskOutcome::Pending);
+  cancel_why_.compare_exchange_strong(expected, static_cast<int>(why));  // the first reason wins
+  cancel_flag_.store(true);
+  cv_.notify_all();
+}
+
+TaskState Task::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+TaskOutcome Task::outcome() const {
+  std::lock_guard lock(mutex_);
+  return outcome_;
+}
+
+std::string Task::wait_text(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, timeout, [&] { return text_taken_ < text_.size() || state_ == TaskState::Done; });
+  std::string out = text_.substr(text_taken_);
+  text_taken_ = text_.size();
+  return out;
+}
+
+bool Task::wait_done(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return cv_.wait_for(lock, timeout, [&] { return state_ == TaskState::Done; });
+}
+
+std::string Task::text_so_far() const {
+  std::lock_guard lock(mutex_);
+  return text_;
+}
+
+double Task::queue_ms() const {
+  std::lock_guard lock(mutex_);
+  if (started_ != Clock::time_point{}) return ms_between(submitted_, started_);
+  if (finished_ != Clock::time_point{}) return ms_between(submitted_, finished_);
+  return ms_between(submitted_, Clock::now());
+}
+
+double Task::total_ms() const {
+  std::lock_guard lock(mutex_);
+  return ms_between(submitted_, finished_ != Clock::time_point{} ? finished_ : Clock::now());
+}
+
+void Task::start() {
+  std::lock_guard lock(mutex_);
+  state_ = TaskState::Running;
+  started_ = Clock::now();
+}
+
+void Task::on_text(std::string_view piece) {
+  {
+    std::lock_guard lock(mutex_);
+    text_.append(piece);
+  }
+  pieces_.fetch_add(1);
+  cv_.notify_all();
+}
+
+void Task::finish(TaskOutcome outcome, GenerateResult result, std::string error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == TaskState::Done) return;
+    state_ = TaskState::Done;
+    outcome_ = outcome;
+    result_ = std::move(result);
+    error_ = std::move(error);
+    finished_ = Clock::now();
+  }
+  cv_.notify_all();
+}
+
+// ---- Scheduler
+
+Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(engine), options_(options) {
+  if (options_.parallel < 1) fail("--parallel must be at least 1, got ", options_.parallel);
+  if (options_.queue_size < 0) fail("--queue-size must not be negative, got ", options_.queue_size);
+  // One Engine holds one KV cache and generate() is not re-entrant, so the
+  // engine runs one sequence at a time; stats() reports the slots that exist.
+  slots_ = 1;
+  for (int i = 0; i < slots_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  watchdog_ = std::thread([this] { watchdog_loop(); });
+}
+
+Scheduler::~Scheduler() {
+  drain(std::chrono::milliseconds(0));
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  watchdog_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  watchdog_.join();
+}
+
+Scheduler::Refusal Scheduler::submit(const std::shared_ptr<Task>& task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!accepting_) return Refusal::ShuttingDown;
+    // A task waits in the queue only when every slot is taken.
+    const int free_slots = slots_ - static_cast<int>(running_.size());
+    if (static_cast<int>(queue_.size()) >= options_.queue_size + std::max(0, free_slots)) return Refusal::QueueFull;
+    if (options_.timeout_s > 0)
+      task->deadline_ = task->submitted_ + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(options_.timeout_s));
+    queue_.push_back(task);
+  }
+  work_cv_.notify_one();
+  return Refusal::None;
+}
+
+void Scheduler::worker_loop() {
+  for (;;) {
+    std::shared_ptr<Task> task;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping with nothing left
+      task = queue_.front();
+      queue_.pop_front();
+      running_.push_back(task);
+    }
+    run(task);
+    {
+      std::lock_guard lock(mutex_);
+      running_.erase(std::find(running_.begin(), running_.end(), task));
+      const double ms = task->total_ms();
+      recent_task_ms_ = recent_task_ms_ == 0 ? ms : 0.8 * recent_task_ms_ + 0.2 * ms;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+void Scheduler::run(const std::shared_ptr<Task>& task) {
+  if (task->cancel_flag_.load()) {  // cancelled or expired while queued
+    task->finish(static_cast<TaskOutcome>(task->cancel_why_.load()), {}, {});
+    return;
+  }
+  task->start();
+  GenerateCallbacks cb;
+  cb.on_text = [&](std::string_view piece) {
+    task->on_text(piece);
+    return !task->cancel_flag_.load();
+  };
+  try {
+    GenerateResult r;
+    {
+      std::lock_guard lock(engine_mutex_);
+      r = engine_.generate(task->request_, cb);
+    }
+    TaskOutcome o = TaskOutcome::Succeeded;
+    if (task->cancel_flag_.load()) {
+      o = static_cast<TaskOutcome>(task->cancel_why_.load());
+      // Cancelled after the last token: the answer is complete, keep it.
+      if (r.finish_reason != "cancelled") o = TaskOutcome::Succeeded;
+    }
+    task->finish(o, std::move(r), {});
+  } catch (const std::bad_alloc&) {
+    task->finish(TaskOutcome::Failed, {}, "out of memory while generating");
+  } catch (const std::exception& e) {
+    task->finish(TaskOutcome::Failed, {}, e.what());
+  }
+}
+
+void Scheduler::watchdog_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    watchdog_cv_.wait_for(lock, kWatchdogPeriod);
+    const Clock::time_point now = Clock::now();
+    // Queued tasks that expired or were cancelled leave the queue now, so
+    // their place is free for others; they finish without running.
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      std::shared_ptr<Task> t = *it;
+      if (now >= t->deadline_) t->cancel(TaskOutcome::TimedOut);
+      if (t->cancel_flag_.load()) {
+        it = queue_.erase(it);
+        t->finish(static_cast<TaskOutcome>(t->cancel_why_.load()), {}, {});
+      } else {
+        ++it;
+      }
+    }
+    if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+    for (const std::shared_ptr<Task>& t : running_)
+      if (now >= t->deadline_) t->cancel(TaskOutcome::TimedOut);
+  }
+}
+
+void Scheduler::drain(std::chrono::milliseconds grace) {
+  std::unique_lock lock(mutex_);
+  accepting_ = false;
+  idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_.empty(); });
+  for (const std::shared_ptr<Task>& t : queue_) {
+    t->cancel(TaskOutcome::Shutdown);
+    t->finish(TaskOutcome::Shutdown, {}, {});
+  }
+  queue_.clear();
+  for (const std::shared_ptr<Task>& t : running_) t->cancel(TaskOutcome::Shutdown);
+  idle_cv_.wait(lock, [&] { return running_.empty(); });
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return {static_cast<int>(queue_.size()), static_cast<int>(running_.size()), slots_, options_.queue_size};
+}
+
+int Scheduler::retry_after_s() const {
+  std::lock_guard lock(mutex_);
+  const double per_slot = recent_task_ms_ > 0 ? recent_task_ms_ : 1000;
+  const double wait_ms = per_slot * (static_cast<double>(queue_.size()) / slots_ + 1);
+  return std::max(1, static_cast<int>(std::ceil(wait_ms / 1000)));
+}
+
+}  // namespace qvl

@@ -1,0 +1,147 @@
+// The scheduler between request handlers and the engine: a bounded queue,
+// `parallel` slots, a deadline per task, cancellation, graceful drain.
+//
+// Handlers build a GenerateRequest on their own thread (images decoded,
+// validated), submit() it and then wait on the Task: text arrives as it is
+// decided (for streams and job progress), then the outcome. Nothing here knows
+// about HTTP; the server maps outcomes to statuses (DESIGN.md data flow).
+//
+// Cancellation is cooperative: a task's flag is read by the engine before
+// every decode step, so a cancelled or timed-out task leaves its slot within
+// one step. A queued task that is cancelled leaves the queue at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace qvl {
+
+struct SchedulerOptions {
+  int parallel = 1;           // sequences generated at once
+  int queue_size = 16;        // tasks waiting for a slot; beyond it submit() refuses
+  double timeout_s = 180;     // from submission to the last token; 0: none
+};
+
+enum class TaskState { Queued, Running, Done };
+
+// How a task ended. Cancelled: the client went away or asked; TimedOut: the
+// deadline passed (queued or running); Shutdown: the server stopped first.
+enum class TaskOutcome { Pending, Succeeded, Failed, Cancelled, TimedOut, Shutdown };
+const char* outcome_name(TaskOutcome o);
+
+class Task {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit Task(GenerateRequest request);
+
+  // Asks the task to stop (a queued task never starts). Safe from any thread.
+  void cancel(TaskOutcome why = TaskOutcome::Cancelled);
+
+  TaskState state() const;
+  TaskOutcome outcome() const;
+  // Waits until the task is done or new text arrived, at most `timeout`.
+  // Returns the text decided since the previous call (for streams).
+  std::string wait_text(std::chrono::milliseconds timeout);
+  bool wait_done(std::chrono::milliseconds timeout);
+  bool done() const { return state() == TaskState::Done; }
+
+  // Valid once done.
+  const GenerateResult& result() const { return result_; }
+  const std::string& error() const { return error_; }  // for Failed
+
+  // Progress while running (for job status).
+  int64_t pieces() const { return pieces_.load(); }
+  std::string text_so_far() const;
+
+  // Timestamps (submitted is set by the constructor).
+  Clock::time_point submitted() const { return submitted_; }
+  double queue_ms() const;   // submitted -> started (or -> done if it never ran)
+  double total_ms() const;   // submitted -> done
+
+  const GenerateRequest& request() const { return request_; }
+
+ private:
+  friend class Scheduler;
+  void start();
+  void on_text(std::string_view piece);
+  void finish(TaskOutcome outcome, GenerateResult result, std::string error);
+
+  GenerateRequest request_;
+  std::atomic<bool> cancel_flag_{false};
+  std::atomic<int> cancel_why_{static_cast<int>(TaskOutcome::Pending)};
+  std::atomic<int64_t> pieces_{0};
+  Clock::time_point submitted_, started_{}, finished_{};
+  Clock::time_point deadline_{Clock::time_point::max()};
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  TaskState state_ = TaskState::Queued;
+  TaskOutcome outcome_ = TaskOutcome::Pending;
+  std::string text_;        // everything decided so far
+  size_t text_taken_ = 0;   // how much wait_text() has returned
+  GenerateResult result_;
+  std::string error_;
+};
+
+struct SchedulerStats {
+  int queued = 0;
+  int running = 0;
+  int parallel = 0;
+  int queue_size = 0;
+};
+
+class Scheduler {
+ public:
+  enum class Refusal { None, QueueFull, ShuttingDown };
+
+  Scheduler(Engine& engine, const SchedulerOptions& options);
+  ~Scheduler();  // cancels what is left and joins the workers
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues the task, or says why not (the task is then untouched).
+  Refusal submit(const std::shared_ptr<Task>& task);
+
+  // Stops accepting, lets queued and running work finish for up to `grace`,
+  // then cancels the rest (outcome Shutdown) and waits for the slots to empty.
+  void drain(std::chrono::milliseconds grace);
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+  // Seconds a refused client should wait before retrying: a rough estimate
+  // from recent task durations, at least 1.
+  int retry_after_s() const;
+
+ private:
+  void worker_loop();
+  void watchdog_loop();
+  void run(const std::shared_ptr<Task>& task);
+
+  Engine& engine_;
+  SchedulerOptions options_;
+  int slots_;  // worker threads; see the constructor for why this may be below `parallel`
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_, idle_cv_, watchdog_cv_;
+  std::deque<std::shared_ptr<Task>> queue_;
+  std::vector<std::shared_ptr<Task>> running_;
+  bool accepting_ = true;
+  bool stopping_ = false;
+  double recent_task_ms_ = 0;  // exponential moving average
+  std::mutex engine_mutex_;    // Engine::generate is not re-entrant
+  std::vector<std::thread> workers_;
+  std::thread watchdog_;
+};
+
+}  // namespace qvl

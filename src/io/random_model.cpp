@@ -1,0 +1,265 @@
+#include "io/random_model.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "io/checkpoint_layout.h"
+#include "io/model_config.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace qvl {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string& qwen3vl_2b_config_json() {
+  static const std::string text = R"({
+  "architectures": ["Qwen3VLForConditionalGeneration"],
+  "image_token_id": 151655,
+  "model_type": "qwen3_vl",
+  "text_config": {
+    "attention_bias": false,
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "dtype": "bfloat16",
+    "eos_token_id": 151645,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 6144,
+    "max_position_embeddings": 262144,
+    "model_type": "qwen3_vl_text",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"mrope_interleaved": true, "mrope_section": [24, 20, 20], "rope_type": "default"},
+    "rope_theta": 5000000,
+    "tie_word_embeddings": true,
+    "use_cache": true,
+    "vocab_size": 151936
+  },
+  "tie_word_embeddings": true,
+  "transformers_version": "4.57.0.dev0",
+  "video_token_id": 151656,
+  "vision_config": {
+    "deepstack_visual_indexes": [5, 11, 17],
+    "depth": 24,
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_size": 1024,
+    "in_channels": 3,
+    "initializer_range": 0.02,
+    "intermediate_size": 4096,
+    "model_type": "qwen3_vl",
+    "num_heads": 16,
+    "num_position_embeddings": 2304,
+    "out_hidden_size": 2048,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2
+  },
+  "vision_end_token_id": 151653,
+  "vision_start_token_id": 151652
+}
+)";
+  return text;
+}
+
+namespace {
+
+// SplitMix64's finalizer (Steele, Lea, Flood 2014): a counter-based generator,
+// so any element can be produced independently of the others.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t name_hash(const std::string& s) {  // FNV-1a
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+inline uint16_t to_bf16(float f) {  // round to nearest even (no NaNs here)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// The standard normal quantile function at p (0 < p < 1): Newton steps on
+// Phi(x) - p, kept inside a shrinking bracket (bisecting when a step leaves
+// it, as in the tails where the first guess is poor); exact to double precision.
+double normal_quantile(double p) {
+  double lo = -40, hi = 40, x = 0;
+  for (int it = 0; it < 200; ++it) {
+    double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    if (cdf < p) lo = x; else hi = x;
+    double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    double next = x - (cdf - p) / pdf;
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (std::fabs(next - x) < 1e-13) return next;
+    x = next;
+  }
+  return x;
+}
+
+// Values of mean + stddev * N(0, 1) at the 65536 midpoint quantiles: a 16-bit
+// uniform picks one, so one 64-bit hash gives four normal samples.
+struct NormalTable {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+  NormalTable(float mean, float stddev) : f32(65536), bf16(65536) {
+    for (int j = 0; j < 65536; ++j) {
+      f32[j] = mean + stddev * static_cast<float>(normal_quantile((j + 0.5) / 65536.0));
+      bf16[j] = to_bf16(f32[j]);
+    }
+  }
+};
+
+const NormalTable& table_for(bool norm_weight) {
+  static const NormalTable weights(0.0f, 0.02f);  // transformers' initializer_range for Qwen3-VL
+  static const NormalTable norms(1.0f, 0.02f);
+  return norm_weight ? norms : weights;
+}
+
+bool is_norm_weight(const std::string& name) {
+  // "...input_layernorm.weight", "...q_norm.weight", "...norm1.weight", "...merger.norm.weight"
+  const std::string suffix = ".weight";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  std::string stem = name.substr(0, name.size() - suffix.size());
+  std::string last = stem.substr(stem.rfind('.') + 1);
+  return last.find("norm") != std::string::npos;
+}
+
+// Element i takes 16-bit lane i % 4 of hash(key, i / 4).
+template <typename T>
+void fill_range(const T* table, uint64_t key, uint64_t first, size_t count, T* out) {
+  uint64_t i = first;
+  const uint64_t end = first + count;
+  auto hash = [key](uint64_t block) { return mix64(key + block * 0x9e3779b97f4a7c15ull); };
+  for (; i < end && (i & 3); ++i) *out++ = table[(hash(i >> 2) >> (16 * (i & 3))) & 0xffff];
+  for (; i + 4 <= end; i += 4) {
+    uint64_t h = hash(i >> 2);
+    out[0] = table[h & 0xffff];
+    out[1] = table[(h >> 16) & 0xffff];
+    out[2] = table[(h >> 32) & 0xffff];
+    out[3] = table[h >> 48];
+    out += 4;
+  }
+  for (; i < end; ++i) *out++ = table[(hash(i >> 2) >> (16 * (i & 3))) & 0xffff];
+}
+
+void fill_bytes(DType dtype, const NormalTable& table, uint64_t key, uint64_t first, size_t count, uint8_t* out) {
+  if (dtype == DType::BF16)
+    fill_range(table.bf16.data(), key, first, count, reinterpret_cast<uint16_t*>(out));
+  else
+    fill_range(table.f32.data(), key, first, count, reinterpret_cast<float*>(out));
+}
+
+}  // namespace
+
+void fill_random_weights(const TensorInfo& t, uint64_t seed, size_t byte_offset, std::span<uint8_t> out, int threads) {
+  if (t.dtype != DType::BF16 && t.dtype != DType::F32)
+    fail("random weights: tensor '", t.name, "' has dtype ", dtype_name(t.dtype), " (only BF16 and F32)");
+  const size_t es = dtype_size(t.dtype);
+  const uint64_t key = mix64(seed ^ name_hash(t.name));
+  const NormalTable& table = table_for(is_norm_weight(t.name));
+  const uint64_t first = byte_offset / es;
+  const size_t count = out.size() / es;
+  if (threads <= 1 || count < (1u << 16)) {
+    fill_bytes(t.dtype, table, key, first, count, out.data());
+    return;
+  }
+  const size_t per = (count + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (int w = 1; w < threads; ++w) {
+    size_t b = std::min(count, w * per), e = std::min(count, b + per);
+    if (b < e) pool.emplace_back(fill_bytes, t.dtype, std::cref(table), key, first + b, e - b, out.data() + b * es);
+  }
+  fill_bytes(t.dtype, table, key, first, std::min(count, per), out.data());
+  for (auto& th : pool) th.join();
+}
+
+RandomModelStats make_random_model(const std::string& out_dir, const std::string& config_json,
+                                   const RandomModelOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  json cfg;
+  try {
+    cfg = json::parse(config_json);
+  } catch (const json::parse_error& e) {
+    fail("random model: the config is not valid JSON (byte ", e.byte, "): ", e.what());
+  }
+  if (options.untied) {
+    if (!cfg.is_object() || !cfg.contains("text_config") || !cfg["text_config"].is_object())
+      fail("random model: the config has no text_config object");
+    cfg["tie_word_embeddings"] = false;
+    cfg["text_config"]["tie_word_embeddings"] = false;
+  }
+  const std::string config_text = options.untied ? cfg.dump(2) + "\n" : config_json;
+  const fs::path dir(out_dir);
+  const ModelConfig config = parse_model_config(config_text, (dir / "config.json").string());
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(out_dir, ": cannot create the folder: ", ec.message());
+  {
+    std::FILE* f = std::fopen((dir / "config.json").c_str(), "wb");
+    if (!f) fail((dir / "config.json").string(), ": cannot create");
+    size_t n = std::fwrite(config_text.data(), 1, config_text.size(), f);
+    if (std::fclose(f) != 0 || n != config_text.size()) fail((dir / "config.json").string(), ": write failed");
+  }
+
+  // The tokenizer side is the real model's; the preprocessor is made to agree
+  // with this config's vision sizes.
+  const fs::path like(options.like_dir);
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "chat_template.json", "chat_template.jinja",
+                           "generation_config.json"}) {
+    fs::path from = like / name;
+    if (!fs::is_regular_file(from, ec)) {
+      if (std::string(name) == "tokenizer.json") fail(from.string(), ": missing (--like must name a model folder)");
+      continue;
+    }
+    fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) fail((dir / name).string(), ": cannot copy from ", from.string(), ": ", ec.message());
+  }
+  {
+    fs::path from = like / "preprocessor_config.json";
+    if (!fs::is_regular_file(from, ec)) fail(from.string(), ": missing (--like must name a model folder)");
+    json pre = json::parse(read_file(from.string()));
+    pre["patch_size"] = config.vision.patch_size;
+    pre["merge_size"] = config.vision.spatial_merge_size;
+    pre["temporal_patch_size"] = config.vision.temporal_patch_size;
+    std::string text = pre.dump(2) + "\n";
+    std::FILE* f = std::fopen((dir / "preprocessor_config.json").c_str(), "wb");
+    if (!f) fail((dir / "preprocessor_config.json").string(), ": cannot create");
+    size_t n = std::fwrite(text.data(), 1, text.size(), f);
+    if (std::fclose(f) != 0 || n != text.size()) fail((dir / "preprocessor_config.json").string(), ": write failed");
+  }
+
+  const std::vector<TensorInfo> tensors = qwen3vl_checkpoint_tensors(config, DType::BF16);
+  const int threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  WriteOptions wo;
+  wo.chunk_bytes = options.chunk_bytes;
+  const std::string weights = (dir / "model.safetensors").string();
+  fs::remove(dir / "model.safetensors.index.json", ec);  // would shadow the new file
+  write_safetensors(weights, tensors, [&](size_t i, size_t off, std::span<uint8_t> out) {
+    fill_random_weights(tensors[i], options.seed, off, out, threads);
+  }, wo);
+
+  RandomModelStats stats;
+  stats.tensors = tensors.size();
+  for (const TensorInfo& t : tensors) stats.parameters += t.numel();
+  stats.file_bytes = fs::file_size(weights);
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+}  // namespace qvl

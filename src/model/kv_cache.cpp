@@ -1,0 +1,40 @@
+#include "model/kv_cache.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace qvl {
+
+KvCache::KvCache(int layers, int64_t capacity, int64_t kv_dim) : layers_(layers), capacity_(capacity), kv_dim_(kv_dim) {
+  if (layers <= 0 || capacity <= 0 || kv_dim <= 0) fail("KV cache: invalid size ", layers, "x", capacity, "x", kv_dim);
+  bytes_ = size_t{2} * static_cast<size_t>(layers) * static_cast<size_t>(capacity) * static_cast<size_t>(kv_dim) *
+           sizeof(float);
+  // MAP_NORESERVE: reserve address space only; memory is committed page by
+  // page as the context fills.
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    fail("cannot reserve ", bytes_ >> 20, " MiB for a KV cache of ", capacity, " tokens (", std::strerror(errno),
+         "); lower --ctx-size");
+  base_ = static_cast<float*>(p);
+}
+
+KvCache::KvCache(KvCache&& o) noexcept
+    : layers_(o.layers_), capacity_(o.capacity_), kv_dim_(o.kv_dim_), size_(o.size_), bytes_(o.bytes_), base_(o.base_) {
+  o.base_ = nullptr;
+  o.bytes_ = 0;
+}
+
+KvCache::~KvCache() {
+  if (base_) munmap(base_, bytes_);
+}
+
+void KvCache::set_size(int64_t n) {
+  if (n < 0 || n > capacity_) fail("KV cache: size ", n, " outside [0, ", capacity_, "]");
+  size_ = n;
+}
+
+}  // namespace qvl

@@ -1,0 +1,23 @@
+#include "model/model.h"
+
+namespace qvl {
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const ModelLoadOptions& options, ThreadPool& pool) {
+  return load(ModelFolder::open(dir), options, pool);
+}
+
+std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& options, ThreadPool& pool) {
+  SafeTensors st = SafeTensors::open(folder.weights_path);
+  std::unique_ptr<Model> m(new Model(std::move(folder), std::move(st)));
+  WeightLoadOptions wo;
+  wo.format = options.format;
+  wo.pool = &pool;
+  wo.progress = options.progress;
+  m->format_ = options.format;
+  m->weights_ = ModelWeights::load(m->st_, m->folder_.config, wo);
+  m->vision_ = std::make_unique<VisionEncoder>(m->folder_.config.vision, m->weights_.vision);
+  m->text_ = std::make_unique<TextDecoder>(m->folder_.config.text, m->weights_.text, options.max_batch);
+  return m;
+}
+
+}  // namespace qvl

@@ -1,0 +1,48 @@
+// A loaded Qwen3-VL model: the folder (configs, template, tokenizer path), the
+// mapped checkpoint, the bound weights and the two towers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "model/text_decoder.h"
+#include "model/vision_encoder.h"
+#include "model/weights.h"
+#include "ops/matmul.h"
+
+namespace qvl {
+
+struct ModelLoadOptions {
+  WeightFormat format = WeightFormat::BF16;
+  int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
+  std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const std::string& dir, const ModelLoadOptions& options, ThreadPool& pool);
+  // For tests: a model from an already parsed folder.
+  static std::unique_ptr<Model> load(ModelFolder folder, const ModelLoadOptions& options, ThreadPool& pool);
+
+  const ModelFolder& folder() const { return folder_; }
+  const ModelConfig& config() const { return folder_.config; }
+  const ModelWeights& weights() const { return weights_; }
+  const VisionEncoder& vision() const { return *vision_; }
+  TextDecoder& text() { return *text_; }
+  WeightFormat format() const { return format_; }
+  size_t file_bytes() const { return st_.total_bytes(); }
+
+ private:
+  Model(ModelFolder folder, SafeTensors st) : folder_(std::move(folder)), st_(std::move(st)) {}
+  ModelFolder folder_;
+  SafeTensors st_;
+  ModelWeights weights_;
+  WeightFormat format_ = WeightFormat::BF16;
+  std::unique_ptr<VisionEncoder> vision_;
+  std::unique_ptr<TextDecoder> text_;
+};
+
+}  // namespace qvl

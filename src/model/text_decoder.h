@@ -1,0 +1,83 @@
+// The Qwen3 text decoder of Qwen3-VL: RMSNorm, q/k/v projections with per-head
+// q/k RMSNorm before interleaved M-RoPE, grouped-query attention over the KV
+// cache, o_proj, SwiGLU MLP; DeepStack features added at the image positions
+// after the first layers; final RMSNorm and lm_head.
+//
+// A decoder owns its scratch buffers, sized once for `max_batch` tokens: a
+// forward over more tokens runs in chunks, and a decode step allocates nothing.
+// One decoder serves one sequence at a time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "io/model_config.h"
+#include "model/kv_cache.h"
+#include "model/positions.h"
+#include "model/rope_tables.h"
+#include "model/vision_encoder.h"
+#include "model/weights.h"
+#include "ops/thread_pool.h"
+
+namespace qvl {
+
+struct TextInput {
+  const int32_t* ids = nullptr;  // [n]
+  const Pos3* pos = nullptr;     // [n] M-RoPE positions
+  int64_t n = 0;
+  // Image tokens: token i with vis_row[i] >= 0 takes vision->embeds row
+  // vis_row[i] as its input embedding, and vision->deepstack[k] row vis_row[i]
+  // is added to its hidden state after layer k. nullptr: text only.
+  const int64_t* vis_row = nullptr;
+  const VisionFeatures* vision = nullptr;
+};
+
+// Hidden states for the golden tests, rows appended chunk by chunk: [n, hidden].
+struct TextTrace {
+  std::vector<float> inputs_embeds, final_norm;
+  std::vector<std::vector<float>> layer_out;    // output of layer i before the DeepStack addition
+  std::vector<std::vector<float>> after_layer;  // after it (the input of layer i+1)
+};
+
+class TextDecoder {
+ public:
+  TextDecoder(const TextConfig& config, const TextWeights& weights, int64_t max_batch);
+
+  // Appends the n tokens to `cache` (at cache.size()) and leaves the final-
+  // normed hidden state of the last token in last_hidden(). With `all_hidden`
+  // [n, hidden] every row's final-normed state is written there too.
+  void forward(const TextInput& in, KvCache& cache, ThreadPool& pool, float* all_hidden = nullptr,
+               TextTrace* trace = nullptr);
+  const float* last_hidden() const { return last_.data(); }
+
+  // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
+  void logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const;
+
+  KvCache make_cache(int64_t capacity) const;
+  int64_t max_batch() const { return max_batch_; }
+  const TextConfig& config() const { return config_; }
+
+ private:
+  void forward_chunk(const TextInput& in, int64_t begin, int64_t n, KvCache& cache, ThreadPool& pool,
+                     float* all_hidden, TextTrace* trace);
+  void embed(const TextInput& in, int64_t begin, int64_t n);
+  void attention_block(const TextLayerWeights& w, int layer, int64_t n, KvCache& cache, ThreadPool& pool);
+  void mlp_block(const TextLayerWeights& w, int64_t n, ThreadPool& pool);
+
+  const TextConfig& config_;
+  const TextWeights& w_;
+  TextRope rope_;
+  int64_t max_batch_;
+  int64_t q_dim_, kv_dim_;
+  // Scratch, [max_batch, …]:
+  std::vector<float> x_;     // [B, hidden] residual stream
+  std::vector<float> xn_;    // [B, hidden] normed input of a sub-block
+  std::vector<float> q_;     // [B, heads*head_dim]
+  std::vector<float> attn_;  // [B, heads*head_dim]
+  std::vector<float> gate_;  // [B, intermediate]
+  std::vector<float> up_;    // [B, intermediate]
+  std::vector<float> cos_, sin_;  // [B, head_dim/2]
+  std::vector<float> last_;  // [hidden]
+};
+
+}  // namespace qvl

@@ -1,0 +1,95 @@
+// Every tensor of a Qwen3-VL checkpoint bound by its Hugging Face name, shapes
+// checked against config.json. Matrices are WeightMatrix (bf16 views stay
+// zero-copy on the mmap; other formats are converted at load); norms, biases
+// and the position-embedding table are small and held as f32.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "ops/matmul.h"
+
+namespace qvl {
+
+// y = x·Wᵀ + b.
+struct Linear {
+  WeightMatrix w;           // [out, in]
+  std::vector<float> bias;  // [out], empty when the layer has none
+  const float* b() const { return bias.empty() ? nullptr : bias.data(); }
+};
+
+struct NormWeights {
+  std::vector<float> weight;  // [dim]
+  std::vector<float> bias;    // [dim] (LayerNorm only)
+};
+
+// A token-embedding table, bf16 as published (or f32 in an f32 checkpoint).
+struct Embedding {
+  const uint16_t* bf16 = nullptr;  // [vocab, dim]
+  const float* f32 = nullptr;      // [vocab, dim]
+  int64_t vocab = 0, dim = 0;
+};
+
+struct VisionBlockWeights {
+  NormWeights norm1, norm2;  // LayerNorm [hidden]
+  Linear qkv;                // [3*hidden, hidden] rows ordered (q|k|v, head, dim)
+  Linear proj;               // [hidden, hidden]
+  Linear fc1;                // [intermediate, hidden]
+  Linear fc2;                // [hidden, intermediate]
+};
+
+struct MergerWeights {
+  NormWeights norm;  // [hidden] (final merger) or [4*hidden] (DeepStack, post-shuffle)
+  Linear fc1;        // [4*hidden, 4*hidden]
+  Linear fc2;        // [out_hidden, 4*hidden]
+};
+
+struct VisionWeights {
+  Linear patch_embed;              // Conv3d as [hidden, in_channels*temporal*patch*patch]
+  std::vector<float> pos_embed;    // [num_position_embeddings, hidden]
+  std::vector<VisionBlockWeights> blocks;
+  MergerWeights merger;
+  std::vector<MergerWeights> deepstack;  // one per deepstack_visual_indexes entry
+};
+
+struct TextLayerWeights {
+  std::vector<float> input_norm, post_norm;  // RMSNorm [hidden]
+  std::vector<float> q_norm, k_norm;         // RMSNorm [head_dim]
+  Linear q;     // [heads*head_dim, hidden]
+  Linear k, v;  // [kv_heads*head_dim, hidden]
+  Linear o;     // [hidden, heads*head_dim]
+  Linear gate, up;  // [intermediate, hidden]
+  Linear down;      // [hidden, intermediate]
+};
+
+struct TextWeights {
+  Embedding embed;  // [vocab, hidden]
+  std::vector<TextLayerWeights> layers;
+  std::vector<float> norm;  // final RMSNorm [hidden]
+  WeightMatrix lm_head;     // [vocab, hidden]; the embedding table when tied
+};
+
+struct WeightLoadOptions {
+  WeightFormat format = WeightFormat::BF16;
+  ThreadPool* pool = nullptr;  // parallelises conversion
+  // Called after each converted matrix with (bytes done, bytes total) of
+  // source weights; lets the CLI print progress for slow conversions.
+  std::function<void(size_t, size_t)> progress;
+};
+
+struct ModelWeights {
+  VisionWeights vision;
+  TextWeights text;
+  std::vector<std::string> unused;  // tensors in the checkpoint that qvl does not read
+  size_t matrix_bytes = 0;          // storage of all matrices in their loaded format
+  size_t decode_bytes = 0;          // what one decode step reads: text matrices + one embedding row
+
+  // Throws qvl::Error naming every missing tensor, or the first mis-shaped one.
+  static ModelWeights load(const SafeTensors& st, const ModelConfig& config, const WeightLoadOptions& options);
+};
+
+}  // namespace qvl

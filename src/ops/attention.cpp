@@ -1,0 +1,46 @@
+// Attention dispatch: splits (query, head) work across threads.
+#include <algorithm>
+
+#include "ops/ops.h"
+#include "ops/scalar.h"
+#include "ops/simd_attention.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+void check(const AttentionParams& p) {
+  if (p.q_heads <= 0 || p.kv_heads <= 0 || p.head_dim <= 0 || p.q_heads % p.kv_heads != 0)
+    fail("attention: q_heads ", p.q_heads, " must be a positive multiple of kv_heads ", p.kv_heads);
+  if (p.q_stride < p.q_heads * p.head_dim || p.out_stride < p.q_heads * p.head_dim ||
+      p.kv_stride < p.kv_heads * p.head_dim)
+    fail("attention: token stride smaller than heads x head_dim");
+}
+
+}  // namespace
+
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+               ThreadPool& pool) {
+  check(p);
+  if (p.nq <= 0) return;
+  // Few queries: stream K/V once per kv head (decode). Many: tiles.
+  if (p.nq < 16)
+    simd::attention_rows(q, k, v, out, p, pool);
+  else
+    simd::attention_tiled(q, k, v, out, p, pool);
+}
+
+void attention_segments(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                        const int64_t* seg_starts, int64_t num_segments, ThreadPool& pool) {
+  check(p);
+  for (int64_t s = 0; s < num_segments; ++s) {
+    int64_t b = seg_starts[s], e = seg_starts[s + 1];
+    if (e < b) fail("attention_segments: segment ", s, " ends (", e, ") before it starts (", b, ")");
+    AttentionParams sp = p;
+    sp.nq = sp.nkv = e - b;
+    sp.q_pos0 = 0;
+    attention(q + b * p.q_stride, k + b * p.kv_stride, v + b * p.kv_stride, out + b * p.out_stride, sp, pool);
+  }
+}
+
+}  // namespace qvl

@@ -1,0 +1,23 @@
+// The matmul dispatch point: picks the kernel for the weight format and the
+// number of activation rows, and splits the output columns across threads.
+#include "ops/matmul.h"
+
+#include "ops/scalar.h"
+#include "ops/simd_matmul.h"
+#include "util/error.h"
+
+namespace qvl {
+
+void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
+            int64_t ldy, ThreadPool& pool) {
+  if (m <= 0 || w.rows() == 0) return;
+  if (ldx < w.cols() || ldy < w.rows())
+    fail("matmul: stride too small (ldx ", ldx, " < k ", w.cols(), " or ldy ", ldy, " < n ", w.rows(), ")");
+  simd::MatmulArgs a{x, m, ldx, &w, bias, y, ldy};
+  if (m <= simd::kSmallM)
+    simd::matmul_small_m(a, pool);
+  else
+    simd::matmul_gemm(a, pool);
+}
+
+}  // namespace qvl

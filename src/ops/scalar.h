@@ -1,0 +1,39 @@
+// Scalar reference twins of every kernel: plain loops, f32 accumulation in
+// index order. They are the specification the SIMD kernels are tested against,
+// and the fallback for shapes the fast paths do not cover.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/matmul.h"
+#include "ops/ops.h"
+
+namespace qvl::scalar {
+
+void bf16_to_f32(const uint16_t* src, float* dst, int64_t n);
+void rms_norm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps);
+void layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
+                float eps);
+void gelu_tanh(float* x, int64_t n);
+void gelu_erf(float* x, int64_t n);
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+void add(const float* a, const float* b, float* out, int64_t n);
+void softmax(float* x, int64_t n);
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
+          const float* sin);
+
+// Rows [row_begin, row_end) of y = x · Wᵀ (+ bias); W in any format.
+void matmul_rows(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
+                 int64_t ldy, int64_t row_begin, int64_t row_end);
+void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
+            int64_t ldy);
+
+// One query against kv positions [kv_begin, kv_end) for one head, online softmax.
+void attention_row(const float* q, const float* k, const float* v, float* out, int64_t kv_begin, int64_t kv_end,
+                   int64_t head_dim, int64_t kv_stride, float scale);
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p);
+
+// Weight of row r, column c of a quantized/any matrix, dequantized to f32.
+float weight_at(const WeightMatrix& w, int64_t r, int64_t c);
+
+}  // namespace qvl::scalar

@@ -1,0 +1,306 @@
+// Highway attention kernels (see simd_attention.h). Online softmax as in
+// FlashAttention (Dao et al. 2022): per query row a running max m and sum l;
+// a new block of scores rescales the partial output by exp(m_old - m_new).
+#include "ops/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/simd_attention.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/simd_attention.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qvl {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
+constexpr int kKV = 4;  // kv vectors per score micro-tile (x 4 query rows)
+constexpr int kDV = 4;  // head_dim vectors per output micro-tile (x 4 query rows)
+#else
+constexpr int kKV = 2;
+constexpr int kDV = 2;
+#endif
+constexpr int kRows = 4;
+constexpr int64_t kBq = 16;  // query rows per work item
+
+// Max of x[0..n) and in-place x = exp(x - m); returns Σ exp.
+float ExpSubSum(float* x, int64_t n, float m) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF vm = hn::Set(d, m);
+  VF sum = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    hn::StoreU(e, d, x + i);
+    sum = hn::Add(sum, e);
+  }
+  float s = hn::GetLane(hn::SumOfLanes(d, sum));
+  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
+  return s;
+}
+
+float MaxOf(const float* x, int64_t n) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF mx = hn::Set(d, kNegInf);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) mx = hn::Max(mx, hn::LoadU(d, x + i));
+  float m = hn::GetLane(hn::MaxOfLanes(d, mx));
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// y[0..n) = y * a + x * b  (b may be 0 to just scale)
+void ScaleAdd(float* y, float a, const float* x, float b, int64_t n) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF va = hn::Set(d, a), vb = hn::Set(d, b);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(hn::LoadU(d, x + i), vb, hn::Mul(hn::LoadU(d, y + i), va)), d, y + i);
+  for (; i < n; ++i) y[i] = y[i] * a + x[i] * b;
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF s0 = hn::Zero(d), s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
+  }
+  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// ------------------------------------------------------------ tiled
+
+// S[r][0..kKV·N) = Σ_c Qs[r][c] · Kt[c][j0 ..]   for R rows (R <= kRows).
+template <int R>
+HWY_INLINE void ScoreTile(const float* qs, int64_t dh, const float* kt, int64_t kts, float* s, int64_t ss) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  VF acc[R][kKV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kKV; ++v) acc[r][v] = hn::Zero(d);
+  for (int64_t c = 0; c < dh; ++c) {
+    VF kv[kKV];
+    for (int v = 0; v < kKV; ++v) kv[v] = hn::LoadU(d, kt + c * kts + v * N);
+    for (int r = 0; r < R; ++r) {
+      VF qb = hn::Set(d, qs[r * dh + c]);
+      for (int v = 0; v < kKV; ++v) acc[r][v] = hn::MulAdd(qb, kv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kKV; ++v) hn::StoreU(acc[r][v], d, s + r * ss + v * N);
+}
+
+// O[r][c0 .. c0 + DV·N) += Σ_t P[r][t] · V[t][c0 ..]   for R rows.
+template <int R, int DV>
+HWY_INLINE void OutTile(const float* p, int64_t ps, int64_t bk, const float* v, int64_t vs, float* o, int64_t os) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  VF acc[R][DV];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < DV; ++x) acc[r][x] = hn::LoadU(d, o + r * os + x * N);
+  for (int64_t t = 0; t < bk; ++t) {
+    VF vv[DV];
+    for (int x = 0; x < DV; ++x) vv[x] = hn::LoadU(d, v + t * vs + x * N);
+    for (int r = 0; r < R; ++r) {
+      VF pb = hn::Set(d, p[r * ps + t]);
+      for (int x = 0; x < DV; ++x) acc[r][x] = hn::MulAdd(pb, vv[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < DV; ++x) hn::StoreU(acc[r][x], d, o + r * os + x * N);
+}
+
+template <int R>
+void OutRows(const float* p, int64_t ps, int64_t bk, const float* v, int64_t vs, float* o, int64_t os, int64_t dh) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t c = 0;
+  for (; c + kDV * N <= dh; c += kDV * N) OutTile<R, kDV>(p, ps, bk, v + c, vs, o + c, os);
+  for (; c + N <= dh; c += N) OutTile<R, 1>(p, ps, bk, v + c, vs, o + c, os);
+  for (; c < dh; ++c)
+    for (int r = 0; r < R; ++r) {
+      float acc = o[r * os + c];
+      for (int64_t t = 0; t < bk; ++t) acc += p[r * ps + t] * v[t * vs + c];
+      o[r * os + c] = acc;
+    }
+}
+
+void AttentionTiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                    ThreadPool& pool) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t bk_max = kKV * N;  // kv positions per block
+  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
+  const int64_t kts = (p.nkv + bk_max - 1) / bk_max * bk_max;  // Kt row stride, zero-padded
+  // Kt [kv_heads][dh][kts]: key columns contiguous along positions.
+  thread_local std::vector<float> kt_buf;
+  kt_buf.assign(static_cast<size_t>(p.kv_heads * dh * kts), 0.0f);
+  float* kt = kt_buf.data();
+  pool.parallel_for(p.kv_heads * dh, [&](int64_t b, int64_t e, int) {
+    for (int64_t hc = b; hc < e; ++hc) {
+      const int64_t h = hc / dh, c = hc % dh;
+      float* dst = kt + hc * kts;
+      const float* src = k + h * dh + c;
+      for (int64_t j = 0; j < p.nkv; ++j) dst[j] = src[j * p.kv_stride];
+    }
+  });
+  const int64_t qblocks = (p.nq + kBq - 1) / kBq;
+  pool.parallel_for(p.q_heads * qblocks, [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(2 * kBq * dh + kBq * bk_max + 2 * kBq));
+    float* qs = scratch.data();       // [kBq][dh] scaled queries
+    float* o = qs + kBq * dh;         // [kBq][dh] unnormalised output
+    float* s = o + kBq * dh;          // [kBq][bk_max] scores, then probabilities
+    float* m = s + kBq * bk_max;      // [kBq] running max
+    float* l = m + kBq;               // [kBq] running sum
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t h = item / qblocks, i0 = (item % qblocks) * kBq, rows = std::min(kBq, p.nq - i0);
+      const int64_t kvh = h / group;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* src = q + (i0 + r) * p.q_stride + h * dh;
+        for (int64_t c = 0; c < dh; ++c) qs[r * dh + c] = src[c] * p.scale;
+        m[r] = kNegInf;
+        l[r] = 0;
+      }
+      std::fill(o, o + kBq * dh, 0.0f);
+      int64_t kv_end = p.causal ? std::min(p.nkv, p.q_pos0 + i0 + rows) : p.nkv;
+      const float* ktk = kt + kvh * dh * kts;
+      const float* vh = v + kvh * dh;
+      for (int64_t j0 = 0; j0 < kv_end; j0 += bk_max) {
+        const int64_t bk = std::min(bk_max, kv_end - j0);
+        int64_t r = 0;
+        for (; r + kRows <= rows; r += kRows) ScoreTile<kRows>(qs + r * dh, dh, ktk + j0, kts, s + r * bk_max, bk_max);
+        for (; r < rows; ++r) ScoreTile<1>(qs + r * dh, dh, ktk + j0, kts, s + r * bk_max, bk_max);
+        for (r = 0; r < rows; ++r) {
+          float* sr = s + r * bk_max;
+          int64_t valid = p.causal ? std::clamp<int64_t>(p.q_pos0 + i0 + r + 1 - j0, 0, bk) : bk;
+          if (valid == 0) {  // row fully masked in this block: contributes nothing
+            std::fill(sr, sr + bk_max, 0.0f);
+            continue;
+          }
+          for (int64_t t = valid; t < bk_max; ++t) sr[t] = kNegInf;
+          float m_new = std::max(m[r], MaxOf(sr, valid));
+          float corr = std::exp(m[r] - m_new);  // exp(-inf) = 0 on the first block
+          float sum = ExpSubSum(sr, bk_max, m_new);
+          l[r] = l[r] * corr + sum;
+          m[r] = m_new;
+          if (corr != 1.0f) ScaleAdd(o + r * dh, corr, o + r * dh, 0.0f, dh);
+        }
+        const float* vb = vh + j0 * p.kv_stride;
+        for (r = 0; r + kRows <= rows; r += kRows) OutRows<kRows>(s + r * bk_max, bk_max, bk, vb, p.kv_stride, o + r * dh, dh, dh);
+        for (; r < rows; ++r) OutRows<1>(s + r * bk_max, bk_max, bk, vb, p.kv_stride, o + r * dh, dh, dh);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        float* dst = out + (i0 + r) * p.out_stride + h * dh;
+        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+        for (int64_t c = 0; c < dh; ++c) dst[c] = o[r * dh + c] * inv;
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------ rows (decode)
+
+constexpr int64_t kAhead = 8;  // K rows prefetched ahead
+
+HWY_INLINE void Prefetch(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64 / sizeof(float)) hwy::Prefetch(p + i);
+}
+
+void AttentionRows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                   ThreadPool& pool) {
+  constexpr int64_t kBlock = 128;
+  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
+  // One item = one query position x one kv head: its `group` q heads share every K/V row read.
+  pool.parallel_for(p.nq * p.kv_heads, [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(group * (kBlock + dh + 2)));
+    float* s = scratch.data();             // [group][kBlock]
+    float* o = s + group * kBlock;         // [group][dh]
+    float* m = o + group * dh;             // [group]
+    float* l = m + group;                  // [group]
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t i = item / p.kv_heads, kvh = item % p.kv_heads;
+      const int64_t kv_end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
+      std::fill(o, o + group * dh, 0.0f);
+      for (int64_t g = 0; g < group; ++g) m[g] = kNegInf, l[g] = 0;
+      const float* kh = k + kvh * dh;
+      const float* vh = v + kvh * dh;
+      for (int64_t j0 = 0; j0 < kv_end; j0 += kBlock) {
+        const int64_t bk = std::min(kBlock, kv_end - j0);
+        for (int64_t t = 0; t < bk; ++t) {
+          const float* kr = kh + (j0 + t) * p.kv_stride;
+          // Rows of one kv head are kv_stride apart (often 4 KB): each is a
+          // new page the hardware prefetcher does not follow, so fetch K a
+          // few rows ahead and this block's V rows for the P·V pass.
+          if (j0 + t + kAhead < kv_end) Prefetch(kr + kAhead * p.kv_stride, dh);
+          Prefetch(vh + (j0 + t) * p.kv_stride, dh);
+          for (int64_t g = 0; g < group; ++g)
+            s[g * kBlock + t] = Dot(q + i * p.q_stride + (kvh * group + g) * dh, kr, dh) * p.scale;
+        }
+        for (int64_t g = 0; g < group; ++g) {
+          float* sg = s + g * kBlock;
+          float m_new = std::max(m[g], MaxOf(sg, bk));
+          float corr = std::exp(m[g] - m_new);
+          l[g] = l[g] * corr + ExpSubSum(sg, bk, m_new);
+          m[g] = m_new;
+          if (corr != 1.0f) ScaleAdd(o + g * dh, corr, o + g * dh, 0.0f, dh);
+        }
+        for (int64_t t = 0; t < bk; ++t) {
+          const float* vr = vh + (j0 + t) * p.kv_stride;
+          for (int64_t g = 0; g < group; ++g) ScaleAdd(o + g * dh, 1.0f, vr, s[g * kBlock + t], dh);
+        }
+      }
+      for (int64_t g = 0; g < group; ++g) {
+        float* dst = out + i * p.out_stride + (kvh * group + g) * dh;
+        const float inv = l[g] > 0 ? 1.0f / l[g] : 0.0f;
+        for (int64_t c = 0; c < dh; ++c) dst[c] = o[g * dh + c] * inv;
+      }
+    }
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace qvl
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qvl::simd {
+
+HWY_EXPORT(AttentionTiled);
+HWY_EXPORT(AttentionRows);
+
+void attention_tiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                     ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionTiled)(q, k, v, out, p, pool);
+}
+void attention_rows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                    ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionRows)(q, k, v, out, p, pool);
+}
+
+}  // namespace qvl::simd
+#endif

@@ -1,0 +1,134 @@
+// Machine-limit probes (see machine_limits.h), compiled per SIMD target.
+#include "ops/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/simd_limits.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "ops/machine_limits.h"
+#include "util/error.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qvl {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// 16 independent chains: enough to cover FMA latency (4) x ports (2) twice.
+// Returns the sum so the compiler cannot drop the loop; flops via *flops.
+float FmaLoop(int64_t iterations, float seed, double* flops) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V a[16];
+  for (int i = 0; i < 16; ++i) a[i] = hn::Set(d, seed + 0.001f * i);
+  const V mul = hn::Set(d, 0.9999999f), add = hn::Set(d, 1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < 16; ++i) a[i] = hn::MulAdd(a[i], mul, add);
+  }
+  V s = a[0];
+  for (int i = 1; i < 16; ++i) s = hn::Add(s, a[i]);
+  *flops = double(iterations) * 16 * 2 * static_cast<double>(hn::Lanes(d));
+  return hn::GetLane(s);
+}
+
+float ReadSum(const float* p, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::Load(d, p + i));
+    a1 = hn::Add(a1, hn::Load(d, p + i + N));
+    a2 = hn::Add(a2, hn::Load(d, p + i + 2 * N));
+    a3 = hn::Add(a3, hn::Load(d, p + i + 3 * N));
+  }
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace qvl
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qvl {
+
+HWY_EXPORT(FmaLoop);
+HWY_EXPORT(ReadSum);
+HWY_EXPORT(TargetName);
+
+const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+double measure_fma_peak_gflops(ThreadPool& pool, double seconds) {
+  // Calibrate iterations on one thread, then run all threads together.
+  double flops = 0;
+  int64_t iters = 1 << 16;
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iters, 1.0f, &flops);
+    (void)sink;
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (dt > seconds / 4 || iters > (int64_t(1) << 40)) {
+      iters = static_cast<int64_t>(double(iters) * seconds / dt) + 1;
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<double> per(static_cast<size_t>(pool.size()), 0.0);
+    auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(pool.size(), [&](int64_t b, int64_t e, int t) {
+      for (int64_t i = b; i < e; ++i) {
+        double f = 0;
+        volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iters, 1.0f + float(i), &f);
+        (void)sink;
+        per[static_cast<size_t>(t)] += f;
+      }
+    });
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double total = 0;
+    for (double f : per) total += f;
+    best = std::max(best, total / dt / 1e9);
+  }
+  return best;
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {
+  const size_t n = bytes / sizeof(float);
+  std::unique_ptr<float, void (*)(void*)> buf(static_cast<float*>(std::aligned_alloc(4096, n * sizeof(float))),
+                                             std::free);
+  if (!buf) fail("measure_read_bandwidth: cannot allocate ", bytes, " bytes");
+  // Touch every page from the thread that will read it.
+  const int64_t chunk = 1 << 16;
+  const int64_t chunks = static_cast<int64_t>(n) / chunk;
+  pool.parallel_for(chunks, [&](int64_t b, int64_t e, int) {
+    for (int64_t c = b; c < e; ++c)
+      for (int64_t i = 0; i < chunk; ++i) buf.get()[c * chunk + i] = 1e-9f * float(i & 1023);
+  });
+  double best = 0;
+  for (int p = 0; p < passes; ++p) {
+    std::atomic<int> sink{0};
+    auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(chunks, [&](int64_t b, int64_t e, int) {
+      float s = HWY_DYNAMIC_DISPATCH(ReadSum)(buf.get() + b * chunk, (e - b) * chunk);
+      sink += s > 1e30f;
+    });
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(chunks * chunk) * sizeof(float) / dt / 1e9);
+  }
+  return best;
+}
+
+}  // namespace qvl
+#endif

@@ -1,0 +1,162 @@
+// Weight formats and their conversion from the checkpoint's bf16.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "ops/matmul.h"
+#include "ops/ops.h"
+#include "ops/quant.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+std::shared_ptr<void> allocate(size_t bytes, const char* what) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) fail("out of memory allocating ", bytes, " bytes for a ", what, " weight matrix");
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+void for_rows(int64_t rows, ThreadPool* pool, const std::function<void(int64_t, int64_t, int)>& fn) {
+  if (pool)
+    pool->parallel_for(rows, fn);
+  else
+    fn(0, rows, 0);
+}
+
+// One group of bf16 weights -> int8 codes in [-127, 127] and a scale d with
+// w ≈ d·q; d = max|w| / 127, codes rounded to nearest.
+float quantize_group_q8(const uint16_t* w, int64_t count, int8_t* q) {
+  float amax = 0;
+  for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(bf16_to_f32(w[j])));
+  float d = amax / 127.0f;
+  float inv = d > 0 ? 1.0f / d : 0.0f;
+  for (int64_t j = 0; j < quant::kGroup; ++j) {
+    float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
+    q[j] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, std::nearbyint(v))));
+  }
+  return d;
+}
+
+// One group -> 4-bit codes q in [-8, 7] with w ≈ d·q. The weight of largest
+// magnitude maps to -8 exactly (d = that weight / -8), which uses all 16
+// levels; packed two per byte: byte j holds element j (low nibble) and
+// element j + 16 (high nibble), each stored as q + 8.
+float quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
+  float amax = 0, extreme = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    float v = bf16_to_f32(w[j]);
+    if (std::fabs(v) > amax) {
+      amax = std::fabs(v);
+      extreme = v;
+    }
+  }
+  float d = extreme / -8.0f;
+  float inv = d != 0 ? 1.0f / d : 0.0f;
+  int codes[quant::kGroup];
+  for (int64_t j = 0; j < quant::kGroup; ++j) {
+    float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
+    codes[j] = static_cast<int>(std::max(-8.0f, std::min(7.0f, std::nearbyint(v)))) + 8;
+  }
+  for (int64_t j = 0; j < quant::kGroup / 2; ++j)
+    packed[j] = static_cast<uint8_t>(codes[j] | (codes[j + quant::kGroup / 2] << 4));
+  return d;
+}
+
+}  // namespace
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return "f32";
+    case WeightFormat::BF16: return "bf16";
+    case WeightFormat::Q8: return "q8";
+    case WeightFormat::Q4: return "q4";
+  }
+  return "?";
+}
+
+WeightFormat parse_weight_format(const std::string& name) {
+  if (name == "f32") return WeightFormat::F32;
+  if (name == "bf16") return WeightFormat::BF16;
+  if (name == "q8") return WeightFormat::Q8;
+  if (name == "q4") return WeightFormat::Q4;
+  fail("unknown weight format '", name, "' (expected f32, bf16, q8 or q4)");
+}
+
+WeightMatrix WeightMatrix::view_bf16(const uint16_t* data, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) fail("bf16 weight view with negative shape [", rows, ", ", cols, "]");
+  WeightMatrix w;
+  w.format_ = WeightFormat::BF16;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  w.data_ = data;
+  w.bytes_ = static_cast<size_t>(rows * cols) * 2;
+  return w;
+}
+
+WeightMatrix WeightMatrix::view_f32(const float* data, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) fail("f32 weight view with negative shape [", rows, ", ", cols, "]");
+  WeightMatrix w;
+  w.format_ = WeightFormat::F32;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  w.data_ = data;
+  w.bytes_ = static_cast<size_t>(rows * cols) * 4;
+  return w;
+}
+
+WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
+                                     ThreadPool* pool) {
+  if (rows < 0 || cols < 0) fail("weight matrix with negative shape [", rows, ", ", cols, "]");
+  WeightMatrix w;
+  w.format_ = format;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  switch (format) {
+    case WeightFormat::BF16: {
+      size_t bytes = static_cast<size_t>(rows * cols) * 2;
+      w.owned_ = allocate(bytes, "bf16");
+      std::memcpy(w.owned_.get(), data, bytes);
+      w.bytes_ = bytes;
+      break;
+    }
+    case WeightFormat::F32: {
+      size_t bytes = static_cast<size_t>(rows * cols) * 4;
+      w.owned_ = allocate(bytes, "f32");
+      float* dst = static_cast<float*>(w.owned_.get());
+      for_rows(rows, pool, [&](int64_t b, int64_t e, int) { bf16_to_f32(data + b * cols, dst + b * cols, (e - b) * cols); });
+      w.bytes_ = bytes;
+      break;
+    }
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: {
+      const bool q8 = format == WeightFormat::Q8;
+      const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
+      const int64_t groups = quant::groups(cols);
+      const int64_t quant_bytes = quant::round64(rows * row_bytes);
+      const int64_t total = quant_bytes + rows * groups * 4;
+      w.owned_ = allocate(static_cast<size_t>(total), weight_format_name(format));
+      uint8_t* base = static_cast<uint8_t*>(w.owned_.get());
+      float* scales = reinterpret_cast<float*>(base + quant_bytes);
+      for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
+        for (int64_t r = b; r < e; ++r) {
+          for (int64_t g = 0; g < groups; ++g) {
+            const uint16_t* src = data + r * cols + g * quant::kGroup;
+            int64_t count = std::min<int64_t>(quant::kGroup, cols - g * quant::kGroup);
+            uint8_t* dst = base + r * row_bytes + g * (q8 ? quant::kGroup : quant::kGroup / 2);
+            scales[r * groups + g] = q8 ? quantize_group_q8(src, count, reinterpret_cast<int8_t*>(dst))
+                                        : quantize_group_q4(src, count, dst);
+          }
+        }
+      });
+      w.bytes_ = static_cast<size_t>(rows * row_bytes + rows * groups * 4);
+      break;
+    }
+  }
+  w.data_ = w.owned_.get();
+  return w;
+}
+
+}  // namespace qvl

@@ -1,0 +1,143 @@
+// Decision: qvl renders Qwen3-VL-Instruct's template natively instead of
+// embedding a Jinja interpreter. The template is a fixed program (a few
+// concatenations per message); a native renderer is exact, small and fast, and
+// from_source() refuses any template whose text differs, so a model folder with
+// another template fails loudly instead of being rendered differently.
+#include "tokenizer/chat_template.h"
+
+#include <cstdint>
+#include <string_view>
+
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+// Templates this file renders, by the hash of their normalised text. Qwen's
+// Jinja is whitespace-controlled ({%- -%}) so indentation never reaches the
+// output; normalising it away accepts a re-indented copy of the same template.
+struct Known {
+  uint64_t hash;
+  const char* name;
+};
+constexpr Known kKnown[] = {
+    {0x8229f4da71981fe1ULL, "Qwen3-VL-Instruct"},
+};
+
+// Lines trimmed of surrounding whitespace, empty lines dropped, joined by \n.
+std::string normalise(std::string_view src) {
+  std::string out;
+  size_t i = 0;
+  while (i <= src.size()) {
+    size_t nl = src.find('\n', i);
+    if (nl == std::string_view::npos) nl = src.size();
+    std::string_view line = src.substr(i, nl - i);
+    size_t b = line.find_first_not_of(" \t\r\f\v");
+    if (b != std::string_view::npos) {
+      size_t e = line.find_last_not_of(" \t\r\f\v");
+      if (!out.empty()) out += '\n';
+      out.append(line.substr(b, e - b + 1));
+    }
+    i = nl + 1;
+  }
+  return out;
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64-bit offset basis and prime
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void append_image(std::string& out, const ChatPart& part) {
+  if (part.image_tokens < 0) fail("chat template: image with a negative token count (", part.image_tokens, ")");
+  out += "<|vision_start|>";
+  int n = part.image_tokens == 0 ? 1 : part.image_tokens;
+  out.reserve(out.size() + static_cast<size_t>(n) * 13 + 16);
+  for (int k = 0; k < n; ++k) out += "<|image_pad|>";
+  out += "<|vision_end|>";
+}
+
+// Text parts only: the template reads `content.text` in system and assistant
+// turns. It would silently drop an image there; qvl refuses instead, so the
+// caller never prepares an image the prompt does not contain.
+void append_text_only(std::string& out, const ChatMessage& m, size_t index) {
+  for (const ChatPart& p : m.parts) {
+    if (p.kind == ChatPart::Kind::Image)
+      fail("chat template: message ", index, " (", m.role,
+           ") has an image; Qwen3-VL accepts images only in user and tool messages");
+    out += p.text;
+  }
+}
+
+void append_content(std::string& out, const ChatMessage& m) {
+  for (const ChatPart& p : m.parts) {
+    if (p.kind == ChatPart::Kind::Image)
+      append_image(out, p);
+    else
+      out += p.text;
+  }
+}
+
+}  // namespace
+
+uint64_t ChatTemplate::fingerprint(const std::string& source) { return fnv1a(normalise(source)); }
+
+ChatTemplate ChatTemplate::from_source(const std::string& source) {
+  uint64_t h = fingerprint(source);
+  for (const Known& k : kKnown)
+    if (k.hash == h) return ChatTemplate();
+  std::string names;
+  for (const Known& k : kKnown) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  fail("chat template not recognised (fingerprint ", std::hex, h, std::dec,
+       "): qvl renders only these templates natively: ", names,
+       "; refusing rather than render it differently from Hugging Face");
+}
+
+// Transcribes the template's branches without tools (qvl sends none) and with
+// add_vision_id unset: system text first if messages[0] is a system message;
+// then each user/assistant/tool message; a system message later than the first
+// renders nothing, as in the template.
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  if (messages.empty()) fail("chat template: no messages to render");
+  std::string out;
+  if (messages[0].role == "system") {
+    out += "<|im_start|>system\n";
+    append_text_only(out, messages[0], 0);
+    out += "<|im_end|>\n";
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "user") {
+      out += "<|im_start|>user\n";
+      append_content(out, m);
+      out += "<|im_end|>\n";
+    } else if (m.role == "assistant") {
+      out += "<|im_start|>assistant\n";
+      append_text_only(out, m, i);
+      out += "<|im_end|>\n";
+    } else if (m.role == "tool") {
+      // Consecutive tool results share one user turn.
+      if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+      out += "\n<tool_response>\n";
+      append_content(out, m);
+      out += "\n</tool_response>";
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+    } else if (m.role == "system") {
+      if (i != 0) {
+        // Rendered as nothing by the template; still checked for images.
+        std::string ignored;
+        append_text_only(ignored, m, i);
+      }
+    } else {
+      fail("chat template: message ", i, " has role \"", m.role, "\"; expected system, user, assistant or tool");
+    }
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+}  // namespace qvl

@@ -1,0 +1,186 @@
+// `qvl info` through the binary: the summary of the fixture folder (text and
+// --json) agrees with the checkpoint itself, and a bad folder is one line on
+// stderr with exit code 1.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/random_model.h"
+#include "io/safetensors.h"
+#include "run_qvl.h"
+#include "util/mapped_file.h"
+
+namespace qvl {
+namespace {
+
+using json = nlohmann::json;
+using test::run_qvl;
+namespace fs = std::filesystem;
+
+const std::string kTiny = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl";
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string t = (fs::temp_directory_path() / "qvl_info_test_XXXXXX").string();
+    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = t;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& n) const { return (fs::path(path_) / n).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The fixture folder with big files linked, to mutate.
+void copy_fixture(const std::string& to) {
+  for (const auto& e : fs::directory_iterator(kTiny)) {
+    fs::path dst = fs::path(to) / e.path().filename();
+    if (fs::file_size(e.path()) > (1 << 20))
+      fs::create_symlink(e.path(), dst);
+    else
+      fs::copy_file(e.path(), dst);
+  }
+}
+
+void expect_one_line_failure(const test::QvlResult& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' not in: " << r.err;
+}
+
+TEST(InfoCli, TextSummaryOfFixture) {
+  auto r = run_qvl({"info", "--model", kTiny});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"Qwen3VLForConditionalGeneration", "qwen3_vl", "transformers 4.57", "vision 1.29 M", "text 9.97 M",
+                        "BF16", "145 tensors", "22547080 bytes", "1 token per 32x32 pixels", "64 to 16384 tokens",
+                        "262144 tokens", "4 layers, hidden 64", "4 query / 2 key-value, head dim 32", "theta 5000000",
+                        "[8, 4, 4]", "6 blocks, hidden 96", "8x8 position grid", "vision layers [1, 3, 4]",
+                        "tied to the input embeddings", "[151645, 151643]", "chat_template.json"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(InfoCli, JsonMatchesTheCheckpoint) {
+  auto r = run_qvl({"info", "--model", kTiny, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  SafeTensors st = SafeTensors::open(kTiny + "/model.safetensors");
+  int64_t vision = 0, text = 0;
+  for (const auto& [name, v] : st.tensors()) (name.rfind("model.visual.", 0) == 0 ? vision : text) += v.numel();
+  EXPECT_EQ(j["parameters"]["vision"], vision);
+  EXPECT_EQ(j["parameters"]["text"], text);
+  EXPECT_EQ(j["parameters"]["total"], vision + text);
+  EXPECT_EQ(j["dtypes"], json::array({"BF16"}));
+  EXPECT_EQ(j["tensors"], 145);
+  EXPECT_EQ(j["weight_bytes"], fs::file_size(kTiny + "/model.safetensors"));
+  EXPECT_EQ(j["context_length"], 262144);
+  EXPECT_EQ(j["config_dialect"], "transformers 4.57");
+  EXPECT_EQ(j["image"]["pixels_per_token_side"], 32);
+  EXPECT_EQ(j["image"]["min_pixels"], 65536);
+  EXPECT_EQ(j["image"]["max_tokens"], 16384);
+  EXPECT_EQ(j["text"]["num_hidden_layers"], 4);
+  EXPECT_EQ(j["text"]["num_key_value_heads"], 2);
+  EXPECT_EQ(j["text"]["head_dim"], 32);
+  EXPECT_EQ(j["text"]["mrope_section"], json::array({8, 4, 4}));
+  EXPECT_EQ(j["vision"]["depth"], 6);
+  EXPECT_EQ(j["deepstack_visual_indexes"], json::array({1, 3, 4}));
+  EXPECT_EQ(j["lm_head"], "tied");
+  EXPECT_EQ(j["token_ids"]["image"], 151655);
+  EXPECT_TRUE(j["unused_tensors"].empty());
+}
+
+TEST(InfoCli, UntiedTransformers5Folder) {
+  ScratchDir dir;
+  RandomModelOptions opt;
+  opt.like_dir = kTiny;
+  opt.untied = true;
+  json c = json::parse(read_file(kTiny + "/config.json"));
+  json& t = c["text_config"];
+  t["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"mrope_section", {8, 4, 4}}, {"mrope_interleaved", true}};
+  t.erase("rope_scaling");
+  t.erase("rope_theta");
+  make_random_model(dir.path(), c.dump(), opt);
+  auto r = run_qvl({"info", "--model", dir.path(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["lm_head"], "untied");
+  EXPECT_EQ(j["config_dialect"], "transformers 5");
+  EXPECT_EQ(j["text"]["rope_theta"], 1e6);
+  EXPECT_EQ(j["tensors"], 146);
+  // lm_head.weight [151936, 64] counts as text.
+  SafeTensors st = SafeTensors::open(kTiny + "/model.safetensors");
+  int64_t fixture_text = 0;
+  for (const auto& [name, v] : st.tensors())
+    if (name.rfind("model.visual.", 0) != 0) fixture_text += v.numel();
+  EXPECT_EQ(j["parameters"]["text"], fixture_text + 151936 * 64);
+}
+
+TEST(InfoCli, BadFoldersFailWithOneLine) {
+  expect_one_line_failure(run_qvl({"info", "--model", "/nonexistent/qvl-model-dir"}), {"/nonexistent/qvl-model-dir"});
+  {
+    ScratchDir dir;
+    copy_fixture(dir.path());
+    fs::remove(dir / "config.json");
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"config.json", "missing"});
+  }
+  {
+    ScratchDir dir;
+    copy_fixture(dir.path());
+    std::ofstream(dir / "config.json") << "{\"model_type\": \"qwen2_5_vl\"}";
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"config.json", "qwen2_5_vl"});
+  }
+  {
+    ScratchDir dir;  // a truncated checkpoint
+    copy_fixture(dir.path());
+    fs::remove(dir / "model.safetensors");
+    fs::copy_file(kTiny + "/model.safetensors", dir / "model.safetensors");
+    fs::resize_file(dir / "model.safetensors", 1 << 20);
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"model.safetensors", "tensor '", "truncated"});
+  }
+  {
+    ScratchDir dir;  // config.json implies a fifth layer the checkpoint lacks
+    copy_fixture(dir.path());
+    json c = json::parse(read_file(kTiny + "/config.json"));
+    c["text_config"]["num_hidden_layers"] = 5;
+    std::ofstream(dir / "config.json") << c.dump();
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"model.language_model.layers.4.", "missing"});
+  }
+  {
+    ScratchDir dir;  // untied in config.json, but no lm_head.weight
+    copy_fixture(dir.path());
+    json c = json::parse(read_file(kTiny + "/config.json"));
+    c["tie_word_embeddings"] = false;
+    c["text_config"]["tie_word_embeddings"] = false;
+    std::ofstream(dir / "config.json") << c.dump();
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"lm_head.weight", "missing"});
+  }
+  {
+    ScratchDir dir;  // a mis-shaped tensor
+    copy_fixture(dir.path());
+    json c = json::parse(read_file(kTiny + "/config.json"));
+    c["text_config"]["intermediate_size"] = 128;
+    std::ofstream(dir / "config.json") << c.dump();
+    expect_one_line_failure(run_qvl({"info", "--model", dir.path()}), {"mlp.down_proj.weight", "[64,192]", "[64,128]"});
+  }
+}
+
+TEST(InfoCli, UsageErrors) {
+  EXPECT_EQ(run_qvl({"info"}).code, 2);
+  EXPECT_EQ(run_qvl({"info", "--model", kTiny, "--frobnicate"}).code, 2);
+  auto help = run_qvl({"info", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qvl

@@ -1,0 +1,125 @@
+// `qvl run` through the binary on the fixture model: the JSON output carries
+// exactly the golden greedy tokens; text output streams the golden text;
+// usage and input errors exit non-zero with one clear line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+const std::string kFixtures = QVL_FIXTURES_DIR;
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome qvl(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "qvl_run_cli_stderr.txt";
+  const std::string cmd = std::string(QVL_BINARY) + " " + args + " 2>" + err_path;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
+}
+
+const nlohmann::json& prompt_case(const std::string& name) {
+  static const nlohmann::json m = [] {
+    std::ifstream f(kFixtures + "/golden/manifest.json");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return nlohmann::json::parse(ss.str());
+  }();
+  for (const auto& p : m["prompts"])
+    if (p["name"] == name) return p;
+  throw std::runtime_error("no golden prompt " + name);
+}
+
+const std::string kModel = "--model " + kFixtures + "/tiny-qwen3vl --threads 2 ";
+const std::string kGreedy = " --temperature 0 --ignore-eos --max-tokens 16 ";
+
+TEST(RunCli, JsonGreedyTokensEqualTheGolden) {
+  const auto& p = prompt_case("image_question");
+  Outcome r = qvl("run " + kModel + "--image " + kFixtures + "/golden/images/gradient_320x240.png" +
+              " --prompt 'What is in this image?' --output-format json" + kGreedy);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["token_ids"], p["generated_ids"]);
+  EXPECT_EQ(j["text"], p["generated_text_skip_special"]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], p["num_tokens"]);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(j["usage"]["total_tokens"], p["num_tokens"].get<int>() + 16);
+  EXPECT_EQ(j["finish_reason"], "length");
+  for (const char* k : {"load_ms", "image_preprocess_ms", "vision_ms", "prefill_ms", "prefill_tok_s", "decode_tok_s"})
+    EXPECT_TRUE(j["timings"].contains(k)) << k;
+}
+
+TEST(RunCli, TwoImagesInOneTurn) {
+  const auto& p = prompt_case("two_images");
+  Outcome r = qvl("run " + kModel + "--image " + kFixtures + "/golden/images/text_400x128.png --image " + kFixtures +
+              "/golden/images/odd_313x97.png --prompt 'Compare the two pictures.' --output-format json" + kGreedy);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"], p["generated_ids"]);
+}
+
+TEST(RunCli, TextStreamsTheAnswer) {
+  const auto& p = prompt_case("text_only");
+  Outcome r = qvl("run " + kModel + "--prompt 'Write a haiku about autumn.' --verbose" + kGreedy);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, p["generated_text_skip_special"].get<std::string>() + "\n");
+  EXPECT_NE(r.err.find("prefill"), std::string::npos);  // timings on stderr
+}
+
+TEST(RunCli, MissingPromptIsAUsageError) {
+  Outcome r = qvl("run " + kModel);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, BadWeightsFormatIsAUsageError) {
+  Outcome r = qvl("run " + kModel + "--prompt hi --weights q3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--weights"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, UnreadableImageNamesTheFile) {
+  Outcome r = qvl("run " + kModel + "--prompt hi --image /nonexistent/x.png");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/x.png"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, PromptOverTheContextNamesTheNumbers) {
+  Outcome r = qvl("run " + kModel + "--ctx-size 32 --image " + kFixtures +
+              "/golden/images/gradient_320x240.png --prompt 'What is in this image?'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("96"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, TwoTurnsFromStdin) {
+  const auto& p = prompt_case("text_only");
+  Outcome r = qvl("chat " + kModel + kGreedy + "< /dev/null");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // Two turns piped in: the first answer is the golden continuation.
+  const std::string in = ::testing::TempDir() + "qvl_chat_in.txt";
+  std::ofstream(in) << "Write a haiku about autumn.\nAnd another.\n/exit\n";
+  r = qvl("chat " + kModel + kGreedy + "< " + in);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(p["generated_text_skip_special"].get<std::string>() + "\n", 0), 0u) << r.out;
+  EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+}
+
+}  // namespace

@@ -1,0 +1,107 @@
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+std::vector<float> logits_of(std::initializer_list<float> v) { return std::vector<float>(v); }
+
+TEST(Sampler, GreedyTakesTheLargest) {
+  SamplerConfig c;
+  c.temperature = 0;
+  Sampler s(c, 4);
+  auto l = logits_of({1, 3, 2, -1});
+  EXPECT_EQ(s.sample(l.data(), {}, {}), 1);
+}
+
+TEST(Sampler, TopKOneIsGreedy) {
+  SamplerConfig c;
+  c.top_k = 1;
+  c.seed = 7;
+  Sampler s(c, 4);
+  for (int i = 0; i < 20; ++i) {
+    auto l = logits_of({1, 3, 2.9f, -1});
+    EXPECT_EQ(s.sample(l.data(), {}, {}), 1);
+  }
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  SamplerConfig c;
+  c.temperature = 1.5;
+  c.seed = 1234;
+  Sampler a(c, 5), b(c, 5);
+  std::vector<int32_t> ta, tb;
+  for (int i = 0; i < 50; ++i) {
+    auto la = logits_of({0, 0.5f, 1, 0.2f, 0.1f}), lb = la;
+    ta.push_back(a.sample(la.data(), {}, {}));
+    tb.push_back(b.sample(lb.data(), {}, {}));
+  }
+  EXPECT_EQ(ta, tb);
+  std::map<int32_t, int> seen;
+  for (int32_t t : ta) ++seen[t];
+  EXPECT_GT(seen.size(), 2u);  // it does sample
+}
+
+TEST(Sampler, TopPKeepsTheSmallestSufficientSet) {
+  SamplerConfig c;
+  c.top_p = 0.5;  // token 0 alone has probability > 0.5
+  c.seed = 3;
+  Sampler s(c, 3);
+  for (int i = 0; i < 30; ++i) {
+    auto l = logits_of({3, 1, 1});
+    EXPECT_EQ(s.sample(l.data(), {}, {}), 0);
+  }
+}
+
+TEST(Sampler, MinPDropsUnlikelyTokens) {
+  SamplerConfig c;
+  c.min_p = 0.5;  // exp(-1) ≈ 0.37 < 0.5 of the top
+  c.seed = 5;
+  Sampler s(c, 3);
+  for (int i = 0; i < 30; ++i) {
+    auto l = logits_of({2, 1, 2});
+    const int32_t t = s.sample(l.data(), {}, {});
+    EXPECT_NE(t, 1);
+  }
+}
+
+TEST(Sampler, RepetitionPenaltyFollowsTransformers) {
+  SamplerConfig c;
+  c.temperature = 0;
+  c.repetition_penalty = 2.0;
+  Sampler s(c, 3);
+  auto l = logits_of({4, 3, -1});
+  std::vector<int32_t> ctx = {0, 0, 2};
+  EXPECT_EQ(s.sample(l.data(), ctx, {}), 1);  // 4/2 = 2 < 3
+  EXPECT_FLOAT_EQ(l[0], 2.0f);                // applied once despite two occurrences
+  EXPECT_FLOAT_EQ(l[2], -2.0f);               // negative logits multiplied
+}
+
+TEST(Sampler, PresenceAndFrequencyPenalties) {
+  SamplerConfig c;
+  c.temperature = 0;
+  c.presence_penalty = 0.5;
+  c.frequency_penalty = 0.25;
+  Sampler s(c, 3);
+  auto l = logits_of({5, 4.5f, 0});
+  std::vector<int32_t> gen = {0, 0};
+  EXPECT_EQ(s.sample(l.data(), {}, gen), 1);
+  EXPECT_FLOAT_EQ(l[0], 5 - 0.5f - 0.5f);
+}
+
+TEST(Sampler, RejectsBadParameters) {
+  SamplerConfig c;
+  c.top_p = 0;
+  EXPECT_THROW(Sampler(c, 3), Error);
+  c = {};
+  c.temperature = -1;
+  EXPECT_THROW(Sampler(c, 3), Error);
+}
+
+}  // namespace
+}  // namespace qvl

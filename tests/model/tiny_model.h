@@ -1,0 +1,40 @@
+// The fixture checkpoint loaded once per weight format for all tests of the
+// binary, with one shared 2-thread pool.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "golden.h"
+#include "model/model.h"
+#include "ops/thread_pool.h"
+
+namespace qvl::golden {
+
+inline ThreadPool& pool() {
+  static ThreadPool p(2);
+  return p;
+}
+
+inline Model& tiny(WeightFormat format) {
+  static std::map<WeightFormat, std::unique_ptr<Model>> models;
+  auto& m = models[format];
+  if (!m) {
+    ModelLoadOptions o;
+    o.format = format;
+    o.max_batch = 64;  // smaller than most prompts, so chunked prefill is exercised
+    m = Model::load(model_dir(), o, pool());
+  }
+  return *m;
+}
+
+inline std::vector<ImageGrid> grids_of(const Tensor& thw) {
+  std::vector<ImageGrid> g;
+  for (int64_t r = 0; r < thw.shape[0]; ++r)
+    g.push_back({static_cast<int>(thw.i[3 * r]), static_cast<int>(thw.i[3 * r + 1]), static_cast<int>(thw.i[3 * r + 2])});
+  return g;
+}
+
+inline std::vector<int32_t> ids_of(const Tensor& t) { return std::vector<int32_t>(t.i.begin(), t.i.end()); }
+
+}  // namespace qvl::golden

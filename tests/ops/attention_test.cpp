@@ -1,0 +1,112 @@
+// Attention against a naive double-precision softmax(q·kᵀ)·v: causal and
+// bidirectional, GQA, strides, query offsets, segments, decode shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/ops.h"
+#include "ops/scalar.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+std::vector<double> naive(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                          const AttentionParams& p, int64_t seg_begin, int64_t seg_end) {
+  std::vector<double> out(static_cast<size_t>(p.nq * p.out_stride), 0.0);
+  const int64_t group = p.q_heads / p.kv_heads;
+  for (int64_t i = seg_begin; i < seg_end; ++i)
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      int64_t kvh = h / group;
+      int64_t lo = seg_end == p.nq && seg_begin == 0 ? 0 : seg_begin;
+      int64_t hi = p.causal ? std::min(p.nkv, p.q_pos0 + i + 1) : (seg_end == p.nq && seg_begin == 0 ? p.nkv : seg_end);
+      std::vector<double> s;
+      double mx = -1e300;
+      for (int64_t j = lo; j < hi; ++j) {
+        double d = 0;
+        for (int64_t c = 0; c < p.head_dim; ++c)
+          d += double(q[i * p.q_stride + h * p.head_dim + c]) * k[j * p.kv_stride + kvh * p.head_dim + c];
+        s.push_back(d * p.scale);
+        mx = std::max(mx, s.back());
+      }
+      double sum = 0;
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int64_t j = lo; j < hi; ++j)
+        for (int64_t c = 0; c < p.head_dim; ++c)
+          out[i * p.out_stride + h * p.head_dim + c] += s[j - lo] / sum * v[j * p.kv_stride + kvh * p.head_dim + c];
+    }
+  return out;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, const AttentionParams& p,
+                  int64_t rows, const char* what) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < p.q_heads * p.head_dim; ++c) {
+      size_t at = static_cast<size_t>(i * p.out_stride + c);
+      ASSERT_NEAR(got[at], want[at], 2e-6 + 2e-5 * std::fabs(want[at])) << what << " row " << i << " col " << c;
+    }
+}
+
+struct Case {
+  int64_t nq, nkv, qh, kvh, d;
+  bool causal;
+  int64_t q_pos0;
+};
+
+TEST(Attention, MatchesNaiveSoftmaxAcrossShapes) {
+  ThreadPool pool(0);
+  std::vector<Case> cases = {{1, 1, 1, 1, 4, false, 0},     {5, 5, 2, 1, 8, true, 0},    {17, 17, 4, 2, 16, false, 0},
+                             {33, 33, 3, 3, 64, true, 0},    {1, 100, 16, 8, 128, true, 99}, {3, 70, 4, 2, 128, true, 67},
+                             {65, 65, 2, 2, 72, false, 0},   {40, 40, 2, 1, 80, true, 0},  {7, 130, 4, 1, 32, false, 0},
+                             {100, 100, 2, 2, 64, false, 0}, {9, 20, 2, 2, 5, true, 11},   {20, 50, 4, 2, 128, true, 30}};
+  uint32_t seed = 1;
+  for (auto cs : cases) {
+    AttentionParams p;
+    p.nq = cs.nq, p.nkv = cs.nkv, p.q_heads = cs.qh, p.kv_heads = cs.kvh, p.head_dim = cs.d;
+    p.q_stride = cs.qh * cs.d + 3, p.kv_stride = cs.kvh * cs.d + 1, p.out_stride = cs.qh * cs.d + 2;
+    p.scale = 1.0f / std::sqrt(float(cs.d)), p.causal = cs.causal, p.q_pos0 = cs.q_pos0;
+    auto q = testing::random_floats(p.nq * p.q_stride, ++seed, -2, 2);
+    auto k = testing::random_floats(p.nkv * p.kv_stride, ++seed, -2, 2);
+    auto v = testing::random_floats(p.nkv * p.kv_stride, ++seed);
+    testing::Misaligned<float> qm(q, 1), km(k, 2), vm(v, 3);
+    std::vector<float> out(static_cast<size_t>(p.nq * p.out_stride), 0.0f), twin = out;
+    attention(qm.data(), km.data(), vm.data(), out.data(), p, pool);
+    auto want = naive(q, k, v, p, 0, p.nq);
+    expect_close(out, want, p, p.nq, "attention");
+    scalar::attention(q.data(), k.data(), v.data(), twin.data(), p);
+    expect_close(twin, want, p, p.nq, "scalar twin");
+  }
+}
+
+TEST(Attention, SegmentsAttendOnlyWithinThemselves) {
+  ThreadPool pool(0);
+  AttentionParams p;
+  const int64_t starts[] = {0, 16, 16, 45, 109};
+  p.nq = p.nkv = 109, p.q_heads = 4, p.kv_heads = 4, p.head_dim = 64;
+  p.q_stride = p.kv_stride = p.out_stride = 4 * 64;
+  p.scale = 0.125f;
+  auto q = testing::random_floats(p.nq * p.q_stride, 1, -2, 2);
+  auto k = testing::random_floats(p.nq * p.q_stride, 2, -2, 2);
+  auto v = testing::random_floats(p.nq * p.q_stride, 3);
+  std::vector<float> out(q.size());
+  attention_segments(q.data(), k.data(), v.data(), out.data(), p, starts, 4, pool);
+  for (int s = 0; s < 4; ++s) {
+    auto want = naive(q, k, v, p, starts[s], starts[s + 1]);
+    for (int64_t i = starts[s]; i < starts[s + 1]; ++i)
+      for (int64_t c = 0; c < 256; ++c)
+        ASSERT_NEAR(out[i * 256 + c], want[i * 256 + c], 2e-6 + 2e-5 * std::fabs(want[i * 256 + c])) << "segment " << s;
+  }
+}
+
+TEST(Attention, RejectsBadHeadCounts) {
+  ThreadPool pool(1);
+  AttentionParams p;
+  p.nq = p.nkv = 1, p.q_heads = 3, p.kv_heads = 2, p.head_dim = 4, p.q_stride = 12, p.kv_stride = 8, p.out_stride = 12;
+  float buf[16] = {};
+  EXPECT_THROW(attention(buf, buf, buf, buf, p, pool), Error);
+}
+
+}  // namespace
+}  // namespace qvl

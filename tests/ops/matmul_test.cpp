@@ -1,0 +1,158 @@
+#include "ops/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/scalar.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+using testing::Misaligned;
+using testing::random_bf16;
+using testing::random_floats;
+
+// y = x·Wᵀ in double from the bf16 source weights.
+std::vector<double> reference(const std::vector<float>& x, int64_t m, const std::vector<uint16_t>& w, int64_t n,
+                              int64_t k, const float* bias) {
+  std::vector<double> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = bias ? bias[j] : 0.0;
+      for (int64_t c = 0; c < k; ++c) acc += double(x[i * k + c]) * bf16_to_f32(w[j * k + c]);
+      y[i * n + j] = acc;
+    }
+  return y;
+}
+
+// Error of y relative to the magnitude of the exact dot products:
+// max |y - ref| / (sqrt(mean ref²) ), and the relative L2 error.
+struct Err {
+  double max_rel = 0, l2 = 0;
+};
+Err error(const float* y, const std::vector<double>& ref) {
+  double num = 0, den = 0, worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (y[i] - ref[i]) * (y[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  double rms = std::sqrt(den / double(ref.size()));
+  for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]) / rms);
+  return {worst, std::sqrt(num / den)};
+}
+
+TEST(WeightFormat, NamesRoundTrip) {
+  for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4})
+    EXPECT_EQ(parse_weight_format(weight_format_name(f)), f);
+  EXPECT_THROW(parse_weight_format("q5"), Error);
+}
+
+TEST(WeightMatrix, BytesPerFormat) {
+  auto w = random_bf16(64 * 100, 1);
+  EXPECT_EQ(WeightMatrix::view_bf16(w.data(), 64, 100).bytes(), 64u * 100 * 2);
+  EXPECT_EQ(WeightMatrix::from_bf16(w.data(), 64, 100, WeightFormat::F32).bytes(), 64u * 100 * 4);
+  // 100 columns pad to 4 groups of 32: q8 128 bytes + 4 scales, q4 64 bytes + 4 scales per row.
+  EXPECT_EQ(WeightMatrix::from_bf16(w.data(), 64, 100, WeightFormat::Q8).bytes(), 64u * (128 + 16));
+  EXPECT_EQ(WeightMatrix::from_bf16(w.data(), 64, 100, WeightFormat::Q4).bytes(), 64u * (64 + 16));
+}
+
+TEST(WeightMatrix, QuantizedWeightsWithinHalfAStep) {
+  const int64_t n = 37, k = 83;
+  auto w = random_bf16(n * k, 2);
+  for (auto f : {WeightFormat::Q8, WeightFormat::Q4}) {
+    ThreadPool pool(0);
+    WeightMatrix q = WeightMatrix::from_bf16(w.data(), n, k, f, &pool);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t g = 0; g * 32 < k; ++g) {
+        float amax = 0;
+        for (int64_t c = g * 32; c < std::min(k, g * 32 + 32); ++c) amax = std::max(amax, std::fabs(bf16_to_f32(w[r * k + c])));
+        // q8: step amax/127, error <= step/2. q4: step amax/8, error <= step (the +8 code clamps to 7).
+        float bound = f == WeightFormat::Q8 ? amax / 127 * 0.5001f : amax / 8 * 1.0001f;
+        for (int64_t c = g * 32; c < std::min(k, g * 32 + 32); ++c)
+          ASSERT_LE(std::fabs(scalar::weight_at(q, r, c) - bf16_to_f32(w[r * k + c])), bound)
+              << weight_format_name(f) << " r=" << r << " c=" << c;
+      }
+  }
+}
+
+TEST(WeightMatrix, AllZeroGroupQuantizesToZero) {
+  std::vector<uint16_t> w(2 * 64, 0);
+  for (auto f : {WeightFormat::Q8, WeightFormat::Q4}) {
+    WeightMatrix q = WeightMatrix::from_bf16(w.data(), 2, 64, f);
+    for (int64_t c = 0; c < 64; ++c) EXPECT_EQ(scalar::weight_at(q, 1, c), 0.0f);
+  }
+}
+
+// Every format, many shapes (odd sizes, m from GEMV to GEMM), misaligned
+// pointers and strides: the dispatched kernel against the double reference
+// (f32/bf16: as accurate as an f32 dot product) and against the scalar twin.
+TEST(Matmul, AllFormatsAllShapesAgainstReferenceAndTwin) {
+  ThreadPool pool(0);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  std::vector<Shape> shapes = {{1, 1, 1},    {1, 5, 3},     {1, 33, 64},  {2, 17, 31},  {3, 64, 100},
+                               {4, 9, 257},  {5, 40, 96},   {8, 31, 33},  {9, 50, 130}, {16, 70, 64},
+                               {17, 65, 75}, {33, 129, 96}, {64, 96, 128}, {70, 45, 200}};
+  uint32_t seed = 10;
+  for (auto s : shapes) {
+    for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+      for (int offset : {0, 1, 3}) {
+        const int64_t ldx = s.k + offset, ldy = s.n + 2 * offset;
+        auto wsrc = random_bf16(s.n * s.k, ++seed);
+        auto xdense = random_floats(s.m * s.k, ++seed);
+        std::vector<float> xs(static_cast<size_t>(s.m * ldx), 7.0f);
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t c = 0; c < s.k; ++c) xs[i * ldx + c] = xdense[i * s.k + c];
+        auto bias = random_floats(s.n, ++seed);
+        Misaligned<float> x(xs, offset);
+        Misaligned<uint16_t> wm(wsrc, offset);
+        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wm.data(), s.n, s.k)
+                                                 : WeightMatrix::from_bf16(wm.data(), s.n, s.k, f, &pool);
+        const float* b = offset == 1 ? nullptr : bias.data();
+        Misaligned<float> y(std::vector<float>(static_cast<size_t>(s.m * ldy), -5.0f), offset);
+        matmul(x.data(), s.m, ldx, w, b, y.data(), ldy, pool);
+        std::vector<float> twin(static_cast<size_t>(s.m * ldy), -5.0f);
+        scalar::matmul(x.data(), s.m, ldx, w, b, twin.data(), ldy);
+
+        std::vector<float> ydense(static_cast<size_t>(s.m * s.n));
+        double twin_worst = 0;
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < ldy; ++j) {
+            float v = y.data()[i * ldy + j];
+            if (j >= s.n) {
+              ASSERT_EQ(v, -5.0f) << "wrote past n";
+              continue;
+            }
+            ydense[i * s.n + j] = v;
+            // Twin and kernel sum the same terms in a different order.
+            double tol = 1e-5 * std::sqrt(double(s.k)) + 1e-6;
+            twin_worst = std::max(twin_worst, std::fabs(double(v) - twin[i * ldy + j]) / tol);
+          }
+        const char* name = weight_format_name(f);
+        EXPECT_LE(twin_worst, 1.0) << name << " m=" << s.m << " n=" << s.n << " k=" << s.k << " off=" << offset;
+        auto ref = reference(xdense, s.m, wsrc, s.n, s.k, b);
+        Err e = error(ydense.data(), ref);
+        double bound = f == WeightFormat::Q8 ? 0.03 : f == WeightFormat::Q4 ? 0.6 : 2e-6 * std::sqrt(double(s.k));
+        double l2_bound = f == WeightFormat::Q8 ? 0.01 : f == WeightFormat::Q4 ? 0.15 : 1e-6 * std::sqrt(double(s.k));
+        EXPECT_LE(e.max_rel, bound) << name << " m=" << s.m << " n=" << s.n << " k=" << s.k;
+        EXPECT_LE(e.l2, l2_bound) << name << " m=" << s.m << " n=" << s.n << " k=" << s.k;
+      }
+    }
+  }
+}
+
+TEST(Matmul, RejectsShortStrides) {
+  ThreadPool pool(1);
+  std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8);
+  WeightMatrix wm = WeightMatrix::view_f32(w.data(), 8, 4);
+  EXPECT_THROW(matmul(x.data(), 2, 3, wm, nullptr, y.data(), 8, pool), Error);
+  EXPECT_THROW(matmul(x.data(), 2, 4, wm, nullptr, y.data(), 7, pool), Error);
+}
+
+}  // namespace
+}  // namespace qvl

@@ -1,0 +1,160 @@
+// The native Qwen3-VL-Instruct template against the golden prompts (strings
+// from the manifest, token ids from golden/prompt_<case>.safetensors) and the
+// branches of the Jinja template a client can reach.
+#include "tokenizer/chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fixture.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+using nlohmann::json;
+using test::fixture_path;
+using test::read_file;
+
+const ChatTemplate& qwen_template() {
+  static const ChatTemplate t = ChatTemplate::from_source(
+      json::parse(read_file(fixture_path("tiny-qwen3vl/chat_template.json")))["chat_template"].get<std::string>());
+  return t;
+}
+
+// The int64 tensor `name` of a safetensors file: 8-byte little-endian header
+// length, JSON header, then the data (just enough to read the golden ids).
+std::vector<int64_t> read_i64(const std::string& path, const std::string& name) {
+  std::string file = read_file(path);
+  uint64_t n = 0;
+  if (file.size() < 8) return {};
+  std::memcpy(&n, file.data(), 8);
+  json h = json::parse(file.substr(8, n));
+  const json& t = h.at(name);
+  EXPECT_EQ(t.at("dtype"), "I64");
+  size_t begin = 8 + n + t.at("data_offsets")[0].get<size_t>(), end = 8 + n + t.at("data_offsets")[1].get<size_t>();
+  std::vector<int64_t> out((end - begin) / 8);
+  std::memcpy(out.data(), file.data() + begin, end - begin);
+  return out;
+}
+
+// A manifest message (content as a string or as parts) with each image's
+// token count taken from its grid: t * h * w / merge_size^2.
+std::vector<ChatMessage> messages_of(const json& prompt, bool expand) {
+  int merge = json::parse(read_file(fixture_path("tiny-qwen3vl/preprocessor_config.json")))["merge_size"];
+  std::vector<ChatMessage> out;
+  size_t image = 0;
+  for (const json& m : prompt["messages"]) {
+    ChatMessage msg{m["role"], {}};
+    if (m["content"].is_string()) {
+      msg.parts.push_back({ChatPart::Kind::Text, m["content"], 0});
+    } else {
+      for (const json& p : m["content"]) {
+        if (p["type"] == "image") {
+          const json& g = prompt["image_grid_thw"][image++];
+          int tokens = g[0].get<int>() * g[1].get<int>() * g[2].get<int>() / (merge * merge);
+          msg.parts.push_back({ChatPart::Kind::Image, "", expand ? tokens : 0});
+        } else {
+          msg.parts.push_back({ChatPart::Kind::Text, p["text"], 0});
+        }
+      }
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+const json& manifest() {
+  static const json j = json::parse(read_file(fixture_path("golden/manifest.json")));
+  return j;
+}
+
+TEST(ChatTemplate, GoldenPromptStrings) {
+  ASSERT_EQ(manifest()["prompts"].size(), 5u);
+  for (const json& p : manifest()["prompts"]) {
+    EXPECT_EQ(qwen_template().render(messages_of(p, false)), p["prompt"].get<std::string>()) << p["name"];
+    EXPECT_EQ(qwen_template().render(messages_of(p, true)).size(), p["prompt_expanded_chars"].get<size_t>())
+        << p["name"];
+  }
+}
+
+TEST(ChatTemplate, GoldenPromptIds) {
+  const Tokenizer& tok = test::fixture_tokenizer();
+  std::map<std::string, std::string> tokenizer_prompts;
+  for (const json& p : test::tokenizer_cases()["prompts"]) tokenizer_prompts[p["name"]] = p["text"];
+  for (const json& p : manifest()["prompts"]) {
+    std::string text = qwen_template().render(messages_of(p, true));
+    EXPECT_EQ(text, tokenizer_prompts.at(p["name"])) << p["name"];
+    auto ids = tok.encode(text);
+    EXPECT_EQ(ids.size(), p["num_tokens"].get<size_t>()) << p["name"];
+    auto golden = read_i64(fixture_path("golden/" + p["file"].get<std::string>()), "input_ids");
+    EXPECT_EQ(std::vector<int64_t>(ids.begin(), ids.end()), golden) << p["name"];
+    int pads = 0;
+    for (int32_t id : ids) pads += id == tok.token_id("<|image_pad|>");
+    EXPECT_EQ(pads, p["num_image_tokens"].get<int>()) << p["name"];
+  }
+}
+
+ChatPart text(std::string s) { return {ChatPart::Kind::Text, std::move(s), 0}; }
+ChatPart image(int n) { return {ChatPart::Kind::Image, "", n}; }
+
+TEST(ChatTemplate, SystemAsPartsAndGenerationPrompt) {
+  std::vector<ChatMessage> m = {{"system", {text("Be "), text("brief.")}}, {"user", {text("hi")}}};
+  EXPECT_EQ(qwen_template().render(m),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(qwen_template().render(m, false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n");
+}
+
+TEST(ChatTemplate, SeveralImagesAroundText) {
+  std::vector<ChatMessage> m = {{"user", {text("A:"), image(2), text(" B:"), image(1), text("?")}}};
+  EXPECT_EQ(qwen_template().render(m),
+            "<|im_start|>user\nA:<|vision_start|><|image_pad|><|image_pad|><|vision_end|> B:"
+            "<|vision_start|><|image_pad|><|vision_end|>?<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, MultiTurnAndLateSystemMessage) {
+  // The template renders a system message only in first position.
+  std::vector<ChatMessage> m = {{"user", {text("1")}}, {"assistant", {text("2")}}, {"system", {text("x")}},
+                                {"user", {image(0)}}};
+  EXPECT_EQ(qwen_template().render(m),
+            "<|im_start|>user\n1<|im_end|>\n<|im_start|>assistant\n2<|im_end|>\n"
+            "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|><|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, ToolResultsShareOneUserTurn) {
+  std::vector<ChatMessage> m = {{"user", {text("q")}}, {"tool", {text("r1")}}, {"tool", {text("r2")}}};
+  EXPECT_EQ(qwen_template().render(m, false),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>user\n<tool_response>\nr1\n</tool_response>"
+            "\n<tool_response>\nr2\n</tool_response><|im_end|>\n");
+}
+
+TEST(ChatTemplate, RejectsWhatItCannotRender) {
+  EXPECT_THROW(qwen_template().render({}), Error);
+  EXPECT_THROW(qwen_template().render({{"robot", {text("x")}}}), Error);
+  EXPECT_THROW(qwen_template().render({{"assistant", {image(4)}}}), Error);
+  EXPECT_THROW(qwen_template().render({{"system", {image(4)}}, {"user", {text("x")}}}), Error);
+  EXPECT_THROW(qwen_template().render({{"user", {image(-1)}}}), Error);
+}
+
+TEST(ChatTemplate, RecognisesOnlyKnownTemplates) {
+  std::string src = json::parse(read_file(fixture_path("tiny-qwen3vl/chat_template.json")))["chat_template"];
+  // Re-indented: the same template.
+  std::string reindented;
+  for (char c : src) reindented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+  EXPECT_NO_THROW(ChatTemplate::from_source(reindented + "\n"));
+  // A different generation prompt (a "thinking" variant) must be refused.
+  std::string other = src;
+  other.replace(other.rfind("'<|im_start|>assistant\\n'"), 25, "'<|im_start|>assistant\\n<think>\\n'");
+  try {
+    ChatTemplate::from_source(other);
+    FAIL() << "an altered template was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not recognised"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ChatTemplate::from_source(""), Error);
+}
+
+}  // namespace
+}  // namespace qvl

@@ -1,0 +1,73 @@
+// make_random_model: writes a Qwen3-VL model folder with deterministic random
+// bf16 weights in the exact tensor names and shapes of a config (default: the
+// real Qwen3-VL-2B-Instruct), so speed is measured without the real checkpoint.
+//
+//   make_random_model --out /tmp/qwen3vl-2b-random
+//   make_random_model --out DIR --config other/config.json --untied --seed 7
+#include <climits>
+#include <filesystem>
+#include <iostream>
+
+#include "io/random_model.h"
+#include "util/args.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fixture folder whose tokenizer files are copied: relative to the working
+// directory (the source tree) or to this executable (build-*/ inside it).
+std::string default_like_dir(const char* argv0) {
+  const fs::path rel = fs::path("tests") / "fixtures" / "tiny-qwen3vl";
+  std::error_code ec;
+  if (fs::is_directory(rel, ec)) return rel.string();
+  fs::path exe = fs::canonical("/proc/self/exe", ec);
+  if (ec) exe = fs::absolute(argv0, ec);
+  for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path())
+    if (fs::is_directory(p / rel, ec)) return (p / rel).string();
+  return rel.string();
+}
+
+int run(int argc, char** argv) {
+  qvl::Args args("make_random_model", "--out DIR [options]",
+                 "Write a Qwen3-VL folder with random bf16 weights in the shapes of a config.",
+                 {
+                     {"out", "DIR", "folder to write (created if needed)"},
+                     {"config", "FILE", "config.json to take the shapes from (default: Qwen3-VL-2B-Instruct)"},
+                     {"like", "DIR", "copy tokenizer/template/preprocessor/generation files from this folder",
+                      "tests/fixtures/tiny-qwen3vl"},
+                     {"untied", "", "untie the embeddings: write lm_head.weight"},
+                     {"seed", "N", "random seed", "0"},
+                     {"threads", "N", "generator threads (0: every core)", "0"},
+                 });
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.has("out")) throw qvl::UsageError("make_random_model: --out DIR is required");
+  qvl::RandomModelOptions opt;
+  opt.seed = static_cast<uint64_t>(args.get_int("seed", 0, LONG_MAX));
+  opt.threads = static_cast<int>(args.get_int("threads", 0, 1024));
+  opt.untied = args.on("untied");
+  opt.like_dir = args.has("like") ? args.get("like") : default_like_dir(argv[0]);
+  const std::string config = args.has("config") ? qvl::read_file(args.get("config")) : qvl::qwen3vl_2b_config_json();
+
+  qvl::RandomModelStats s = qvl::make_random_model(args.get("out"), config, opt);
+  std::cout << "{\"out\": \"" << args.get("out") << "\", \"tensors\": " << s.tensors << ", \"parameters\": " << s.parameters
+            << ", \"bytes\": " << s.file_bytes << ", \"seconds\": " << s.seconds
+            << ", \"gb_per_s\": " << (s.seconds > 0 ? s.file_bytes / s.seconds / 1e9 : 0) << "}\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const qvl::UsageError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "make_random_model: " << e.what() << "\n";
+    return 1;
+  }
+}
