@@ -7,6 +7,7 @@
 #include <climits>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "io/random_model.h"
 #include "util/args.h"
@@ -52,9 +53,13 @@ int run(int argc, char** argv) {
   const std::string config = args.has("config") ? qvl::read_file(args.get("config")) : qvl::qwen3vl_2b_config_json();
 
   qvl::RandomModelStats s = qvl::make_random_model(args.get("out"), config, opt);
-  std::cout << "{\"out\": \"" << args.get("out") << "\", \"tensors\": " << s.tensors << ", \"parameters\": " << s.parameters
-            << ", \"bytes\": " << s.file_bytes << ", \"seconds\": " << s.seconds
-            << ", \"gb_per_s\": " << (s.seconds > 0 ? s.file_bytes / s.seconds / 1e9 : 0) << "}\n";
+  nlohmann::ordered_json j = {{"out", args.get("out")},
+                              {"tensors", s.tensors},
+                              {"parameters", s.parameters},
+                              {"bytes", s.file_bytes},
+                              {"seconds", s.seconds},
+                              {"gb_per_s", s.seconds > 0 ? s.file_bytes / s.seconds / 1e9 : 0.0}};
+  std::cout << j.dump() << "\n";
   return 0;
 }
 

@@ -1,9 +1,158 @@
-// Replaced by the real command when its issue lands.
+// qvl bench: load, vision, prefill and decode speed of a model, printed as one
+// JSON object (STYLE.md 8), with the machine's measured read bandwidth from
+// the same run so the decode figure can be read as a fraction of the limit.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
 #include "cli/commands.h"
-#include "cli/not_yet.h"
+#include "cli/flags.h"
+#include "engine/engine.h"
+#include "image/preprocess.h"
+#include "model/model.h"
+#include "ops/machine_limits.h"
+#include "ops/thread_pool.h"
+#include "util/args.h"
+#include "util/error.h"
 
 namespace qvl::cli {
+namespace {
 
-int cmd_bench(int, char**) { return not_yet("bench", "model benchmarks, issue 5"); }
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// VmRSS / VmHWM of this process in bytes.
+int64_t proc_status_bytes(const std::string& key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+  return -1;
+}
+
+// A deterministic test picture: smooth gradients plus noise, so nothing in
+// the pipeline can shortcut it.
+std::shared_ptr<Image> synthetic_image(int width, int height) {
+  auto img = std::make_shared<Image>();
+  img->width = width;
+  img->height = height;
+  img->rgb.resize(size_t(width) * height * 3);
+  std::mt19937 rng(width * 31 + height);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < 3; ++c)
+        img->rgb[(size_t(y) * width + x) * 3 + c] =
+            static_cast<uint8_t>((x * (c + 1) + y * (3 - c)) / 4 % 200 + rng() % 56);
+  return img;
+}
+
+// Text-only prefill of n random tokens into a fresh cache; returns seconds.
+double prefill(Model& model, ThreadPool& pool, KvCache& cache, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  std::vector<Pos3> pos(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<int32_t>(rng() % 100000);  // ordinary (non-special) tokens
+    pos[i] = {i, i, i};
+  }
+  cache.set_size(0);
+  const Clock::time_point t = Clock::now();
+  model.text().forward({ids.data(), pos.data(), n}, cache, pool);
+  return seconds_since(t);
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args args("bench", "--model M [--weights bf16|f32|q8|q4] [--threads N]",
+            "Measures load time, memory, vision, prefill and decode speed and prints one JSON object.\n"
+            "Figures: vision on synthetic 448x448 and 1024x768 images, text prefill of 256 and 1024 tokens,\n"
+            "decode over --decode-tokens tokens, and the machine's read bandwidth measured in the same run.",
+            join({model_flags(),
+                  {{"decode-tokens", "N", "tokens decoded for decode_tok_s", "128"},
+                   {"skip-vision", "", "leave out the vision figures"}}}));
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.positional().empty())
+    throw UsageError(cat("bench: unexpected argument '", args.positional()[0], "' (see qvl bench --help)"));
+  const int64_t decode_tokens = args.get_int("decode-tokens", 1, 100000);
+  EngineParams params = engine_params(args);
+  if (!args.has("ctx-size")) params.ctx_size = 2048;  // enough for every figure; less address space
+
+  nlohmann::ordered_json j;
+  const Clock::time_point start = Clock::now();
+  std::unique_ptr<Engine> engine = Engine::create(params);
+  Model& model = engine->model();
+  ThreadPool& pool = engine->pool();
+  j["weights"] = weight_format_name(params.weights);
+  j["threads"] = engine->threads();
+  j["simd_target"] = simd_target_name();
+  j["load_s"] = seconds_since(start);
+  j["file_bytes"] = model.file_bytes();
+  j["weight_bytes"] = model.weights().matrix_bytes;
+  j["kv_cache_reserved_bytes"] = engine->kv_cache_reserved_bytes();
+  j["rss_after_load_bytes"] = proc_status_bytes("VmRSS");
+
+  // Start to first token: a 448x448 image and a question, through generate().
+  if (!args.on("skip-vision")) {
+    GenerateRequest req;
+    req.messages = {{"user", {{"", synthetic_image(448, 448)}, {"Describe this image.", nullptr}}}};
+    req.sampling.temperature = 0;
+    req.max_tokens = 1;
+    req.ignore_eos = true;
+    GenerateResult r = engine->generate(req);
+    j["vision_ms_448x448"] = r.timings.vision_ms;
+    j["image_preprocess_ms_448x448"] = r.timings.preprocess_ms;
+    j["start_to_first_token_s"] = seconds_since(start);
+    j["first_token_ms_448x448"] = r.timings.first_token_ms;
+    j["prompt_tokens_448x448"] = r.prompt_tokens;
+    engine->reset();
+
+    const PixelValues pv = preprocess(*synthetic_image(1024, 768), model.folder().preprocessor);
+    const VisionInput in{pv.data.data(), {pv.grid_t, pv.grid_h, pv.grid_w}};
+    const Clock::time_point t = Clock::now();
+    model.vision().encode({&in, 1}, pool);
+    const double s = seconds_since(t);
+    j["vision_ms_1024x768"] = s * 1e3;
+    j["vision_gflop_s_1024x768"] = model.vision().flops({&in.grid, 1}) / s / 1e9;
+  }
+
+  // Text prefill and decode on their own cache (the engine's is left alone).
+  KvCache cache = model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1));
+  j["prefill_tok_s_256"] = 256 / prefill(model, pool, cache, 256, 1);
+  j["prefill_tok_s_1024"] = 1024 / prefill(model, pool, cache, 1024, 2);
+
+  // Decode after a 256-token prompt, greedy, each step = forward + lm_head.
+  prefill(model, pool, cache, 256, 3);
+  const int64_t vocab = model.config().text.vocab_size;
+  std::vector<float> logits(vocab);
+  model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
+  const Clock::time_point t = Clock::now();
+  for (int64_t s = 0; s < decode_tokens; ++s) {
+    const int32_t tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const Pos3 pos = generated_position(cache.size(), 0);
+    model.text().forward({&tok, &pos, 1}, cache, pool);
+    model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
+  }
+  const double decode_s = seconds_since(t);
+  const double tok_s = decode_tokens / decode_s;
+  const double bytes = static_cast<double>(model.weights().decode_bytes);
+  j["decode_tok_s"] = tok_s;
+  j["decode_weight_bytes_per_token"] = model.weights().decode_bytes;
+  j["decode_gb_s"] = bytes * tok_s / 1e9;
+  j["peak_rss_bytes"] = proc_status_bytes("VmHWM");
+  j["rss_after_bench_bytes"] = proc_status_bytes("VmRSS");
+
+  // The machine's limit, measured last so its buffer does not count in the
+  // peak RSS above.
+  const double bw = measure_read_bandwidth_gbs(pool, size_t(512) << 20, 3);
+  j["read_bandwidth_gb_s"] = bw;
+  j["decode_bandwidth_fraction"] = bw > 0 ? bytes * tok_s / 1e9 / bw : 0;
+  std::cout << j.dump(2) << "\n";
+  return 0;
+}
 
 }  // namespace qvl::cli

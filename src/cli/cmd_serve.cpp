@@ -1,9 +1,105 @@
-// Replaced by the real command when its issue lands.
+// qvl serve: the web page and the OpenAI-compatible API over one engine.
+// The port is bound first (so /health says 503 "loading" while the model
+// downloads or loads), then the engine is attached. SIGINT/SIGTERM drain the
+// server: no new work, running work gets --shutdown-grace, exit 0.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
 #include "cli/commands.h"
-#include "cli/not_yet.h"
+#include "cli/flags.h"
+#include "engine/engine.h"
+#include "io/model_config.h"
+#include "server/server.h"
+#include "util/args.h"
+#include "util/error.h"
 
 namespace qvl::cli {
+namespace {
 
-int cmd_serve(int, char**) { return not_yet("serve", "HTTP service, issue 7"); }
+// What /v1/models and responses call the model: a repo id as given, or a
+// local folder's name (never the server's path).
+std::string served_name(std::string model) {
+  while (model.size() > 1 && model.back() == '/') model.pop_back();
+  std::error_code ec;
+  if (std::filesystem::is_directory(model, ec)) return std::filesystem::path(model).filename().string();
+  return model;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  Args args("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]",
+            "Serves the web page at / and the OpenAI-compatible API (/v1/chat/completions, /v1/jobs, /v1/models,\n"
+            "/health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.",
+            join({model_flags(), server_flags()}));
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.positional().empty())
+    throw UsageError(cat("serve: unexpected argument '", args.positional()[0], "' (see qvl serve --help)"));
+  if (!args.has("model")) throw UsageError("serve: --model is required (a model folder or a Hugging Face repo id)");
+  const ServerOptions options = server_options(args);
+
+  // Signals are taken by one thread with sigwait(); every other thread,
+  // created after this, inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a dead server
+
+  Server server(options, served_name(args.get("model")));
+  const int port = server.start();
+  std::cerr << "qvl serve: listening on http://" << options.host << ":" << port << " (loading the model)\n";
+
+  std::atomic<bool> attached{false}, load_failed{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (load_failed.load()) return;
+    if (!attached.load()) {
+      // Nothing is running yet; a download or load in progress is simply abandoned.
+      std::cerr << "qvl serve: stopped while loading\n";
+      std::_Exit(0);
+    }
+    std::cerr << "qvl serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", draining (up to "
+              << options.shutdown_grace_s << " s)\n";
+    server.shutdown();
+  });
+
+  std::unique_ptr<Engine> engine;
+  try {
+    EngineParams params = engine_params(args);
+    // The server's cap on an image's area (--max-image-pixels) bounds the
+    // model's own limit; requests may ask for less, never more.
+    const ModelFolder folder = ModelFolder::open(params.model_dir);
+    const int64_t model_max = params.max_pixels > 0 ? params.max_pixels : folder.preprocessor.max_pixels;
+    const int64_t model_min = params.min_pixels > 0 ? params.min_pixels : folder.preprocessor.min_pixels;
+    params.max_pixels = model_max > 0 ? std::min(model_max, options.max_image_pixels) : options.max_image_pixels;
+    params.min_pixels = std::min(model_min, params.max_pixels);
+    engine = Engine::create(params);
+    std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(args.get("model"))
+              << ", " << weight_format_name(params.weights) << ", " << engine->threads() << " threads, loaded in "
+              << static_cast<int>(engine->load_ms()) << " ms)\n";
+  } catch (...) {
+    load_failed.store(true);
+    kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()
+    signal_thread.join();
+    throw;
+  }
+  server.attach(std::move(engine));
+  attached.store(true);
+  server.wait();
+  // The listener can only stop through shutdown(), which the signal thread calls.
+  signal_thread.join();
+  std::cerr << "qvl serve: stopped\n";
+  return 0;
+}
 
 }  // namespace qvl::cli

@@ -213,6 +213,7 @@ const Tokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
 const EngineParams& Engine::params() const { return impl_->params; }
 double Engine::load_ms() const { return impl_->load_ms; }
 int Engine::threads() const { return impl_->pool.size(); }
+ThreadPool& Engine::pool() { return impl_->pool; }
 size_t Engine::kv_cache_reserved_bytes() const { return impl_->cache.reserved_bytes(); }
 
 std::vector<int32_t> Engine::prompt_tokens(const std::vector<Message>& messages) {

@@ -24,6 +24,7 @@ namespace qvl {
 
 class Model;
 class Tokenizer;
+class ThreadPool;
 
 struct EngineParams {
   std::string model_dir;  // a local model folder
@@ -107,6 +108,7 @@ class Engine {
   const EngineParams& params() const;
   double load_ms() const;
   int threads() const;
+  ThreadPool& pool();  // the compute threads (benchmarks drive the model directly)
   size_t kv_cache_reserved_bytes() const;
   std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages);  // the rendered, tokenized prompt
 

@@ -110,7 +110,13 @@ void Task::finish(TaskOutcome outcome, GenerateResult result, std::string error)
     error_ = std::move(error);
     finished_ = Clock::now();
   }
+  if (on_done_) on_done_(*this);
   cv_.notify_all();
+}
+
+Task::Clock::time_point Task::finished_at() const {
+  std::lock_guard lock(mutex_);
+  return finished_;
 }
 
 // ---- Scheduler

@@ -70,7 +70,12 @@ class Task {
   double queue_ms() const;   // submitted -> started (or -> done if it never ran)
   double total_ms() const;   // submitted -> done
 
+  Clock::time_point finished_at() const;  // Clock::time_point{} until done
   const GenerateRequest& request() const { return request_; }
+
+  // Called once on the thread that finishes the task (metrics, logs). Set
+  // before submit().
+  void set_on_done(std::function<void(const Task&)> f) { on_done_ = std::move(f); }
 
  private:
   friend class Scheduler;
@@ -93,6 +98,7 @@ class Task {
   size_t text_taken_ = 0;   // how much wait_text() has returned
   GenerateResult result_;
   std::string error_;
+  std::function<void(const Task&)> on_done_;
 };
 
 struct SchedulerStats {

@@ -1,6 +1,7 @@
 // Format detection, size limits and dispatch to the per-format decoders.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "image/decoders.h"
@@ -72,6 +73,8 @@ Image load_image(const std::string& path, const DecodeLimits& limits) {
   struct Closer {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("cannot read image ", path, ": it is a directory");
   std::unique_ptr<std::FILE, Closer> f(std::fopen(path.c_str(), "rb"));
   if (!f) fail("cannot open image ", path, ": ", std::strerror(errno));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) fail("cannot seek in image ", path);

@@ -143,6 +143,11 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits, co
     }
   }
 
+  // A progressive JPEG keeps every DCT coefficient in memory (up to 6 bytes
+  // per pixel at 4:4:4); bound libjpeg's own allocations by the pixel limit.
+  cinfo.mem->max_memory_to_use =
+      static_cast<long>(std::min<uint64_t>(limits.max_decoded_pixels * 8 + (64u << 20), 1ull << 40));
+
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo.scale_num = 1;

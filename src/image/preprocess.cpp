@@ -20,6 +20,8 @@ PixelValues preprocess(const Image& image, const PreprocessorConfig& config, con
     fail("preprocess: image ", image.width, "x", image.height, " has ", image.rgb.size(), " bytes, not width*height*3");
   const int64_t min_pixels = options.min_pixels > 0 ? options.min_pixels : config.min_pixels;
   const int64_t max_pixels = options.max_pixels > 0 ? options.max_pixels : config.max_pixels;
+  if (config.do_resize && max_pixels <= 0)
+    fail("preprocess: max_pixels is not set (preprocessor_config.json size.longest_edge / max_pixels)");
 
   // An image decoded with DCT scaling keeps the size the file declares: the
   // target must be the one the full-resolution image would get.

@@ -13,6 +13,12 @@
 #include "image/resize_reference.h"
 #include "util/error.h"
 
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace qvl {
 namespace {
 
@@ -40,8 +46,8 @@ struct Kernel {
 };
 
 // The double arithmetic below follows the reference order of operations so
-// the rounded weights agree bit for bit (no FMA contraction on the x86-64
-// baseline; an ARM build must keep -ffp-contract=off for this file).
+// the rounded weights agree bit for bit; a fused multiply-add (which compilers
+// emit by default on ARM) would round differently and move some weights by one.
 // `extent` is the span of input pixels that maps onto the output: in_size,
 // except for a DCT-scaled JPEG whose last decoded pixel only partly exists.
 Kernel make_kernel(int in_size, double extent, int out_size) {

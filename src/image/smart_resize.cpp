@@ -22,8 +22,9 @@ int64_t python_round(double x) {
 ResizedSize smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels) {
   if (height <= 0 || width <= 0) fail("smart_resize: image size ", width, "x", height, " is not positive");
   if (factor <= 0) fail("smart_resize: factor ", factor, " is not positive");
-  if (min_pixels > max_pixels)
-    fail("smart_resize: min_pixels ", min_pixels, " is larger than max_pixels ", max_pixels);
+  // min_pixels > max_pixels is not an error: as in transformers, the
+  // max_pixels branch is tested first and wins (a per-request max_pixels
+  // below the config's min_pixels simply caps the size).
   const double ratio = static_cast<double>(std::max(height, width)) / std::min(height, width);
   if (ratio > 200)
     fail("image aspect ratio must be at most 200, got ", ratio, " (", width, "x", height, ")");

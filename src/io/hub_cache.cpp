@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "io/hub_files.h"
 #include "io/hub_sha.h"
@@ -36,11 +37,17 @@ bool exists_following_links(const fs::path& p) {
   return fs::exists(p, ec);  // follows symlinks: a dangling one is false
 }
 
+// A temp-file suffix no other writer (process or thread) uses at the same time.
+std::string unique_suffix() {
+  return ".tmp." + std::to_string(::getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+}
+
 // Writes `text` to `path` via a temp file and rename(2), so readers see either
 // the old content or the new one.
 void write_atomically(const fs::path& path, const std::string& text) {
   fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += unique_suffix();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
@@ -50,8 +57,9 @@ void write_atomically(const fs::path& path, const std::string& text) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) {
+    std::string why = ec.message();
     fs::remove(tmp, ec);
-    fail("cannot write ", path.string(), ": ", ec.message());
+    fail("cannot write ", path.string(), ": ", why);
   }
 }
 
@@ -169,14 +177,15 @@ void RepoCache::link(const std::string& commit, const std::string& file, const s
   fs::path target = fs::path(blob_path(etag)).lexically_relative(pointer.parent_path());
   if (fs::is_symlink(pointer, ec) && fs::read_symlink(pointer, ec) == target) return;
   fs::path tmp = pointer;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += unique_suffix();
   fs::remove(tmp, ec);
   fs::create_symlink(target, tmp, ec);
   if (ec) fail("cannot create symlink ", pointer.string(), ": ", ec.message());
   fs::rename(tmp, pointer, ec);
   if (ec) {
+    std::string why = ec.message();
     fs::remove(tmp, ec);
-    fail("cannot create symlink ", pointer.string(), ": ", ec.message());
+    fail("cannot create symlink ", pointer.string(), ": ", why);
   }
 }
 

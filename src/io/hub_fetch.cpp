@@ -88,6 +88,10 @@ class Fetcher {
 
   std::string run() {
     RemoteListing listing = remote_.list(opts_.revision);
+    std::string blobs = cache_.root() + "/blobs";
+    std::error_code ec;
+    fs::create_directories(blobs, ec);
+    if (ec) fail("cannot create ", blobs, ": ", ec.message(), "; set HF_HUB_CACHE to a writable folder");
     std::vector<std::string> files = select_files(listing.files);
     require(files, "config.json");
     require(files, "tokenizer.json");
@@ -136,9 +140,6 @@ class Fetcher {
       if (!fs::exists(cache_.blob_path(f.etag)))
         need += f.size - std::min(f.size, size_or_zero(cache_.incomplete_path(f.etag)));
     std::string blobs = cache_.root() + "/blobs";
-    std::error_code ec;
-    fs::create_directories(blobs, ec);
-    if (ec) fail("cannot create ", blobs, ": ", ec.message(), "; set HF_HUB_CACHE to a writable folder");
     uint64_t avail = free_bytes(blobs);
     if (need > avail)
       throw DiskFullError(cat("not enough disk space for ", opts_.repo_id, ": the download needs ", format_bytes(need),
@@ -163,12 +164,12 @@ class Fetcher {
     FileProgress progress(opts_.log, opts_.tty, opts_.line_interval_s, f.path, f.size, resumed);
     HttpResponse r = http_.download(f.url, incomplete, f.size, [&](uint64_t done) { progress.update(done); });
     if (r.status != 200 && r.status != 206) remote_.fail_http(r, cat("downloading ", f.path));
+    progress.finish();
     verify(f, incomplete, remote_.endpoint());
     fsync_file(incomplete);
     std::error_code ec;
     fs::rename(incomplete, cache_.blob_path(f.etag), ec);
     if (ec) fail("cannot move ", incomplete, " into place: ", ec.message());
-    progress.finish();
   }
 
   Remote& remote_;

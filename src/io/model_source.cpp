@@ -124,7 +124,7 @@ std::string from_hub(const std::string& repo, const ModelSourceOptions& o) {
 std::vector<Flag> model_source_flags() {
   return {
       {"revision", "REV", "branch, tag or commit of a hub model", "main"},
-      {"offline", "", "never use the network: only the local cache (HF_HUB_OFFLINE=1 too)", "", "HF_HUB_OFFLINE"},
+      {"offline", "", "never use the network: only models already in the cache", "", "HF_HUB_OFFLINE"},
       {"hf-token", "TOKEN", "Hugging Face access token for gated or private repos", "", "HF_TOKEN"},
       {"source", "NAME", "hub to download from: huggingface or modelscope", "huggingface"},
       {"endpoint", "URL",

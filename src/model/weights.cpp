@@ -101,10 +101,13 @@ class Binder {
       m = WeightMatrix::view_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols);
     } else if (t.dtype == DType::F32 && options_.format == WeightFormat::F32 && aligned_f32) {
       m = WeightMatrix::view_f32(reinterpret_cast<const float*>(t.data), rows, cols);
+    } else if (t.dtype == DType::BF16 && aligned_bf16) {
+      m = WeightMatrix::from_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool);
+      converted_ = true;
     } else {
       std::vector<uint16_t> bf16(static_cast<size_t>(rows * cols));
       if (t.dtype == DType::BF16) {
-        std::memcpy(bf16.data(), t.data, bf16.size() * 2);
+        std::memcpy(bf16.data(), t.data, bf16.size() * 2);  // unaligned in the file
       } else {
         // An f32 checkpoint asked for in another format: bf16 is the common
         // source format of the converters (exact for bf16-trained weights).

@@ -116,12 +116,18 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {
     for (int64_t c = b; c < e; ++c)
       for (int64_t i = 0; i < chunk; ++i) buf.get()[c * chunk + i] = 1e-9f * float(i & 1023);
   });
+  return measure_read_bandwidth_gbs(pool, buf.get(), n, passes);
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, int passes) {
+  const int64_t chunk = 1 << 16;
+  const int64_t chunks = static_cast<int64_t>(n) / chunk;
   double best = 0;
   for (int p = 0; p < passes; ++p) {
     std::atomic<int> sink{0};
     auto t0 = std::chrono::steady_clock::now();
     pool.parallel_for(chunks, [&](int64_t b, int64_t e, int) {
-      float s = HWY_DYNAMIC_DISPATCH(ReadSum)(buf.get() + b * chunk, (e - b) * chunk);
+      float s = HWY_DYNAMIC_DISPATCH(ReadSum)(buf + b * chunk, (e - b) * chunk);
       sink += s > 1e30f;
     });
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

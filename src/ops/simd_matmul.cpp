@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ops/quant.h"
+#include "ops/scalar.h"
 #include "ops/simd_matmul.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -45,6 +46,11 @@ struct F32Rows {
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const { return hn::LoadU(d, w + r * k + c); }
   float Scalar(int64_t r, int64_t c) const { return w[r * k + c]; }
   int64_t vec_end(size_t lanes) const { return k / static_cast<int64_t>(lanes) * static_cast<int64_t>(lanes); }
+  int64_t group_end() const { return k / quant::kGroup * quant::kGroup; }
+  template <int V>
+  HWY_INLINE void LoadGroup(DF d, int64_t r, int64_t c, VF* out) const {
+    for (int v = 0; v < V; ++v) out[v] = Load(d, r, c + v * static_cast<int64_t>(hn::Lanes(d)));
+  }
 };
 
 struct Bf16Rows {
@@ -63,6 +69,11 @@ struct Bf16Rows {
     return f;
   }
   int64_t vec_end(size_t lanes) const { return k / static_cast<int64_t>(lanes) * static_cast<int64_t>(lanes); }
+  int64_t group_end() const { return k / quant::kGroup * quant::kGroup; }
+  template <int V>
+  HWY_INLINE void LoadGroup(DF d, int64_t r, int64_t c, VF* out) const {
+    for (int v = 0; v < V; ++v) out[v] = Load(d, r, c + v * static_cast<int64_t>(hn::Lanes(d)));
+  }
 };
 
 struct Q8Rows {
@@ -75,6 +86,17 @@ struct Q8Rows {
   }
   float Scalar(int64_t, int64_t) const { return 0; }
   int64_t vec_end(size_t) const { return v.groups * quant::kGroup; }  // padded codes are 0
+  int64_t group_end() const { return v.groups * quant::kGroup; }
+  // The whole group c..c+32 (V vectors), its scale loaded once.
+  template <int V>
+  HWY_INLINE void LoadGroup(DF d, int64_t r, int64_t c, VF* out) const {
+    const hn::Rebind<int8_t, DF> di8;
+    const hn::Rebind<int32_t, DF> di32;
+    const int8_t* q = reinterpret_cast<const int8_t*>(v.quants + r * v.row_bytes + c);
+    const VF s = hn::Set(d, v.scales[r * v.groups + c / quant::kGroup]);
+    for (int u = 0; u < V; ++u)
+      out[u] = hn::Mul(hn::ConvertTo(d, hn::PromoteTo(di32, hn::LoadU(di8, q + u * hn::Lanes(d)))), s);
+  }
 };
 
 struct Q4Rows {
@@ -95,6 +117,22 @@ struct Q4Rows {
   }
   float Scalar(int64_t, int64_t) const { return 0; }
   int64_t vec_end(size_t) const { return v.groups * quant::kGroup; }
+  int64_t group_end() const { return v.groups * quant::kGroup; }
+  // The whole group: each byte load yields a low-nibble vector (elements
+  // 0..15) and a high-nibble vector (16..31); scale loaded once.
+  template <int V>
+  HWY_INLINE void LoadGroup(DF d, int64_t r, int64_t c, VF* out) const {
+    const hn::Rebind<uint8_t, DF> du8;
+    const hn::Rebind<int32_t, DF> di32;
+    const uint8_t* bytes = v.quants + r * v.row_bytes + c / 2;
+    const float sc = v.scales[r * v.groups + c / quant::kGroup];
+    const VF s = hn::Set(d, sc), bias = hn::Set(d, -8.0f * sc);
+    for (int u = 0; u < V / 2; ++u) {
+      auto wide = hn::BitCast(di32, hn::PromoteTo(hn::Rebind<uint32_t, DF>(), hn::LoadU(du8, bytes + u * hn::Lanes(d))));
+      out[u] = hn::MulAdd(hn::ConvertTo(d, hn::And(wide, hn::Set(di32, 15))), s, bias);
+      out[u + V / 2] = hn::MulAdd(hn::ConvertTo(d, hn::ShiftRight<4>(wide)), s, bias);
+    }
+  }
 };
 
 // ---------------------------------------------------------------- small m
@@ -105,24 +143,34 @@ template <int M, int R, class Rows>
 HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
                            float* y, int64_t ldy) {
   const DF d;
-  const size_t N = hn::Lanes(d);
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  constexpr int V = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vectors per group of 32
   VF acc[M][R];
   for (int i = 0; i < M; ++i)
     for (int r = 0; r < R; ++r) acc[i][r] = hn::Zero(d);
-  const int64_t end = rows.vec_end(N);
-  for (int64_t c = 0; c < end; c += static_cast<int64_t>(N)) {
-    VF xv[M];
-    for (int i = 0; i < M; ++i) xv[i] = hn::LoadU(d, x + i * xs + c);
-    for (int r = 0; r < R; ++r) {
-      VF wv = rows.Load(d, n + r, c);
-      for (int i = 0; i < M; ++i) acc[i][r] = hn::MulAdd(xv[i], wv, acc[i][r]);
-    }
+  // Whole groups of 32 columns (quantized rows: every group, zero-padded).
+  const int64_t end = rows.group_end();
+  for (int64_t c = 0; c < end; c += quant::kGroup) {
+    VF w[R][V];
+    for (int r = 0; r < R; ++r) rows.template LoadGroup<V>(d, n + r, c, w[r]);
+    for (int u = 0; u < V; ++u)
+      for (int i = 0; i < M; ++i) {
+        const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
+        for (int r = 0; r < R; ++r) acc[i][r] = hn::MulAdd(xv, w[r][u], acc[i][r]);
+      }
   }
+  // f32/bf16 rows: remaining whole vectors, then single columns.
+  const int64_t vend = std::max(end, rows.vec_end(static_cast<size_t>(N)));
+  for (int64_t c = end; c < vend; c += N)
+    for (int r = 0; r < R; ++r) {
+      const VF wv = rows.Load(d, n + r, c);
+      for (int i = 0; i < M; ++i) acc[i][r] = hn::MulAdd(hn::LoadU(d, x + i * xs + c), wv, acc[i][r]);
+    }
   for (int r = 0; r < R; ++r) {
     float tail[M] = {};
-    for (int64_t c = end; c < k; ++c) {
-      float w = rows.Scalar(n + r, c);
-      for (int i = 0; i < M; ++i) tail[i] += x[i * xs + c] * w;
+    for (int64_t c = vend; c < k; ++c) {
+      float wt = rows.Scalar(n + r, c);
+      for (int i = 0; i < M; ++i) tail[i] += x[i * xs + c] * wt;
     }
     const float b = bias ? bias[n + r] : 0.0f;
     for (int i = 0; i < M; ++i) y[i * ldy + n + r] = hn::GetLane(hn::SumOfLanes(d, acc[i][r])) + tail[i] + b;
@@ -132,7 +180,7 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
 template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
-  constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
+  constexpr int R = M <= 2 ? 4 : (M <= 4 || kMV == 3) ? 2 : 1;  // kMV == 3: 32 registers
   int64_t n = n0;
   for (; n + R <= n1; n += R) SmallBlock<M, R>(rows, x, xs, k, n, bias, y, ldy);
   for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
@@ -163,7 +211,18 @@ void WithRows(const WeightMatrix& w, const F& f) {
   }
 }
 
+// Scalable vectors (SVE, RVV) may hold fewer lanes than the tag's bound, which
+// the group arithmetic assumes; such targets use the scalar twin.
+bool LanesAreFixed() { return hn::Lanes(DF()) == hn::MaxLanes(DF()); }
+
+void ScalarFallback(const MatmulArgs& a, ThreadPool& pool) {
+  pool.parallel_for(a.w->rows(), [&](int64_t b, int64_t e, int) {
+    scalar::matmul_rows(a.x, a.m, a.ldx, *a.w, a.bias, a.y, a.ldy, b, e);
+  });
+}
+
 void MatmulSmallM(const MatmulArgs& a, ThreadPool& pool) {
+  if (!LanesAreFixed()) return ScalarFallback(a, pool);
   const int64_t k = a.w->cols();
   // x copied once, zero-padded to whole groups so quantized rows need no tail.
   const int64_t xs = quant::padded_cols(k);
@@ -234,6 +293,7 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xt, int64_t tm, const float* HW
 }
 
 void MatmulGemm(const MatmulArgs& a, ThreadPool& pool) {
+  if (!LanesAreFixed()) return ScalarFallback(a, pool);
   const int64_t k = a.w->cols(), n = a.w->rows(), m = a.m;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const int64_t tm = kMV * lanes;
@@ -244,30 +304,41 @@ void MatmulGemm(const MatmulArgs& a, ThreadPool& pool) {
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) PackX(a.x, m, a.ldx, k, t * tm, xt + t * tm * k);
   });
-  const int64_t ks = quant::padded_cols(k);
+  // +16 floats: panel rows 64 bytes off a power-of-two stride, so the kNR
+  // broadcast streams do not all fall into the same L1 sets.
+  const int64_t ks = quant::padded_cols(k) + 16;
   const int64_t panels = (n + kNR - 1) / kNR;
   WithRows(*a.w, [&](const auto& rows) {
     pool.parallel_for(panels, [&](int64_t pb, int64_t pe, int) {
+      // kGroup panels are packed together and each x tile is applied to all
+      // of them while it is in L2: x streams from L3 once per group.
+      constexpr int64_t kPanels = 4;
       thread_local std::vector<float> wp_buf, out_buf;
-      wp_buf.resize(static_cast<size_t>(kNR * ks));
+      wp_buf.resize(static_cast<size_t>(kPanels * kNR * ks));
       out_buf.resize(static_cast<size_t>(kNR * tm));
-      float* wp = wp_buf.data();
       float* out = out_buf.data();
-      for (int64_t p = pb; p < pe; ++p) {
-        const int64_t n0 = p * kNR, cols = std::min<int64_t>(kNR, n - n0);
-        PackW(rows, n, k, n0, wp, ks);
+      for (int64_t g0 = pb; g0 < pe; g0 += kPanels) {
+        const int64_t g1 = std::min(pe, g0 + kPanels);
+        for (int64_t p = g0; p < g1; ++p) PackW(rows, n, k, p * kNR, wp_buf.data() + (p - g0) * kNR * ks, ks);
         for (int64_t t = 0; t < tiles; ++t) {
           const int64_t m0 = t * tm, valid = std::min(tm, m - m0);
           const int64_t mv = (valid + lanes - 1) / lanes;
-          if (mv >= 3 || kMV == mv)
-            Tile<kMV>(xt + t * tm * k, tm, wp, ks, k, out);
-          else if (mv == 2)
-            Tile<2 <= kMV ? 2 : kMV>(xt + t * tm * k, tm, wp, ks, k, out);
-          else
-            Tile<1>(xt + t * tm * k, tm, wp, ks, k, out);
-          for (int64_t j = 0; j < cols; ++j) {
-            const float b = a.bias ? a.bias[n0 + j] : 0.0f;
-            for (int64_t r = 0; r < valid; ++r) a.y[(m0 + r) * a.ldy + n0 + j] = out[j * tm + r] + b;
+          const float* xtt = xt + t * tm * k;
+          for (int64_t p = g0; p < g1; ++p) {
+            const float* wp = wp_buf.data() + (p - g0) * kNR * ks;
+            const int64_t n0 = p * kNR, cols = std::min<int64_t>(kNR, n - n0);
+            if (mv >= kMV)
+              Tile<kMV>(xtt, tm, wp, ks, k, out);
+            else if (mv == 2)
+              Tile<2>(xtt, tm, wp, ks, k, out);
+            else
+              Tile<1>(xtt, tm, wp, ks, k, out);
+            // Row by row: each y row gets `cols` contiguous floats (one cache
+            // line), instead of touching TM lines per column.
+            for (int64_t r = 0; r < valid; ++r) {
+              float* yr = a.y + (m0 + r) * a.ldy + n0;
+              for (int64_t j = 0; j < cols; ++j) yr[j] = out[j * tm + r] + (a.bias ? a.bias[n0 + j] : 0.0f);
+            }
           }
         }
       }

@@ -177,7 +177,11 @@ void Tokenizer::Impl::load_pre_tokenizer(const json& p) {
     if (p.value("behavior", "") != "Isolated" || flag(p, "invert"))
       fail(where, ": Split must have behavior \"Isolated\" and invert false");
     if (pre) fail(where, ": more than one Split");
-    pre.emplace(SplitPattern::from_regex(pattern["Regex"].get<std::string>()));
+    try {
+      pre.emplace(SplitPattern::from_regex(pattern["Regex"].get<std::string>()));
+    } catch (const Error& e) {
+      fail(where, ": ", e.what());
+    }
     return;
   }
   if (t == "ByteLevel") {

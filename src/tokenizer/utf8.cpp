@@ -22,7 +22,8 @@ Lead lead(unsigned char b) {
 }
 
 // How many bytes from s[i] form the longest prefix of a valid sequence
-// (complete or not): the "maximal subpart" when it is not complete.
+// (complete or not): the "maximal subpart" when it is not complete. *full is
+// the length the sequence needs, 0 when s[i] cannot start one.
 size_t prefix_length(std::string_view s, size_t i, size_t* full) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   Lead l = lead(p[i]);
@@ -82,7 +83,7 @@ std::string lossy(std::string_view s) {
   while (i < s.size()) {
     size_t full = 0;
     size_t n = prefix_length(s, i, &full);
-    if (n == full) {
+    if (full > 0 && n == full) {
       out.append(s.data() + i, n);
       i += n;
     } else {

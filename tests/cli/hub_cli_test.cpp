@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -88,6 +89,23 @@ const std::map<std::string, std::shared_ptr<const HubFile>>& fixture_files() {
   return files;
 }
 
+// Sharded weights: an index and two shards (the fixture's bytes split in two).
+const Repo& sharded_repo() {
+  static const Repo repo = [] {
+    Repo r{kCommit, {}};
+    const std::string& w = fixture_files().at("model.safetensors")->bytes;
+    for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+      r.files[name] = fixture_files().at(name);
+    r.files["model-00001-of-00002.safetensors"] = make_file(w.substr(0, w.size() / 2), true);
+    r.files["model-00002-of-00002.safetensors"] = make_file(w.substr(w.size() / 2), true);
+    r.files["model.safetensors.index.json"] = make_file(
+        R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})",
+        false);
+    return r;
+  }();
+  return repo;
+}
+
 class MockHub {
  public:
   MockHub() {
@@ -98,17 +116,7 @@ class MockHub {
     Repo huge = repos_["Qwen/Tiny-VL"];
     huge.fake_weights_size = uint64_t(1) << 60;
     repos_["Qwen/Huge"] = huge;
-    // Sharded weights: an index and two shards (the fixture's bytes split in two).
-    Repo sharded{kCommit, {}};
-    const std::string& w = fixture_files().at("model.safetensors")->bytes;
-    for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json"})
-      sharded.files[name] = fixture_files().at(name);
-    sharded.files["model-00001-of-00002.safetensors"] = make_file(w.substr(0, w.size() / 2), true);
-    sharded.files["model-00002-of-00002.safetensors"] = make_file(w.substr(w.size() / 2), true);
-    sharded.files["model.safetensors.index.json"] = make_file(
-        R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})",
-        false);
-    repos_["Qwen/Sharded"] = sharded;
+    repos_["Qwen/Sharded"] = sharded_repo();
 
     srv_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -199,8 +207,18 @@ class MockHub {
     return &it->second;
   }
 
+  // "Old/Tiny" was renamed to "Qwen/Tiny-VL": the hub answers with relative redirects.
+  bool renamed(const httplib::Request& req, httplib::Response& res) {
+    if (std::string(req.matches[1]) != "Old/Tiny") return false;
+    std::string path = req.path;
+    res.status = 307;
+    res.set_header("Location", path.replace(path.find("Old/Tiny"), 8, "Qwen/Tiny-VL"));
+    return true;
+  }
+
   void listing(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (renamed(req, res)) return;
     const Repo* repo = find_repo(req, res, req.matches[1]);
     if (!repo) return;
     std::string rev = req.matches[2];
@@ -219,6 +237,7 @@ class MockHub {
 
   void resolve(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (renamed(req, res)) return;
     const Repo* repo = find_repo(req, res, req.matches[1]);
     if (!repo) return;
     std::string rev = req.matches[2], name = req.matches[3];
@@ -339,11 +358,16 @@ std::string error_of(const std::function<void()>& fn) {
 class Hub : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (const char* h = getenv("HF_HOME")) saved_hf_home_ = h;
     setenv("HF_HOME", tmp_.path().c_str(), 1);  // no saved token from the real home
     opts_.cache_dir = tmp_ / "hub";
     opts_.endpoint = hub_.url();
     opts_.retry_base_ms = 1;
     opts_.progress = false;
+  }
+  void TearDown() override {
+    if (saved_hf_home_) setenv("HF_HOME", saved_hf_home_->c_str(), 1);
+    else unsetenv("HF_HOME");
   }
   std::string repo_dir(const std::string& repo) { return opts_.cache_dir + "/" + hub::repo_folder_name(repo); }
   std::vector<std::string> incomplete_files(const std::string& repo) {
@@ -362,6 +386,7 @@ class Hub : public ::testing::Test {
   TempDir tmp_;
   MockHub hub_;
   ModelSourceOptions opts_;
+  std::optional<std::string> saved_hf_home_;
 };
 
 TEST_F(Hub, FirstRunDownloadsSecondRunTouchesNoNetwork) {
@@ -437,6 +462,7 @@ TEST_F(Hub, CorruptedByteIsDetectedAndTheFileRemoved) {
   // A small (git) file is checked against its git blob id.
   hub_.heal();
   hub_.corrupt("Qwen/Tiny-VL", "config.json", 10);
+  opts_.cache_dir = tmp_ / "fresh-cache";
   msg = error_of([&] { resolve_model("Qwen/Tiny-VL", opts_); });
   EXPECT_NE(msg.find("checksum mismatch for config.json"), std::string::npos) << msg;
   EXPECT_NE(msg.find("git blob id"), std::string::npos) << msg;
@@ -507,8 +533,11 @@ TEST_F(Hub, ServerGoneSaysWhatToTry) {
 TEST_F(Hub, NotEnoughDiskSpaceIsCaughtBeforeDownloading) {
   std::string msg = error_of([&] { resolve_model("Qwen/Huge", opts_); });
   EXPECT_NE(msg.find("not enough disk space"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(std::to_string((uint64_t(1) << 60) + fixture_files().at("tokenizer.json")->bytes.size())),
-            std::string::npos) << msg;  // how many bytes the download needs
+  uint64_t need = uint64_t(1) << 60;  // the weights as the hub claims them, plus the small files
+  for (const char* name : {"config.json", "generation_config.json", "preprocessor_config.json", "chat_template.json",
+                           "tokenizer_config.json", "tokenizer.json"})
+    need += fixture_files().at(name)->bytes.size();
+  EXPECT_NE(msg.find(std::to_string(need) + " bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("are free"), std::string::npos) << msg;
   EXPECT_EQ(hub_.count("GET", "/cdn/"), 0u);
 }
@@ -518,6 +547,26 @@ TEST_F(Hub, ShardedWeightsFollowTheIndex) {
   EXPECT_TRUE(hub::missing_files(dir).empty());
   EXPECT_EQ(slurp(dir + "/model-00001-of-00002.safetensors") + slurp(dir + "/model-00002-of-00002.safetensors"),
             fixture_files().at("model.safetensors")->bytes);
+}
+
+TEST_F(Hub, RenamedRepoFollowsRelativeRedirects) {
+  std::string dir = resolve_model("Old/Tiny", opts_);
+  EXPECT_EQ(dir, repo_dir("Old/Tiny") + "/snapshots/" + kCommit);  // cached under the name the user gave
+  expect_same_as_fixture(dir);
+  EXPECT_GT(hub_.count("HEAD", "/Old/Tiny/resolve/"), 0u);
+  EXPECT_GT(hub_.count("HEAD", "/Qwen/Tiny-VL/resolve/"), 0u);
+}
+
+TEST_F(Hub, ConcurrentDownloadsOfOneModelFetchEachFileOnce) {
+  std::string a, b;
+  std::thread t1([&] { a = resolve_model("Qwen/Tiny-VL", opts_); });
+  std::thread t2([&] { b = resolve_model("Qwen/Tiny-VL", opts_); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a, b);
+  expect_same_as_fixture(a);
+  EXPECT_EQ(hub_.count("GET", "/cdn/"), 2u);
+  EXPECT_TRUE(incomplete_files("Qwen/Tiny-VL").empty());
 }
 
 TEST_F(Hub, PullRefreshesTheRevisionAndFetchesOnlyWhatChanged) {
@@ -600,7 +649,7 @@ TEST_F(Hub, PullAndModelsCommands) {
   EXPECT_NE(models.out.find("Qwen/Tiny-VL"), std::string::npos) << models.out;
   EXPECT_NE(models.out.find("main"), std::string::npos) << models.out;
   EXPECT_NE(models.out.find(kCommit.substr(0, 12)), std::string::npos) << models.out;
-  EXPECT_NE(models.out.find("33.9 MB"), std::string::npos) << models.out;
+  EXPECT_NE(models.out.find("34.0 MB"), std::string::npos) << models.out;
   EXPECT_NE(models.out.find("complete"), std::string::npos) << models.out;
 
   QvlRun missing = run_qvl(env, "pull Qwen/Nope", tmp_);

@@ -244,6 +244,17 @@ TEST(DecodeJpeg, ExifOrientationOneToEight) {
   }
 }
 
+TEST(DecodeJpeg, ProgressiveEqualsBaselineDecode) {
+  std::vector<uint8_t> px(96 * 64 * 3);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * 7) ^ (i >> 5));
+  const auto base = decode_image(qvl_test::encode_jpeg(px, 96, 64, JCS_RGB, 3, 100));
+  const auto prog = decode_image(qvl_test::encode_jpeg(px, 96, 64, JCS_RGB, 3, 100, true));
+  ASSERT_EQ(prog.width, 96);
+  int worst = 0;
+  for (size_t i = 0; i < px.size(); ++i) worst = std::max(worst, std::abs(base.rgb[i] - prog.rgb[i]));
+  EXPECT_LE(worst, 2);  // same coefficients; only rounding of the progressive path may differ
+}
+
 TEST(DecodeJpeg, MalformedExifIsIgnored) {
   const Bytes plain = quadrants_jpeg();
   const auto upright = decode_image(plain);
@@ -279,6 +290,9 @@ TEST(DecodeJpeg, GreyAndCmyk) {
   const auto c = decode_image(qvl_test::encode_jpeg(cmyk, 64, 16, JCS_CMYK, 4));
   ASSERT_EQ(c.width, 64);
   for (int q = 0; q < 4; ++q) EXPECT_TRUE(near(px(c, q * 16 + 8, 8), rgb[q], 4)) << "quadrant " << q;
+  // The same inks stored as YCCK (libjpeg converts back to CMYK).
+  const auto ycck = decode_image(qvl_test::encode_jpeg(cmyk, 64, 16, JCS_CMYK, 4, 95, false, JCS_YCCK));
+  for (int q = 0; q < 4; ++q) EXPECT_TRUE(near(px(ycck, q * 16 + 8, 8), rgb[q], 6)) << "YCCK quadrant " << q;
 }
 
 TEST(DecodeJpeg, TruncatedIsAnError) {
@@ -398,6 +412,20 @@ TEST(DecodeBmp, CommonVariants) {
   EXPECT_NE(error_of(bmp(8, 3, 1, 1, {0, 0, 255, 0}, {1, 0, 1, 0})).find("unsupported BMP compression"), std::string::npos);
   EXPECT_NE(error_of(bmp(24, 2, 2, 0, {}, Bytes(px24.begin(), px24.begin() + 10))).find("truncated BMP"), std::string::npos);
   EXPECT_NE(error_of(bmp(24, 70000, 70000, 0, {}, px24)).find("over the limit"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(LoadImage, NamesThePathOnFailure) {
+  try {
+    qvl::load_image("/nonexistent/picture.png");
+    FAIL() << "no error";
+  } catch (const qvl::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/picture.png"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(qvl::load_image(QVL_FIXTURES_DIR), qvl::Error);
 }
 
 }  // namespace

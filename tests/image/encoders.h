@@ -81,7 +81,8 @@ inline std::vector<uint8_t> png_header_only(uint32_t width, uint32_t height) {
 
 // JPEG from interleaved samples (RGB, grey or CMYK as `space` says).
 inline std::vector<uint8_t> encode_jpeg(const std::vector<uint8_t>& pixels, int width, int height, J_COLOR_SPACE space,
-                                        int components, int quality = 95) {
+                                        int components, int quality = 95, bool progressive = false,
+                                        J_COLOR_SPACE stored_as = JCS_UNKNOWN) {
   jpeg_compress_struct c;
   jpeg_error_mgr err;
   c.err = jpeg_std_error(&err);
@@ -95,6 +96,8 @@ inline std::vector<uint8_t> encode_jpeg(const std::vector<uint8_t>& pixels, int 
   c.in_color_space = space;
   jpeg_set_defaults(&c);
   jpeg_set_quality(&c, quality, TRUE);
+  if (progressive) jpeg_simple_progression(&c);
+  if (stored_as != JCS_UNKNOWN) jpeg_set_colorspace(&c, stored_as);  // e.g. YCCK for CMYK input
   jpeg_start_compress(&c, TRUE);
   while (c.next_scanline < c.image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(pixels.data() + size_t(c.next_scanline) * width * components);

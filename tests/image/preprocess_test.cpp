@@ -38,6 +38,9 @@ TEST(SmartResize, MinAndMaxPixels) {
   EXPECT_EQ(s.height, 384);
   EXPECT_EQ(s.width, 512);
   EXPECT_LE(int64_t(s.height) * s.width, 448 * 448);
+  // max_pixels below min_pixels: max wins, as in transformers.
+  s = qvl::smart_resize(600, 800, 32, 65536, 128 * 128);
+  EXPECT_LE(int64_t(s.height) * s.width, 128 * 128);
   // A side never drops below one factor.
   s = qvl::smart_resize(20, 3000, 32, 0, 32 * 32 * 4);
   EXPECT_EQ(s.height, 32);

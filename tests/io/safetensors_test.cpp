@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io_test_util.h"
+#include "util/mapped_file.h"
 #include "io/safetensors_writer.h"
 
 namespace qvl {
@@ -95,7 +96,9 @@ TEST(SafeTensors, RoundTripEveryDtype) {
     EXPECT_EQ(v.dtype, infos[i].dtype) << infos[i].name;
     EXPECT_EQ(v.shape, infos[i].shape) << infos[i].name;
     ASSERT_EQ(v.nbytes, data[i].size()) << infos[i].name;
-    if (v.nbytes) EXPECT_EQ(std::memcmp(v.data, data[i].data(), v.nbytes), 0) << infos[i].name;
+    if (v.nbytes) {
+      EXPECT_EQ(std::memcmp(v.data, data[i].data(), v.nbytes), 0) << infos[i].name;
+    }
   }
   EXPECT_EQ(st.get("scalar").numel(), 1);
   EXPECT_EQ(st.get("empty").numel(), 0);
@@ -290,6 +293,49 @@ TEST(SafeTensors, CorruptFilesFailWithOneLine) {
     needles.push_back(path);
     expect_error([&] { SafeTensors::open(path); }, needles);
   }
+}
+
+// Random byte edits and cuts of a valid file: each open either succeeds with
+// views inside the file or throws qvl::Error; nothing else (run under ASan too).
+TEST(SafeTensors, MutatedFilesNeverCrash) {
+  TempDir dir;
+  std::vector<float> v(12, 0.5f);
+  write_safetensors(dir / "good.safetensors", {{"w", DType::F32, {3, 4}}, {"b", DType::BF16, {6}}, {"i", DType::I64, {1}}},
+                    {bytes_of(v.data(), 48), bytes_of(v.data(), 12), bytes_of(v.data(), 8)});
+  const std::string good = read_file(dir / "good.safetensors");
+  uint64_t state = 12345;
+  auto next = [&state] {  // xorshift64
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const std::string alphabet = "{}[]\",:0123456789-eE.\" FBI";
+  int opened = 0, rejected = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string bytes = good;
+    int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = next() % bytes.size();
+      bytes[at] = next() % 2 ? alphabet[next() % alphabet.size()] : static_cast<char>(next());
+    }
+    if (next() % 4 == 0) bytes.resize(next() % bytes.size());
+    std::string path = dir / "m.safetensors";
+    write_bytes(path, bytes);
+    try {
+      SafeTensors st = SafeTensors::open(path);
+      for (const auto& [name, t] : st.tensors()) {
+        ASSERT_LE(t.file_offset + t.nbytes, bytes.size()) << name;
+        ASSERT_EQ(t.nbytes, static_cast<size_t>(t.numel()) * dtype_size(t.dtype)) << name;
+      }
+      ++opened;
+    } catch (const Error& e) {
+      ASSERT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(opened, 0);
 }
 
 TEST(SafeTensors, TruncatedFixtureNamesTensorAndOffset) {

@@ -1,0 +1,34 @@
+// Errors the API returns to clients, in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}} with an HTTP status.
+// Messages are one line for the client: never a stack trace, never a server path.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace qvl {
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string code, std::string message, std::string param = {})
+      : std::runtime_error(message), status_(status), code_(std::move(code)), param_(std::move(param)) {}
+
+  int status() const { return status_; }
+  const std::string& code() const { return code_; }
+  const std::string& param() const { return param_; }
+  // OpenAI's error "type" for the status.
+  const char* type() const;
+  nlohmann::json to_json() const;
+
+ private:
+  int status_;
+  std::string code_;
+  std::string param_;
+};
+
+// 400 invalid_request_error naming the offending field.
+[[noreturn]] void bad_request(const std::string& param, const std::string& message,
+                              const std::string& code = "invalid_value");
+
+}  // namespace qvl

@@ -1,0 +1,39 @@
+// An OpenAI chat-completions body turned into a GenerateRequest: every field
+// type-checked (400 naming the field), images fetched and decoded here, on
+// the request's thread, so a bad upload is refused before it takes a slot.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/engine.h"
+#include "image/image.h"
+#include "server/media.h"
+
+namespace qvl {
+
+struct ChatLimits {
+  MediaOptions media;
+  DecodeLimits decode;           // max_encoded_bytes follows media.max_image_bytes
+  int64_t max_image_pixels = 0;  // the server's cap on an image's resized area
+  int64_t min_image_pixels = 0;  // the model's floor
+  int64_t default_max_tokens = 0;
+  int64_t max_text_bytes = 1 << 20;  // one text part
+  int max_images = 32;
+  int max_stop = 16;
+};
+
+struct ChatRequest {
+  GenerateRequest generate;
+  std::string model;  // as sent (echoed back)
+  bool stream = false;
+  bool include_usage = false;
+  int64_t min_pixels = 0, max_pixels = 0;  // per request, clamped to the server's range
+  int images = 0;
+  double image_ms = 0;  // fetch + decode on the request thread
+};
+
+ChatRequest parse_chat_request(const nlohmann::json& body, const ChatLimits& limits);
+
+}  // namespace qvl

@@ -1,0 +1,30 @@
+// Where an image_url points: the bytes of a data: URI (always allowed), a
+// local file inside --allowed-media-dir (off by default), or an http(s) URL
+// with --allow-remote-images (off by default; size cap, timeout, and no
+// loopback/private/link-local addresses unless --allow-private-remote-images).
+// Every refusal is an ApiError naming the message part, never a server path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qvl {
+
+struct MediaOptions {
+  size_t max_image_bytes = 20u << 20;
+  std::string allowed_media_dir;  // empty: no local files
+  bool allow_remote = false;
+  bool allow_private_remote = false;
+  double remote_timeout_s = 10;
+};
+
+// `param` names the field in errors ("messages[0].content[1].image_url").
+std::vector<uint8_t> fetch_image_bytes(const std::string& url, const MediaOptions& options, const std::string& param);
+
+// For the remote fetcher and its tests: true for loopback, private (RFC 1918,
+// fc00::/7), link-local, CGNAT, unspecified, multicast and broadcast
+// addresses, and IPv4-mapped IPv6 forms of those.
+bool is_private_address(const std::string& numeric_ip);
+
+}  // namespace qvl

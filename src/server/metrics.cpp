@@ -1,0 +1,109 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace qvl {
+namespace {
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// Seconds, from a fast tiny-model step to a slow CPU answer.
+std::vector<double> seconds_buckets() {
+  return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+}
+
+void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  header(out, name, "histogram", help);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    out += name + "_bucket{le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
+  }
+  cum += counts_.back();
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
+  out += name + "_sum " + num(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : queue_(seconds_buckets()),
+      image_(seconds_buckets()),
+      vision_(seconds_buckets()),
+      prefill_(seconds_buckets()),
+      decode_(seconds_buckets()),
+      first_token_(seconds_buckets()) {}
+
+void Metrics::request(const std::string& route, int status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{route, status}];
+}
+
+void Metrics::generation(const Generation& g) {
+  std::lock_guard lock(mutex_);
+  ++outcomes_[g.outcome];
+  queue_.observe(g.queue_s);
+  if (!g.ran) return;
+  image_.observe(g.image_s);
+  vision_.observe(g.vision_s);
+  prefill_.observe(g.prefill_s);
+  decode_.observe(g.decode_s);
+  first_token_.observe(g.first_token_s);
+  prompt_tokens_ += g.prompt_tokens;
+  cached_tokens_ += g.cached_tokens;
+  completion_tokens_ += g.completion_tokens;
+}
+
+std::string Metrics::render(const Gauges& gg) const {
+  std::lock_guard lock(mutex_);
+  std::string o;
+  header(o, "qvl_requests_total", "counter", "HTTP requests by route and status");
+  for (const auto& [k, v] : requests_)
+    o += "qvl_requests_total{route=\"" + k.first + "\",status=\"" + std::to_string(k.second) + "\"} " +
+         std::to_string(v) + "\n";
+  header(o, "qvl_generations_total", "counter", "generation tasks by outcome");
+  for (const auto& [k, v] : outcomes_) o += "qvl_generations_total{outcome=\"" + k + "\"} " + std::to_string(v) + "\n";
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(o, name, "gauge", help);
+    o += std::string(name) + " " + num(v) + "\n";
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    header(o, name, "counter", help);
+    o += std::string(name) + " " + std::to_string(v) + "\n";
+  };
+  gauge("qvl_ready", "1 when the model is loaded and requests are accepted", gg.ready ? 1 : 0);
+  gauge("qvl_queue_depth", "tasks waiting for a slot", gg.queue_depth);
+  gauge("qvl_queue_capacity", "most tasks that may wait (--queue-size)", gg.queue_capacity);
+  gauge("qvl_slots_busy", "slots generating now", gg.slots_busy);
+  gauge("qvl_slots_total", "slots (sequences generated at once)", gg.slots_total);
+  gauge("qvl_jobs_stored", "async jobs held (any state)", gg.jobs_stored);
+  counter("qvl_prompt_tokens_total", "prompt tokens of finished generations", prompt_tokens_);
+  counter("qvl_prompt_cached_tokens_total", "prompt tokens reused from the KV cache (prefix cache hits)",
+          cached_tokens_);
+  counter("qvl_generated_tokens_total", "completion tokens generated", completion_tokens_);
+  queue_.render(o, "qvl_queue_seconds", "time from submission to a slot");
+  image_.render(o, "qvl_image_seconds", "image fetch, decode and preprocess time per request");
+  vision_.render(o, "qvl_vision_seconds", "vision encoder time per request");
+  prefill_.render(o, "qvl_prefill_seconds", "prompt prefill time per request");
+  decode_.render(o, "qvl_decode_seconds", "decode time per request");
+  first_token_.render(o, "qvl_first_token_seconds", "time from the start of generation to the first token");
+  return o;
+}
+
+}  // namespace qvl

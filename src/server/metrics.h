@@ -1,0 +1,56 @@
+// Counters and histograms for GET /metrics (Prometheus text format 0.0.4).
+// Label sets are bounded: routes are patterns ("/v1/jobs/{id}"), never raw paths.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qvl {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+  void observe(double v);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;     // upper bounds, ascending (le)
+  std::vector<uint64_t> counts_;   // per bucket, the last is +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct Gauges {  // sampled when /metrics is read
+  int queue_depth = 0, queue_capacity = 0, slots_busy = 0, slots_total = 0;
+  int jobs_stored = 0;
+  bool ready = false;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  void request(const std::string& route, int status);
+  // One finished generation: seconds per stage, tokens, and how it ended.
+  struct Generation {
+    double queue_s = 0, image_s = 0, vision_s = 0, prefill_s = 0, decode_s = 0, first_token_s = 0;
+    int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    std::string outcome;
+    bool ran = false;  // false: it never left the queue
+  };
+  void generation(const Generation& g);
+  std::string render(const Gauges& gauges) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, uint64_t> outcomes_;
+  uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
+  Histogram queue_, image_, vision_, prefill_, decode_, first_token_;
+};
+
+}  // namespace qvl

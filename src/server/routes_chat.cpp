@@ -1,0 +1,219 @@
+// POST /v1/chat/completions: validate, decode images and count the prompt on
+// the request's thread; queue; then answer in one JSON object or as an SSE
+// stream. A client that goes away cancels its task.
+#include <algorithm>
+#include <chrono>
+
+#include "model/model.h"
+#include "server/conn_probe.h"
+#include "server/server_core.h"
+#include "util/error.h"
+
+namespace qvl {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How often a waiting handler looks for a vanished client.
+constexpr auto kPollPeriod = 20ms;
+// SSE comment lines keep idle proxies from closing a stream that is waiting
+// in the queue or in a long prefill.
+constexpr auto kHeartbeat = 10s;
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+struct StreamState {
+  std::shared_ptr<Task> task;
+  ResponseMeta meta;
+  bool include_usage = false;
+  ConnectionProbe probe;
+  std::shared_ptr<RequestRecord> rec;
+  std::string request_id;
+  const ServerCore* core = nullptr;
+  bool started = false;
+  bool finished = false;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens) {
+  const json body = parse_json_body(req.body, json_limits);
+  ChatRequest cr = parse_chat_request(body, chat_limits);
+  std::vector<int32_t> ids;
+  try {
+    ids = engine->prompt_tokens(cr.generate.messages);
+  } catch (const Error& e) {
+    // The template or the image processor refused this conversation (e.g. an
+    // extreme aspect ratio): the client's input, so 400.
+    throw ApiError(400, "invalid_prompt", e.what(), "messages");
+  }
+  prompt_tokens = static_cast<int64_t>(ids.size());
+  const int32_t image_id = engine->model().config().image_token_id;
+  image_tokens = std::count(ids.begin(), ids.end(), image_id);
+  const int64_t ctx = engine->params().ctx_size;
+  if (prompt_tokens >= ctx)
+    throw ApiError(400, "context_length_exceeded",
+                   cat("the prompt is ", prompt_tokens, " tokens (", image_tokens, " of them image tokens) but the context "
+                       "holds ", ctx, " tokens; send fewer or smaller images, or a shorter conversation"),
+                   "messages");
+  return cr;
+}
+
+void ServerCore::submit(const std::shared_ptr<Task>& task) {
+  switch (scheduler->submit(task)) {
+    case Scheduler::Refusal::None:
+      return;
+    case Scheduler::Refusal::QueueFull: {
+      ApiError e(429, "queue_full",
+                 cat("the server is busy: all ", scheduler->stats().parallel, " slots and ", options.scheduler.queue_size,
+                     " queue places are taken; retry later"));
+      throw e;
+    }
+    case Scheduler::Refusal::ShuttingDown:
+      throw ApiError(503, "shutting_down", "the server is shutting down");
+  }
+}
+
+void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec) {
+  const GenerateResult& r = t.result();
+  const bool ran = t.outcome() == TaskOutcome::Succeeded || r.prompt_tokens > 0;
+  Metrics::Generation g;
+  g.queue_s = t.queue_ms() / 1e3;
+  g.image_s = (meta.image_ms + r.timings.preprocess_ms) / 1e3;
+  g.vision_s = r.timings.vision_ms / 1e3;
+  g.prefill_s = r.timings.prefill_ms / 1e3;
+  g.decode_s = r.timings.decode_ms / 1e3;
+  g.first_token_s = r.timings.first_token_ms / 1e3;
+  g.prompt_tokens = r.prompt_tokens;
+  g.cached_tokens = r.cached_tokens;
+  g.completion_tokens = r.completion_tokens;
+  g.outcome = outcome_name(t.outcome());
+  g.ran = ran;
+  metrics.generation(g);
+  if (!rec) return;
+  std::lock_guard lock(rec->mutex);
+  rec->fields["outcome"] = g.outcome;
+  rec->fields["prompt_tokens"] = r.prompt_tokens;
+  rec->fields["cached_tokens"] = r.cached_tokens;
+  rec->fields["completion_tokens"] = r.completion_tokens;
+  rec->fields["queue_ms"] = t.queue_ms();
+  rec->fields["image_ms"] = meta.image_ms + r.timings.preprocess_ms;
+  rec->fields["vision_ms"] = r.timings.vision_ms;
+  rec->fields["prefill_ms"] = r.timings.prefill_ms;
+  rec->fields["decode_tok_s"] = r.timings.decode_tok_s();
+  if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();
+}
+
+ApiError ServerCore::task_error(const Task& t, const std::string& request_id) const {
+  switch (t.outcome()) {
+    case TaskOutcome::TimedOut:
+      return ApiError(504, "timeout",
+                      cat("the request did not finish within the server's ", options.scheduler.timeout_s,
+                          " s timeout (--timeout)"));
+    case TaskOutcome::Shutdown:
+      return ApiError(503, "shutting_down", "the server shut down before the request finished");
+    case TaskOutcome::Cancelled:
+      return ApiError(499, "cancelled", "the request was cancelled");
+    default:
+      // The engine's message may name files; it goes to the log, not the client.
+      return ApiError(500, "generation_failed", "generation failed (request " + request_id + ")");
+  }
+}
+
+void ServerCore::register_chat_routes() {
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    auto rec = record(req);
+    try {
+      int64_t prompt_tokens = 0, image_tokens = 0;
+      ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
+      ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
+                        model_name, cr.image_ms, image_tokens};
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["stream"] = cr.stream;
+        rec->fields["images"] = cr.images;
+      }
+      auto task = std::make_shared<Task>(std::move(cr.generate));
+      task->set_on_done([this, meta, rec](const Task& t) { on_task_done(t, meta, rec); });
+      submit(task);
+      const ConnectionProbe probe =
+          ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+
+      if (!cr.stream) {
+        while (!task->wait_done(kPollPeriod))
+          if (probe.closed()) task->cancel(TaskOutcome::Cancelled);
+        if (task->outcome() == TaskOutcome::Succeeded) reply_json(res, 200, completion_json(*task, meta));
+        else reply_error(res, task_error(*task, rec->id));
+        return;
+      }
+
+      auto st = std::make_shared<StreamState>();
+      st->task = task;
+      st->meta = meta;
+      st->include_usage = cr.include_usage;
+      st->probe = probe;
+      st->rec = rec;
+      st->request_id = rec->id;
+      st->core = this;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [st](size_t, httplib::DataSink& sink) {
+            auto write = [&](const std::string& s) {
+              st->last_write = std::chrono::steady_clock::now();
+              return sink.write(s.data(), s.size());
+            };
+            Task& t = *st->task;
+            if (!st->started) {
+              st->started = true;
+              if (!write(sse(chunk_json(st->meta, {{"role", "assistant"}, {"content", ""}})))) return false;
+            }
+            std::string text = t.wait_text(kPollPeriod);
+            const bool done = t.done();
+            if (done) text += t.wait_text(0ms);  // what arrived between the two calls
+            if (!text.empty() && !write(sse(chunk_json(st->meta, {{"content", text}})))) {
+              t.cancel(TaskOutcome::Cancelled);
+              return false;
+            }
+            if (!done) {
+              if (st->probe.closed()) {
+                t.cancel(TaskOutcome::Cancelled);
+                return false;
+              }
+              if (std::chrono::steady_clock::now() - st->last_write > kHeartbeat && !write(": keep-alive\n\n")) {
+                t.cancel(TaskOutcome::Cancelled);
+                return false;
+              }
+              return true;
+            }
+            std::string tail;
+            if (t.outcome() == TaskOutcome::Succeeded) {
+              tail = sse(chunk_json(st->meta, json::object(), finish_reason(t.result())));
+              if (st->include_usage) tail += sse(usage_chunk_json(t, st->meta));
+            } else {
+              tail = sse(st->core->task_error(t, st->request_id).to_json());
+            }
+            tail += "data: [DONE]\n\n";
+            write(tail);
+            sink.done();
+            return true;
+          },
+          [st](bool success) {
+            // The response ended without the provider finishing (client gone,
+            // server stopping): nothing will read the rest, so stop computing it.
+            if (!success) st->task->cancel(TaskOutcome::Cancelled);
+          });
+    } catch (const ApiError& e) {
+      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
+      std::lock_guard lock(rec->mutex);
+      rec->fields["error"] = e.code();
+      reply_error(res, e);
+    }
+  });
+}
+
+}  // namespace qvl

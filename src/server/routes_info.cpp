@@ -1,0 +1,123 @@
+// Everything that is not a generation: health, model list, the page's config,
+// metrics, tokenize/detokenize, and the embedded web page.
+#include "model/model.h"
+#include "server/server_core.h"
+#include "server/web_assets.h"
+#include "tokenizer/tokenizer.h"
+
+namespace qvl {
+
+using json = nlohmann::json;
+
+namespace {
+
+// The page's Content-Security-Policy: only its own scripts, styles and API;
+// images also from data:/blob: (previews of attachments).
+constexpr const char* kPageCsp =
+    "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+}  // namespace
+
+void ServerCore::register_info_routes() {
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
+    if (!ready.load()) {
+      res.set_header("Retry-After", "2");
+      return reply_json(res, 503, {{"status", "loading"}});
+    }
+    reply_json(res, 200, {{"status", "ok"}});
+  });
+
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    reply_json(res, 200,
+               {{"object", "list"},
+                {"data", json::array({{{"id", model_name}, {"object", "model"}, {"created", unix_now()},
+                                       {"owned_by", "qvl"}}})}});
+  });
+
+  http.Get("/v1/qvl/config", [this](const httplib::Request&, httplib::Response& res) {
+    const ModelFolder& f = engine->model().folder();
+    const int64_t ctx = engine->params().ctx_size;
+    reply_json(res, 200,
+               {{"model", model_name},
+                {"patch_size", f.preprocessor.patch_size},
+                {"merge_size", f.preprocessor.merge_size},
+                {"min_pixels", chat_limits.min_image_pixels},
+                {"max_pixels", chat_limits.max_image_pixels},
+                {"max_image_bytes", options.media.max_image_bytes},
+                {"max_body_bytes", options.max_body_bytes},
+                {"context_size", ctx},
+                {"default_max_tokens",
+                 options.default_max_tokens > 0 ? options.default_max_tokens
+                                                : f.generation.max_new_tokens.value_or(static_cast<int>(ctx))},
+                {"parallel", scheduler->stats().parallel},
+                {"queue_size", options.scheduler.queue_size},
+                {"timeout_s", options.scheduler.timeout_s}});
+  });
+
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    Gauges g;
+    g.ready = ready.load() && !draining.load();
+    if (scheduler) {
+      const SchedulerStats s = scheduler->stats();
+      g.queue_depth = s.queued;
+      g.queue_capacity = s.queue_size;
+      g.slots_busy = s.running;
+      g.slots_total = s.parallel;
+    }
+    g.jobs_stored = static_cast<int>(jobs.size());
+    res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
+  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json body = parse_json_body(req.body, json_limits);
+      if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+        bad_request("content", "'content' must be a string", "invalid_type");
+      const std::string& text = body["content"].get_ref<const std::string&>();
+      if (static_cast<int64_t>(text.size()) > chat_limits.max_text_bytes)
+        bad_request("content", cat("'content' is over the limit of ", chat_limits.max_text_bytes, " bytes"),
+                    "string_too_long");
+      reply_json(res, 200, {{"tokens", engine->tokenizer().encode(text)}});
+    } catch (const ApiError& e) {
+      reply_error(res, e);
+    }
+  });
+  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json body = parse_json_body(req.body, json_limits);
+      if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+        bad_request("tokens", "'tokens' must be an array of token ids", "invalid_type");
+      std::vector<int32_t> ids;
+      const int64_t vocab = static_cast<int64_t>(engine->tokenizer().vocab_size());
+      for (size_t k = 0; k < body["tokens"].size(); ++k) {
+        const json& v = body["tokens"][k];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab)
+          bad_request(cat("tokens[", k, "]"), cat("not a token id in [0, ", vocab, ")"));
+        ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+      }
+      reply_json(res, 200, {{"content", engine->tokenizer().decode(ids)}});
+    } catch (const ApiError& e) {
+      reply_error(res, e);
+    }
+  });
+
+}
+
+void ServerCore::register_page_route() {
+  // The page, from the embedded assets only: nothing on disk is reachable.
+  http.Get(R"(/(.*))", [](const httplib::Request& req, httplib::Response& res) {
+    const WebAsset* a = find_web_asset(req.path);
+    if (!a) return reply_error(res, ApiError(404, "not_found", "no such route: GET " + req.path.substr(0, 200)));
+    res.set_header("Content-Security-Policy", kPageCsp);
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(a->data.data(), a->data.size(), std::string(a->mime));
+  });
+}
+
+}  // namespace qvl

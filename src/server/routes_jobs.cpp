@@ -1,0 +1,63 @@
+// Async jobs: POST /v1/jobs takes a chat-completions body and answers 202
+// with an id at once; GET /v1/jobs/{id} reports queued | running (tokens so
+// far) | succeeded (the completion) | failed | cancelled | expired; DELETE
+// cancels.
+#include <chrono>
+
+#include "server/server_core.h"
+
+namespace qvl {
+
+using json = nlohmann::json;
+
+void ServerCore::register_job_routes() {
+  http.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto rec = record(req);
+    try {
+      int64_t prompt_tokens = 0, image_tokens = 0;
+      ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
+      ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
+                        model_name, cr.image_ms, image_tokens};
+      auto task = std::make_shared<Task>(std::move(cr.generate));
+      const std::string id = JobStore::new_id();
+      task->set_on_done([this, meta](const Task& t) { on_task_done(t, meta, nullptr); });
+      submit(task);
+      if (!jobs.add(id, task, meta, meta.created)) {
+        task->cancel(TaskOutcome::Cancelled);
+        throw ApiError(429, "too_many_jobs",
+                       cat("the server holds ", options.jobs.max_jobs, " unfinished jobs (--max-jobs); retry later"));
+      }
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["job"] = id;
+      }
+      res.set_header("Location", "/v1/jobs/" + id);
+      reply_json(res, 202, jobs.status(id));
+    } catch (const ApiError& e) {
+      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
+      std::lock_guard lock(rec->mutex);
+      rec->fields["error"] = e.code();
+      reply_error(res, e);
+    }
+  });
+
+  const std::string job_path = R"(/v1/jobs/([A-Za-z0-9-]{1,64}))";
+  auto not_found = [](httplib::Response& res) {
+    reply_error(res, ApiError(404, "job_not_found", "no such job (unknown id, or its result expired)"));
+  };
+  http.Get(job_path, [this, not_found](const httplib::Request& req, httplib::Response& res) {
+    json j = jobs.status(req.matches[1]);
+    if (j.is_null()) return not_found(res);
+    reply_json(res, 200, j);
+  });
+  http.Delete(job_path, [this, not_found](const httplib::Request& req, httplib::Response& res) {
+    auto task = jobs.task(req.matches[1]);
+    if (!task) return not_found(res);
+    task->cancel(TaskOutcome::Cancelled);
+    // A running task stops within one decode step; report its final state.
+    task->wait_done(std::chrono::seconds(2));
+    reply_json(res, 200, jobs.status(req.matches[1]));
+  });
+}
+
+}  // namespace qvl

@@ -1,0 +1,36 @@
+// `qvl serve`: the HTTP front of one engine. The port is bound before the
+// model loads so /health can answer 503 ("loading") and then 200; every API
+// route answers 503 until attach() hands over the engine.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/server_options.h"
+
+namespace qvl {
+
+class Server {
+ public:
+  // `model_name` is what /v1/models and responses call the model.
+  Server(const ServerOptions& options, std::string model_name);
+  ~Server();
+
+  // Binds host:port (port 0: any free port) and starts serving on background
+  // threads. Returns the bound port. Throws qvl::Error when the port is taken.
+  int start();
+  // The model is loaded: requests are accepted from now on.
+  void attach(std::unique_ptr<Engine> engine);
+  // Stops accepting new work, gives running work the grace period, cancels
+  // the rest, waits for open responses to end, closes the port.
+  void shutdown();
+  // Blocks until the HTTP listener has stopped.
+  void wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qvl

@@ -1,0 +1,86 @@
+// Internals shared by the server's route files: the state one server holds,
+// and helpers for replies. Not part of the server's public interface.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <condition_variable>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/scheduler.h"
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/completion_json.h"
+#include "server/job_store.h"
+#include "server/json_limits.h"
+#include "server/metrics.h"
+#include "server/server_options.h"
+#include "util/error.h"
+
+namespace qvl {
+
+// What the log line and metrics of one HTTP request need, filled in by the
+// handler (and by a stream's content provider) as the request goes.
+struct RequestRecord {
+  std::string id;
+  std::string route;  // pattern, bounded cardinality
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::mutex mutex;   // a stream's provider writes while the logger may read
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();  // tokens, timings, outcome, error
+};
+
+struct ServerCore {
+  ServerOptions options;
+  std::string model_name;
+  httplib::Server http;
+  Metrics metrics;
+  JobStore jobs;
+  ChatLimits chat_limits;
+  JsonLimits json_limits;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+
+  std::mutex records_mutex;
+  std::condition_variable records_cv;
+  std::map<const httplib::Request*, std::shared_ptr<RequestRecord>> records;
+
+  ServerCore(const ServerOptions& o, std::string name);
+
+  std::shared_ptr<RequestRecord> record(const httplib::Request& req);
+  std::string new_request_id();
+
+  void register_chat_routes();
+  void register_job_routes();
+  void register_info_routes();
+  void register_page_route();  // GET catch-all: registered last
+
+  // Parses and validates a chat body, fetches and decodes its images, checks
+  // the prompt fits the context. Throws ApiError.
+  ChatRequest prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens);
+  // Submits the task or throws 429/503.
+  void submit(const std::shared_ptr<Task>& task);
+  // Records the generation in the metrics and the request's log fields.
+  void on_task_done(const Task& task, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec);
+  // The error a finished-but-unsuccessful task reports.
+  ApiError task_error(const Task& task, const std::string& request_id) const;
+
+ private:
+  std::mutex id_mutex_;
+  std::mt19937_64 id_rng_;
+};
+
+void reply_json(httplib::Response& res, int status, const nlohmann::json& body);
+void reply_error(httplib::Response& res, const ApiError& e);
+int64_t unix_now();
+
+}  // namespace qvl

@@ -1,0 +1,42 @@
+// Everything `qvl serve` can be told beyond the model: network, limits,
+// security, scheduling, jobs, logs. The flags are declared once here
+// (STYLE.md 7) and read into ServerOptions by server_options().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "server/job_store.h"
+#include "server/media.h"
+#include "util/args.h"
+
+namespace qvl {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;      // empty: no authentication
+  std::string cors_origin;  // empty: no CORS headers
+  size_t max_body_bytes = 64u << 20;
+  int64_t max_image_pixels = 1 << 20;
+  int64_t default_max_tokens = 0;  // 0: the model's generation_config, else until the context is full
+  int json_max_depth = 32;
+  MediaOptions media;
+  SchedulerOptions scheduler;
+  JobStoreOptions jobs;
+  std::string log_format = "text";  // or "json"
+  double shutdown_grace_s = 10;
+  int http_threads = 0;  // 0: enough for every slot and queue place, plus a few for health and metrics
+};
+
+// --host, --port, --api-key [QVL_API_KEY], --cors-origin, --parallel,
+// --queue-size, --timeout, --max-body-bytes, --max-image-bytes,
+// --max-image-pixels, --default-max-tokens, --allowed-media-dir,
+// --allow-remote-images, --allow-private-remote-images, --remote-timeout,
+// --job-ttl, --max-jobs, --log-format, --shutdown-grace, --http-threads.
+std::vector<Flag> server_flags();
+ServerOptions server_options(const Args& args);
+
+}  // namespace qvl
