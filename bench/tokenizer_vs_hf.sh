@@ -44,7 +44,10 @@ for (const mode of ["whole", "lines"]) {
   ok = ok && same;
   report[mode] = { identical_ids: same, tokens: qvl.tokens,
     qvl_mb_per_s: +qvl.mb_per_s_median.toFixed(2), hf_mb_per_s: +hf.mb_per_s_median.toFixed(2),
-    qvl_over_hf: +(qvl.mb_per_s_median / hf.mb_per_s_median).toFixed(2), qvl, hf };
+    qvl_over_hf: +(qvl.mb_per_s_median / hf.mb_per_s_median).toFixed(2),
+    qvl_mb_per_cpu_s: +qvl.mb_per_cpu_s_median.toFixed(2), hf_mb_per_cpu_s: +hf.mb_per_cpu_s_median.toFixed(2),
+    qvl_over_hf_cpu: +(qvl.mb_per_cpu_s_median / hf.mb_per_cpu_s_median).toFixed(2),
+    qvl_mb_per_s_cold: +qvl.mb_per_s_cold.toFixed(2), hf_mb_per_s_cold: +hf.mb_per_s_cold.toFixed(2), qvl, hf };
 }
 console.log(JSON.stringify({ text_bytes: report.whole.qvl.bytes, ...report }, null, 1));
 if (!ok) { console.error("ids differ between qvl and Hugging Face"); process.exit(1); }

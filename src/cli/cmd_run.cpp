@@ -9,6 +9,7 @@
 #include "cli/flags.h"
 #include "engine/engine.h"
 #include "image/image.h"
+#include "model/model.h"
 #include "ops/matmul.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -63,6 +64,12 @@ int cmd_run(int argc, char** argv) {
   if (verbose)
     std::cerr << "loaded " << params.model_dir << " (" << weight_format_name(params.weights) << ", "
               << engine->threads() << " threads) in " << engine->load_ms() << " ms\n";
+  if (verbose && !engine->model().weights().unused.empty()) {
+    const std::vector<std::string>& unused = engine->model().weights().unused;
+    std::cerr << unused.size() << " tensor(s) in the checkpoint are not used:";
+    for (size_t i = 0; i < unused.size() && i < 10; ++i) std::cerr << " " << unused[i];
+    std::cerr << (unused.size() > 10 ? " ...\n" : "\n");
+  }
 
   GenerateCallbacks cb;
   if (format == "text") {

@@ -216,6 +216,8 @@ int Engine::threads() const { return impl_->pool.size(); }
 ThreadPool& Engine::pool() { return impl_->pool; }
 size_t Engine::kv_cache_reserved_bytes() const { return impl_->cache.reserved_bytes(); }
 
+SamplerConfig Engine::sampler_config(const SamplingParams& sampling) const { return impl_->sampler_config(sampling); }
+
 std::vector<int32_t> Engine::prompt_tokens(const std::vector<Message>& messages) {
   PreprocessOptions po;
   po.min_pixels = impl_->params.min_pixels;

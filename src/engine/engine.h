@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "image/image.h"
 #include "ops/matmul.h"
 
@@ -111,6 +112,9 @@ class Engine {
   ThreadPool& pool();  // the compute threads (benchmarks drive the model directly)
   size_t kv_cache_reserved_bytes() const;
   std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages);  // the rendered, tokenized prompt
+  // What a request's sampling params resolve to (user, then generation_config,
+  // then engine defaults); the seed is random when unset.
+  SamplerConfig sampler_config(const SamplingParams& sampling) const;
 
  private:
   struct Impl;

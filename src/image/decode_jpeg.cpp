@@ -56,6 +56,12 @@ void on_progress(j_common_ptr cinfo) {
   }
 }
 
+bool create(j_decompress_ptr cinfo, ErrorManager* err) {
+  if (setjmp(err->jump)) return false;  // out of memory while creating
+  jpeg_create_decompress(cinfo);
+  return true;
+}
+
 bool read_header(j_decompress_ptr cinfo, ErrorManager* err, const uint8_t* data, size_t size) {
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
@@ -116,14 +122,14 @@ inline uint8_t mul255(uint32_t a, uint32_t b) {  // round(a * b / 255)
 }  // namespace
 
 Image decode_jpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits, const DecodeHint& hint) {
-  jpeg_decompress_struct cinfo;
+  jpeg_decompress_struct cinfo{};  // zeroed: destroying it is safe whatever happens below
   ErrorManager err;
   std::memset(&err, 0, sizeof err);
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
-  jpeg_create_decompress(&cinfo);
   JpegGuard guard{&cinfo};
+  if (!create(&cinfo, &err)) fail("JPEG: cannot create the decoder: ", err.message);
   jpeg_progress_mgr progress{};
   progress.progress_monitor = on_progress;
   cinfo.progress = &progress;

@@ -110,11 +110,9 @@ class Fetcher {
         plan.push_back(remote_.describe(listing, shard));
       }
     }
-    check_space(plan);
+    uint64_t todo = bytes_to_fetch(plan);
+    check_space(todo);
     if (opts_.log) {
-      uint64_t todo = 0;
-      for (const RemoteFile& f : plan)
-        if (!fs::exists(cache_.blob_path(f.etag))) todo += f.size - std::min(f.size, size_or_zero(cache_.incomplete_path(f.etag)));
       *opts_.log << "qvl: " << opts_.repo_id << " revision " << opts_.revision << " (commit "
                  << listing.commit.substr(0, 12) << ") from " << remote_.endpoint() << ": " << plan.size()
                  << " files, " << format_bytes(todo) << " to download\n";
@@ -134,11 +132,16 @@ class Fetcher {
            ": qvl runs Hugging Face-format checkpoints with safetensors weights and tokenizer.json");
   }
 
-  void check_space(const std::vector<RemoteFile>& plan) const {
+  // What is not in blobs/ yet, minus what partial downloads already hold.
+  uint64_t bytes_to_fetch(const std::vector<RemoteFile>& plan) const {
     uint64_t need = 0;
     for (const RemoteFile& f : plan)
       if (!fs::exists(cache_.blob_path(f.etag)))
         need += f.size - std::min(f.size, size_or_zero(cache_.incomplete_path(f.etag)));
+    return need;
+  }
+
+  void check_space(uint64_t need) const {
     std::string blobs = cache_.root() + "/blobs";
     uint64_t avail = free_bytes(blobs);
     if (need > avail)

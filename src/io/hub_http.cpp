@@ -100,6 +100,7 @@ static size_t on_body(char* data, size_t size, size_t n, void* user) {
   bool into_file = a->fd >= 0 && (status == 200 || status == 206);
   if (!into_file) {
     if (a->response.body.size() + len > a->max_body) {
+      if (a->fd >= 0) return len;  // a failed download's error page: its start is enough
       a->body_too_big = true;
       return 0;
     }

@@ -29,8 +29,12 @@ namespace qvl {
 //       (row_bytes = 16·ceil(k/32)). |w - d·q| <= |d| (one step, the clamp
 //       at +8 -> 7), else <= |d|/2. 0.625 bytes per weight.
 //   y = Σ_groups d · Σ_j q_j·x_j, accumulated in f32 (x is not quantized).
-//   Measured error of y vs the f32 product (random normal weights, uniform
-//   x, K = 2048, relative L2 over all outputs): see bench/ops_report.
+//   Error of y against the same product with f32 weights, measured by
+//   bench/ops_report (normal weights, uniform x in [-1, 1], m=8, n=2048,
+//   k=2048 and 6144): relative L2 error q8 0.53-0.54 %, q4 8.5-8.7 %; worst
+//   single output error / RMS of outputs: q8 2.1 %, q4 38 %.
+//   Kernels (simd_matmul.cpp) agree with the scalar twin (scalar.cpp) to f32
+//   rounding; tests/ops hold them together.
 enum class WeightFormat { F32, BF16, Q8, Q4 };
 const char* weight_format_name(WeightFormat f);           // "f32", "bf16", "q8", "q4"
 WeightFormat parse_weight_format(const std::string& name);  // throws qvl::Error

@@ -154,16 +154,25 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
   const int64_t bk_max = kKV * N;  // kv positions per block
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
   const int64_t kts = (p.nkv + bk_max - 1) / bk_max * bk_max;  // Kt row stride, zero-padded
-  // Kt [kv_heads][dh][kts]: key columns contiguous along positions.
-  thread_local std::vector<float> kt_buf;
+  // Kt [kv_heads][dh][kts]: key columns contiguous along positions. Vp
+  // [kv_heads][nkv][dh]: each head's value rows packed densely, so a block of
+  // rows is not kv_stride (often 4 KB) apart, where they would share L1 sets.
+  thread_local std::vector<float> kt_buf, vp_buf;
   kt_buf.assign(static_cast<size_t>(p.kv_heads * dh * kts), 0.0f);
+  vp_buf.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
   float* kt = kt_buf.data();
-  pool.parallel_for(p.kv_heads * dh, [&](int64_t b, int64_t e, int) {
-    for (int64_t hc = b; hc < e; ++hc) {
-      const int64_t h = hc / dh, c = hc % dh;
-      float* dst = kt + hc * kts;
-      const float* src = k + h * dh + c;
-      for (int64_t j = 0; j < p.nkv; ++j) dst[j] = src[j * p.kv_stride];
+  float* vp = vp_buf.data();
+  constexpr int64_t kJ = 16;  // positions per transposition block
+  const int64_t jblocks = (p.nkv + kJ - 1) / kJ;
+  pool.parallel_for(p.kv_heads * jblocks, [&](int64_t b, int64_t e, int) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t h = item / jblocks, j0 = (item % jblocks) * kJ, j1 = std::min(p.nkv, j0 + kJ);
+      float* kth = kt + h * dh * kts;
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* src = k + j * p.kv_stride + h * dh;
+        for (int64_t c = 0; c < dh; ++c) kth[c * kts + j] = src[c];
+        std::memcpy(vp + (h * p.nkv + j) * dh, v + j * p.kv_stride + h * dh, sizeof(float) * dh);
+      }
     }
   });
   const int64_t qblocks = (p.nq + kBq - 1) / kBq;
@@ -187,7 +196,7 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
       std::fill(o, o + kBq * dh, 0.0f);
       int64_t kv_end = p.causal ? std::min(p.nkv, p.q_pos0 + i0 + rows) : p.nkv;
       const float* ktk = kt + kvh * dh * kts;
-      const float* vh = v + kvh * dh;
+      const float* vh = vp + kvh * p.nkv * dh;
       for (int64_t j0 = 0; j0 < kv_end; j0 += bk_max) {
         const int64_t bk = std::min(bk_max, kv_end - j0);
         int64_t r = 0;
@@ -208,9 +217,9 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
           m[r] = m_new;
           if (corr != 1.0f) ScaleAdd(o + r * dh, corr, o + r * dh, 0.0f, dh);
         }
-        const float* vb = vh + j0 * p.kv_stride;
-        for (r = 0; r + kRows <= rows; r += kRows) OutRows<kRows>(s + r * bk_max, bk_max, bk, vb, p.kv_stride, o + r * dh, dh, dh);
-        for (; r < rows; ++r) OutRows<1>(s + r * bk_max, bk_max, bk, vb, p.kv_stride, o + r * dh, dh, dh);
+        const float* vb = vh + j0 * dh;
+        for (r = 0; r + kRows <= rows; r += kRows) OutRows<kRows>(s + r * bk_max, bk_max, bk, vb, dh, o + r * dh, dh, dh);
+        for (; r < rows; ++r) OutRows<1>(s + r * bk_max, bk_max, bk, vb, dh, o + r * dh, dh, dh);
       }
       for (int64_t r = 0; r < rows; ++r) {
         float* dst = out + (i0 + r) * p.out_stride + h * dh;

@@ -13,6 +13,7 @@
 #define HWY_TARGET_INCLUDE "ops/simd_matmul.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/cache_control.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,8 +42,10 @@ constexpr int kMV = 2, kNR = 6;  // 16 registers: 12 accumulators
 // count. `vec_end` is how far whole vectors go; columns past it (f32/bf16
 // tails) come from Scalar(r, c).
 struct F32Rows {
+  static constexpr bool kQuantized = false;
   const float* w;
   int64_t k;
+  const void* Addr(int64_t r, int64_t c) const { return w + r * k + c; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const { return hn::LoadU(d, w + r * k + c); }
   float Scalar(int64_t r, int64_t c) const { return w[r * k + c]; }
   int64_t vec_end(size_t lanes) const { return k / static_cast<int64_t>(lanes) * static_cast<int64_t>(lanes); }
@@ -54,8 +57,10 @@ struct F32Rows {
 };
 
 struct Bf16Rows {
+  static constexpr bool kQuantized = false;
   const uint16_t* w;
   int64_t k;
+  const void* Addr(int64_t r, int64_t c) const { return w + r * k + c; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const {
     const hn::Rebind<uint16_t, DF> du16;
     const hn::Rebind<uint32_t, DF> du32;
@@ -77,7 +82,21 @@ struct Bf16Rows {
 };
 
 struct Q8Rows {
+  static constexpr bool kQuantized = true;
   quant::View v;
+  template <int V>
+  HWY_INLINE void LoadStoredCodes(DF d, int64_t r, int64_t c, VF* out) const { LoadCodes<V>(d, r, c, out); }
+  float Offset(DF, int64_t, int) const { return 0.0f; }
+  float Scale(int64_t r, int64_t c) const { return v.scales[r * v.groups + c / quant::kGroup]; }
+  // The group's integer codes as f32 (exact), without the scale.
+  template <int V>
+  HWY_INLINE void LoadCodes(DF d, int64_t r, int64_t c, VF* out) const {
+    const hn::Rebind<int8_t, DF> di8;
+    const hn::Rebind<int32_t, DF> di32;
+    const int8_t* q = reinterpret_cast<const int8_t*>(v.quants + r * v.row_bytes + c);
+    for (int u = 0; u < V; ++u) out[u] = hn::ConvertTo(d, hn::PromoteTo(di32, hn::LoadU(di8, q + u * hn::Lanes(d))));
+  }
+  const void* Addr(int64_t r, int64_t c) const { return v.quants + r * v.row_bytes + c; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const {
     const hn::Rebind<int8_t, DF> di8;
     const hn::Rebind<int32_t, DF> di32;
@@ -100,7 +119,49 @@ struct Q8Rows {
 };
 
 struct Q4Rows {
+  static constexpr bool kQuantized = true;
   quant::View v;
+  // Per x row i, per group g: Σ x (set by MatmulSmallM for the few-rows path,
+  // which sums stored codes 0..15 and subtracts 8·s·Σx once per row).
+  const float* xsum = nullptr;
+  int64_t xsum_stride = 0;
+  template <int V>
+  HWY_INLINE void LoadStoredCodes(DF d, int64_t r, int64_t c, VF* out) const {
+    const hn::Rebind<uint8_t, DF> du8;
+    const hn::Rebind<int32_t, DF> di32;
+    const uint8_t* bytes = v.quants + r * v.row_bytes + c / 2;
+    for (int u = 0; u < V / 2; ++u) {
+      auto wide = hn::BitCast(di32, hn::PromoteTo(hn::Rebind<uint32_t, DF>(), hn::LoadU(du8, bytes + u * hn::Lanes(d))));
+      out[u] = hn::ConvertTo(d, hn::And(wide, hn::Set(di32, 15)));
+      out[u + V / 2] = hn::ConvertTo(d, hn::ShiftRight<4>(wide));
+    }
+  }
+  // -8 · Σ_g s_g · xsum[i][g] for row r.
+  float Offset(DF d, int64_t r, int i) const {
+    const float* sc = v.scales + r * v.groups;
+    const float* xs = xsum + i * xsum_stride;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    VF acc = hn::Zero(d);
+    int64_t g = 0;
+    for (; g + N <= v.groups; g += N) acc = hn::MulAdd(hn::LoadU(d, sc + g), hn::LoadU(d, xs + g), acc);
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; g < v.groups; ++g) sum += sc[g] * xs[g];
+    return -8.0f * sum;
+  }
+  float Scale(int64_t r, int64_t c) const { return v.scales[r * v.groups + c / quant::kGroup]; }
+  template <int V>
+  HWY_INLINE void LoadCodes(DF d, int64_t r, int64_t c, VF* out) const {
+    const hn::Rebind<uint8_t, DF> du8;
+    const hn::Rebind<int32_t, DF> di32;
+    const uint8_t* bytes = v.quants + r * v.row_bytes + c / 2;
+    const auto eight = hn::Set(di32, 8);
+    for (int u = 0; u < V / 2; ++u) {
+      auto wide = hn::BitCast(di32, hn::PromoteTo(hn::Rebind<uint32_t, DF>(), hn::LoadU(du8, bytes + u * hn::Lanes(d))));
+      out[u] = hn::ConvertTo(d, hn::Sub(hn::And(wide, hn::Set(di32, 15)), eight));
+      out[u + V / 2] = hn::ConvertTo(d, hn::Sub(hn::ShiftRight<4>(wide), eight));
+    }
+  }
+  const void* Addr(int64_t r, int64_t c) const { return v.quants + r * v.row_bytes + c / 2; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const {
     const hn::Rebind<uint8_t, DF> du8;
     const hn::Rebind<int32_t, DF> di32;
@@ -137,6 +198,8 @@ struct Q4Rows {
 
 // ---------------------------------------------------------------- small m
 
+constexpr int64_t kPrefetchBytes = 1024;
+
 // R weight rows [n, n+R) against M rows of x (padded with zeros to xs floats
 // per row). Accumulators: M·R vectors.
 template <int M, int R, class Rows>
@@ -150,9 +213,30 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
     for (int r = 0; r < R; ++r) acc[i][r] = hn::Zero(d);
   // Whole groups of 32 columns (quantized rows: every group, zero-padded).
   const int64_t end = rows.group_end();
-  for (int64_t c = 0; c < end; c += quant::kGroup) {
+  if constexpr (Rows::kQuantized && M <= 2) {
+    // Few x rows: sum code·x per group, then one multiply by the group's
+    // scale (the twin's order); cheaper than scaling every weight.
+    for (int64_t c = 0; c < end; c += quant::kGroup) {
+      for (int r = 0; r < R; ++r) {
+        hwy::Prefetch(static_cast<const uint8_t*>(rows.Addr(n + r, c)) + kPrefetchBytes);
+        VF codes[V];
+        rows.template LoadStoredCodes<V>(d, n + r, c, codes);
+        const VF s = hn::Set(d, rows.Scale(n + r, c));
+        for (int i = 0; i < M; ++i) {
+          VF part = hn::Mul(hn::LoadU(d, x + i * xs + c), codes[0]);
+          for (int u = 1; u < V; ++u) part = hn::MulAdd(hn::LoadU(d, x + i * xs + c + u * N), codes[u], part);
+          acc[i][r] = hn::MulAdd(part, s, acc[i][r]);
+        }
+      }
+    }
+  }
+  for (int64_t c = 0; c < end && !(Rows::kQuantized && M <= 2); c += quant::kGroup) {
     VF w[R][V];
-    for (int r = 0; r < R; ++r) rows.template LoadGroup<V>(d, n + r, c, w[r]);
+    for (int r = 0; r < R; ++r) {
+      // Each row is its own short stream; run ahead of the hardware prefetcher.
+      hwy::Prefetch(static_cast<const uint8_t*>(rows.Addr(n + r, c)) + kPrefetchBytes);
+      rows.template LoadGroup<V>(d, n + r, c, w[r]);
+    }
     for (int u = 0; u < V; ++u)
       for (int i = 0; i < M; ++i) {
         const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
@@ -173,6 +257,9 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
       for (int i = 0; i < M; ++i) tail[i] += x[i * xs + c] * wt;
     }
     const float b = bias ? bias[n + r] : 0.0f;
+    if constexpr (Rows::kQuantized && M <= 2) {
+      for (int i = 0; i < M; ++i) tail[i] += rows.Offset(d, n + r, i);
+    }
     for (int i = 0; i < M; ++i) y[i * ldy + n + r] = hn::GetLane(hn::SumOfLanes(d, acc[i][r])) + tail[i] + b;
   }
 }
@@ -180,7 +267,8 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
 template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
-  constexpr int R = M <= 2 ? 4 : (M <= 4 || kMV == 3) ? 2 : 1;  // kMV == 3: 32 registers
+  // Rows per block: MR accumulators + R·(32/lanes) weight vectors must fit the register file.
+  constexpr int R = kMV == 3 ? (M <= 4 ? 4 : 3) : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
   int64_t n = n0;
   for (; n + R <= n1; n += R) SmallBlock<M, R>(rows, x, xs, k, n, bias, y, ldy);
   for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
@@ -225,11 +313,30 @@ void MatmulSmallM(const MatmulArgs& a, ThreadPool& pool) {
   if (!LanesAreFixed()) return ScalarFallback(a, pool);
   const int64_t k = a.w->cols();
   // x copied once, zero-padded to whole groups so quantized rows need no tail.
-  const int64_t xs = quant::padded_cols(k);
+  // Row stride padded 64 bytes off a power of two so x rows do not share L1 sets.
+  const int64_t xs = quant::padded_cols(k) + 16;
   thread_local std::vector<float> xpad;
   xpad.assign(static_cast<size_t>(a.m * xs), 0.0f);
   for (int64_t i = 0; i < a.m; ++i) std::memcpy(xpad.data() + i * xs, a.x + i * a.ldx, sizeof(float) * k);
   const float* x = xpad.data();
+  if (a.w->format() == WeightFormat::Q4 && a.m <= 2) {
+    Q4Rows rows{quant::view(*a.w)};
+    thread_local std::vector<float> xsum;
+    xsum.resize(static_cast<size_t>(a.m * rows.v.groups));
+    for (int64_t i = 0; i < a.m; ++i)
+      for (int64_t g = 0; g < rows.v.groups; ++g) {
+        float sum = 0;
+        for (int64_t j = 0; j < quant::kGroup; ++j) sum += x[i * xs + g * quant::kGroup + j];
+        xsum[static_cast<size_t>(i * rows.v.groups + g)] = sum;
+      }
+    rows.xsum = xsum.data();
+    rows.xsum_stride = rows.v.groups;
+    const int64_t blocks = (a.w->rows() + 3) / 4;
+    pool.parallel_for(blocks, [&](int64_t b, int64_t e, int) {
+      SmallDispatch(rows, x, a.m, xs, k, b * 4, std::min(a.w->rows(), e * 4), a.bias, a.y, a.ldy);
+    });
+    return;
+  }
   WithRows(*a.w, [&](const auto& rows) {
     // Chunks of 4 rows keep every thread's blocks whole.
     const int64_t blocks = (a.w->rows() + 3) / 4;

@@ -7,6 +7,7 @@
 // process and `qvl pull` / `qvl models` as a user runs them.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -24,6 +25,8 @@
 
 #include "io/hub_cache.h"
 #include "io/hub_sha.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
 #include "io/model_source.h"
 #include "util/error.h"
 
@@ -68,9 +71,13 @@ std::shared_ptr<const HubFile> make_file(std::string bytes, bool lfs) {
   hub::Sha256 sha;
   sha.update(f->bytes.data(), f->bytes.size());
   f->sha256 = sha.hex();
-  hub::Sha1 git = hub::git_blob_hasher(f->bytes.size());
-  git.update(f->bytes.data(), f->bytes.size());
-  f->etag = lfs ? f->sha256 : git.hex();
+  if (lfs) {
+    f->etag = f->sha256;
+  } else {
+    hub::Sha1 git = hub::git_blob_hasher(f->bytes.size());
+    git.update(f->bytes.data(), f->bytes.size());
+    f->etag = git.hex();
+  }
   return f;
 }
 
@@ -116,7 +123,6 @@ class MockHub {
     Repo huge = repos_["Qwen/Tiny-VL"];
     huge.fake_weights_size = uint64_t(1) << 60;
     repos_["Qwen/Huge"] = huge;
-    repos_["Qwen/Sharded"] = sharded_repo();
 
     srv_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -145,6 +151,10 @@ class MockHub {
     if (thread_.joinable()) thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void add_repo(const std::string& id, const Repo& repo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    repos_[id] = repo;
+  }
 
   std::vector<Logged> log() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -228,11 +238,10 @@ class MockHub {
       res.set_content("{\"error\": \"Invalid rev id: " + rev + "\"}", "application/json");
       return;
     }
-    std::string siblings;
-    for (const auto& [name, f] : repo->files) siblings += (siblings.empty() ? "" : ",") + ("{\"rfilename\":\"" + name + "\"}");
-    res.set_content("{\"id\":\"" + std::string(req.matches[1]) + "\",\"sha\":\"" + repo->commit + "\",\"siblings\":[" +
-                        siblings + "]}",
-                    "application/json");
+    nlohmann::json siblings = nlohmann::json::array();
+    for (const auto& [name, f] : repo->files) siblings.push_back({{"rfilename", name}});
+    nlohmann::json body = {{"id", std::string(req.matches[1])}, {"sha", repo->commit}, {"siblings", siblings}};
+    res.set_content(body.dump(), "application/json");
   }
 
   void resolve(const httplib::Request& req, httplib::Response& res) {
@@ -281,12 +290,12 @@ class MockHub {
       res.set_content(R"({"Code": 10010205001, "Message": "model not exists", "Success": false})", "application/json");
       return;
     }
-    std::string files;
+    nlohmann::json files = nlohmann::json::array();
     for (const auto& [name, f] : it->second.files)
-      files += (files.empty() ? "" : ",") + ("{\"Name\":\"" + name + "\",\"Path\":\"" + name +
-                                              "\",\"Type\":\"blob\",\"Size\":" + std::to_string(f->bytes.size()) +
-                                              ",\"Sha256\":\"" + f->sha256 + "\",\"Revision\":\"" + it->second.commit + "\"}");
-    res.set_content(R"({"Code": 200, "Success": true, "Data": {"Files": [)" + files + "]}}", "application/json");
+      files.push_back({{"Name", name}, {"Path", name}, {"Type", "blob"}, {"Size", f->bytes.size()},
+                       {"Sha256", f->sha256}, {"Revision", it->second.commit}});
+    nlohmann::json body = {{"Code", 200}, {"Success", true}, {"Data", {{"Files", files}}}};
+    res.set_content(body.dump(), "application/json");
   }
 
   void ms_file(const httplib::Request& req, httplib::Response& res) {
@@ -406,6 +415,11 @@ TEST_F(Hub, FirstRunDownloadsSecondRunTouchesNoNetwork) {
   }
   EXPECT_EQ(hub_.count("GET", "/api/models/Qwen/Tiny-VL/revision/main"), 1u);
   EXPECT_EQ(hub_.count("GET", "/cdn/"), 2u);  // model.safetensors and tokenizer.json, through the redirect
+  // It loads: the folder reader and the weights follow the snapshot's symlinks.
+  ModelFolder folder = ModelFolder::open(dir);
+  EXPECT_EQ(folder.config.model_type, "qwen3_vl");
+  SafeTensors weights = SafeTensors::open(folder.weights_path);
+  EXPECT_TRUE(weights.find("model.language_model.embed_tokens.weight") != nullptr);
 
   hub_.clear_log();
   EXPECT_EQ(resolve_model("Qwen/Tiny-VL", opts_), dir);
@@ -543,6 +557,7 @@ TEST_F(Hub, NotEnoughDiskSpaceIsCaughtBeforeDownloading) {
 }
 
 TEST_F(Hub, ShardedWeightsFollowTheIndex) {
+  hub_.add_repo("Qwen/Sharded", sharded_repo());
   std::string dir = resolve_model("Qwen/Sharded", opts_);
   EXPECT_TRUE(hub::missing_files(dir).empty());
   EXPECT_EQ(slurp(dir + "/model-00001-of-00002.safetensors") + slurp(dir + "/model-00002-of-00002.safetensors"),

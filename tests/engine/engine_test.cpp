@@ -192,6 +192,23 @@ TEST(Engine, SeededSamplingIsReproducible) {
   EXPECT_EQ(a.token_ids, b.token_ids);
 }
 
+TEST(Engine, GenerationConfigDefaultsApplyWhenUnset) {
+  // The fixture's generation_config: do_sample, temperature 0.7, top_k 20, top_p 0.8.
+  SamplerConfig d = engine().sampler_config({});
+  EXPECT_DOUBLE_EQ(d.temperature, 0.7);
+  EXPECT_EQ(d.top_k, 20);
+  EXPECT_DOUBLE_EQ(d.top_p, 0.8);
+  SamplingParams s;
+  s.top_k = 5;
+  SamplerConfig u = engine().sampler_config(s);
+  EXPECT_EQ(u.top_k, 5);
+  EXPECT_DOUBLE_EQ(u.temperature, 0.7);
+  s.temperature = 0;
+  EXPECT_TRUE(engine().sampler_config(s).greedy());
+  s.seed = 9;
+  EXPECT_EQ(engine().sampler_config(s).seed, 9u);
+}
+
 TEST(Engine, PromptLargerThanContextNamesTheNumbers) {
   EngineParams p;
   p.model_dir = kFixtures + "/tiny-qwen3vl";

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "encoders.h"
 #include "image/image.h"
@@ -101,31 +102,35 @@ TEST(ResizeBicubic, FastPassEqualsScalarTwin) {
 // The pixel_values contract: row r = patch (window-major order), column
 // [c][t][y][x]; the value is the normalised source pixel.
 TEST(Preprocess, PatchOrderAndTemporalCopies) {
-  // 64x32 needs no resize with min_pixels 0 (multiples of 32), so every value
-  // maps back to one source pixel.
-  qvl::Image im = random_image(64, 32, 5);
-  const auto cfg = qwen_config(0, 1 << 30);
-  const auto pv = qvl::preprocess(im, cfg);
-  ASSERT_EQ(pv.grid_h, 2);
-  ASSERT_EQ(pv.grid_w, 4);
-  ASSERT_EQ(pv.num_patches, 8);
-  ASSERT_EQ(pv.patch_dim, 1536);
-  EXPECT_EQ(pv.num_tokens(2), 2);
-  const int p = 16, m = 2;
-  for (int row = 0; row < 8; ++row) {
-    // windows are row-major over (grid_h/m, grid_w/m); patches inside row-major
-    const int window = row / (m * m), in_window = row % (m * m);
-    const int ph = (window / (pv.grid_w / m)) * m + in_window / m;
-    const int pw = (window % (pv.grid_w / m)) * m + in_window % m;
-    for (int c = 0; c < 3; ++c)
-      for (int t = 0; t < 2; ++t)
-        for (int y = 0; y < p; ++y)
-          for (int x = 0; x < p; ++x) {
-            const uint8_t v = im.rgb[(size_t(ph * p + y) * 64 + pw * p + x) * 3 + c];
-            const float want = (static_cast<float>(v * (1.0 / 255.0)) - 0.5f) / 0.5f;
-            ASSERT_EQ(pv.data[size_t(row) * 1536 + ((c * 2 + t) * p + y) * p + x], want)
-                << "row " << row << " c " << c << " t " << t << " y " << y << " x " << x;
-          }
+  // (patch, merge, temporal) of Qwen3-VL, Qwen2-VL and an odd configuration:
+  // nothing in the layout may assume 16 / 2 / 2.
+  for (auto [p, m, tp] : {std::tuple{16, 2, 2}, std::tuple{14, 2, 2}, std::tuple{8, 3, 1}}) {
+    SCOPED_TRACE(std::to_string(p) + "/" + std::to_string(m) + "/" + std::to_string(tp));
+    const int f = p * m, W = 2 * f, H = f;  // sizes on the grid: no resize
+    const qvl::Image im = random_image(W, H, 5);
+    auto cfg = qwen_config(0, 1 << 30);
+    cfg.patch_size = p, cfg.merge_size = m, cfg.temporal_patch_size = tp;
+    const auto pv = qvl::preprocess(im, cfg);
+    ASSERT_EQ(pv.grid_h, m);
+    ASSERT_EQ(pv.grid_w, 2 * m);
+    ASSERT_EQ(pv.num_patches, 2 * m * m);
+    ASSERT_EQ(pv.patch_dim, 3 * tp * p * p);
+    EXPECT_EQ(pv.num_tokens(m), 2);
+    for (int row = 0; row < pv.num_patches; ++row) {
+      // windows are row-major over (grid_h/m, grid_w/m); patches inside row-major
+      const int window = row / (m * m), in_window = row % (m * m);
+      const int ph = (window / (pv.grid_w / m)) * m + in_window / m;
+      const int pw = (window % (pv.grid_w / m)) * m + in_window % m;
+      for (int c = 0; c < 3; ++c)
+        for (int t = 0; t < tp; ++t)
+          for (int y = 0; y < p; ++y)
+            for (int x = 0; x < p; ++x) {
+              const uint8_t v = im.rgb[(size_t(ph * p + y) * W + pw * p + x) * 3 + c];
+              const float want = (static_cast<float>(v * (1.0 / 255.0)) - 0.5f) / 0.5f;
+              ASSERT_EQ(pv.data[size_t(row) * pv.patch_dim + ((c * tp + t) * p + y) * p + x], want)
+                  << "row " << row << " c " << c << " t " << t << " y " << y << " x " << x;
+            }
+    }
   }
 }
 
@@ -180,6 +185,16 @@ TEST(Preprocess, DctScalingKeepsTheGrid) {
   // In 0..255 levels (normalised values span 2.0 per 255 levels).
   EXPECT_LE(worst * 127.5, 8.0);
   EXPECT_LE(sum / full.data.size() * 127.5, 1.0);
+
+  // Rotated by EXIF: the full size rotates with the pixels, so the grid is the
+  // transposed one on both paths.
+  const auto rotated = qvl_test::with_exif_orientation(jpg, 6, false);
+  const auto rfull = qvl::decode_and_preprocess(rotated, cfg, {}, {}, false);
+  const auto rfast = qvl::decode_and_preprocess(rotated, cfg, {}, {}, true);
+  EXPECT_EQ(rfull.grid_h, full.grid_w);
+  EXPECT_EQ(rfull.grid_w, full.grid_h);
+  EXPECT_EQ(rfast.grid_h, rfull.grid_h);
+  EXPECT_EQ(rfast.grid_w, rfull.grid_w);
 }
 
 }  // namespace

@@ -146,8 +146,9 @@ TEST(Weights, MisShapedTensorIsNamed) {
     FAIL();
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("mlp.down_proj.weight"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("[64, 192]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("layers.0.mlp.gate_proj.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[192, 64]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[200, 64]"), std::string::npos) << msg;
   }
 }
 
