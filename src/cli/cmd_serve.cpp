@@ -70,7 +70,10 @@ int cmd_serve(int argc, char** argv) {
     }
     std::cerr << "qvl serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", draining (up to "
               << options.shutdown_grace_s << " s)\n";
-    server.shutdown();
+    if (!server.shutdown()) {
+      std::cerr << "qvl serve: a cancelled request did not stop in time; exiting anyway\n";
+      std::_Exit(0);
+    }
   });
 
   std::unique_ptr<Engine> engine;

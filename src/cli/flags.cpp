@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 #include "io/model_source.h"
 #include "util/error.h"
@@ -54,13 +55,17 @@ EngineParams engine_params(const Args& args) {
   auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   auto last = std::make_shared<int>(-1);
   const std::string format = args.get("weights");
-  p.load_progress = [start, last, format](size_t done, size_t total) {
+  // A terminal gets one line redrawn in place; a log gets a line per quarter.
+  const bool tty = isatty(STDERR_FILENO);
+  p.load_progress = [start, last, format, tty](size_t done, size_t total) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
     if (s < 1.0 || total == 0) return;
     const int pct = static_cast<int>(100.0 * done / total);
-    if (pct == *last) return;
-    *last = pct;
-    std::fprintf(stderr, "\rconverting weights to %s: %3d%%%s", format.c_str(), pct, pct >= 100 ? "\n" : "");
+    const int step = tty ? pct : pct / 25 * 25;
+    if (step == *last) return;
+    *last = step;
+    if (tty) std::fprintf(stderr, "\rconverting weights to %s: %3d%%%s", format.c_str(), pct, pct >= 100 ? "\n" : "");
+    else std::fprintf(stderr, "converting weights to %s: %d%%\n", format.c_str(), step);
     std::fflush(stderr);
   };
   return p;

@@ -235,17 +235,19 @@ void Scheduler::watchdog_loop() {
   }
 }
 
-void Scheduler::drain(std::chrono::milliseconds grace) {
+bool Scheduler::drain(std::chrono::milliseconds grace) {
   std::unique_lock lock(mutex_);
   accepting_ = false;
-  idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_.empty(); });
+  if (idle_cv_.wait_for(lock, grace, [&] { return queue_.empty() && running_.empty(); })) return true;
   for (const std::shared_ptr<Task>& t : queue_) {
     t->cancel(TaskOutcome::Shutdown);
     t->finish(TaskOutcome::Shutdown, {}, {});
   }
   queue_.clear();
   for (const std::shared_ptr<Task>& t : running_) t->cancel(TaskOutcome::Shutdown);
-  idle_cv_.wait(lock, [&] { return running_.empty(); });
+  // Cancellation takes effect at the next step; a step is short, but a
+  // bound keeps a stuck step from holding the process forever.
+  return idle_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return running_.empty(); });
 }
 
 SchedulerStats Scheduler::stats() const {

@@ -121,8 +121,9 @@ class Scheduler {
   Refusal submit(const std::shared_ptr<Task>& task);
 
   // Stops accepting, lets queued and running work finish for up to `grace`,
-  // then cancels the rest (outcome Shutdown) and waits for the slots to empty.
-  void drain(std::chrono::milliseconds grace);
+  // then cancels the rest (outcome Shutdown) and waits (bounded) for the
+  // slots to empty. False when a slot did not stop in time.
+  bool drain(std::chrono::milliseconds grace);
 
   SchedulerStats stats() const;
   const SchedulerOptions& options() const { return options_; }

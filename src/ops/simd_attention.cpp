@@ -151,9 +151,12 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
                     ThreadPool& pool) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t bk_max = kKV * N;  // kv positions per block
+  const int64_t tile_kv = kKV * N;       // kv positions per score micro-tile
+  const int64_t bk_max = 2 * tile_kv;    // kv positions per block (softmax bookkeeping amortised over more)
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
-  const int64_t kts = (p.nkv + bk_max - 1) / bk_max * bk_max;  // Kt row stride, zero-padded
+  // Kt row stride: zero-padded to whole blocks, plus 16 floats so rows are not
+  // a power of two apart (4096 positions would put every row in the same L1 sets).
+  const int64_t kts = (p.nkv + bk_max - 1) / bk_max * bk_max + 16;
   // Kt [kv_heads][dh][kts]: key columns contiguous along positions. Vp
   // [kv_heads][nkv][dh]: each head's value rows packed densely, so a block of
   // rows is not kv_stride (often 4 KB) apart, where they would share L1 sets.
@@ -200,8 +203,11 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
       for (int64_t j0 = 0; j0 < kv_end; j0 += bk_max) {
         const int64_t bk = std::min(bk_max, kv_end - j0);
         int64_t r = 0;
-        for (; r + kRows <= rows; r += kRows) ScoreTile<kRows>(qs + r * dh, dh, ktk + j0, kts, s + r * bk_max, bk_max);
-        for (; r < rows; ++r) ScoreTile<1>(qs + r * dh, dh, ktk + j0, kts, s + r * bk_max, bk_max);
+        for (int64_t jt = 0; jt < bk; jt += tile_kv) {
+          for (r = 0; r + kRows <= rows; r += kRows)
+            ScoreTile<kRows>(qs + r * dh, dh, ktk + j0 + jt, kts, s + r * bk_max + jt, bk_max);
+          for (; r < rows; ++r) ScoreTile<1>(qs + r * dh, dh, ktk + j0 + jt, kts, s + r * bk_max + jt, bk_max);
+        }
         for (r = 0; r < rows; ++r) {
           float* sr = s + r * bk_max;
           int64_t valid = p.causal ? std::clamp<int64_t>(p.q_pos0 + i0 + r + 1 - j0, 0, bk) : bk;

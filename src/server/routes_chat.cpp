@@ -143,9 +143,8 @@ void ServerCore::register_chat_routes() {
           ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
 
       if (!cr.stream) {
-        fprintf(stderr, "DBG probe valid=%d\n", probe.valid());
         while (!task->wait_done(kPollPeriod))
-          if (probe.closed()) { fprintf(stderr, "DBG closed\n"); task->cancel(TaskOutcome::Cancelled); }
+          if (probe.closed()) task->cancel(TaskOutcome::Cancelled);
         if (task->outcome() == TaskOutcome::Succeeded) reply_json(res, 200, completion_json(*task, meta));
         else reply_error(res, task_error(*task, rec->id));
         return;

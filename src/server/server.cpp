@@ -93,6 +93,13 @@ struct Server::Impl {
     const int threads = o.http_threads > 0 ? o.http_threads : o.scheduler.parallel + o.scheduler.queue_size + 8;
     h.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     h.set_payload_max_length(o.max_body_bytes);
+    // cpp-httplib's default also sets SO_REUSEPORT, which lets a second
+    // server (or another program) bind the same port and take half the
+    // connections; a port that is taken must be an error instead.
+    h.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     h.set_keep_alive_timeout(5);
     h.set_read_timeout(30);
     h.set_write_timeout(30);
@@ -246,11 +253,12 @@ void Server::attach(std::unique_ptr<Engine> engine) {
   c.ready.store(true);
 }
 
-void Server::shutdown() {
+bool Server::shutdown() {
   ServerCore& c = impl_->core;
-  if (c.draining.exchange(true)) return;
+  if (c.draining.exchange(true)) return true;
+  bool clean = true;
   if (c.scheduler)
-    c.scheduler->drain(std::chrono::milliseconds(static_cast<int64_t>(c.options.shutdown_grace_s * 1000)));
+    clean = c.scheduler->drain(std::chrono::milliseconds(static_cast<int64_t>(c.options.shutdown_grace_s * 1000)));
   // Streams end shortly after their tasks; stopping the listener earlier
   // would cut them off mid-event.
   {
@@ -262,6 +270,7 @@ void Server::shutdown() {
     });
   }
   c.http.stop();
+  return clean;
 }
 
 void Server::wait() {

@@ -23,8 +23,9 @@ class Server {
   // The model is loaded: requests are accepted from now on.
   void attach(std::unique_ptr<Engine> engine);
   // Stops accepting new work, gives running work the grace period, cancels
-  // the rest, waits for open responses to end, closes the port.
-  void shutdown();
+  // the rest, waits for open responses to end, closes the port. False when
+  // cancelled work did not stop in time (the caller should then just exit).
+  bool shutdown();
   // Blocks until the HTTP listener has stopped.
   void wait();
 

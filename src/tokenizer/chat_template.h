@@ -1,6 +1,11 @@
-// Qwen3-VL-Instruct's chat template, rendered natively. A model folder whose
-// template this code does not recognise is refused (from_source throws) rather
-// than rendered differently from Hugging Face.
+// Qwen3-VL-Instruct's chat template, rendered natively (no Jinja engine). A
+// model folder whose template this code does not recognise (by a fingerprint
+// of its text) is refused (from_source throws) rather than rendered
+// differently from Hugging Face. render() follows the template's branches for
+// system (first message only, text parts), user (text and images), assistant
+// (text) and tool messages; it throws on an unknown role, on an image in a
+// system or assistant message (the template would drop it silently) and on an
+// empty conversation.
 #pragma once
 
 #include <cstdint>

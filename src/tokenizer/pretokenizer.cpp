@@ -18,28 +18,25 @@ SplitPattern SplitPattern::from_regex(const std::string& regex) {
 
 namespace {
 
-// Decodes text into t.
+// Decodes text into t: per character its code point, class and byte offset.
 void load(std::string_view text, SplitWorkspace& t) {
-    auto& cls = t.cls;
-    auto& cp = t.cp;
-    auto& off = t.off;
-    cls.clear();
-    cp.clear();
-    off.clear();
-    for (size_t i = 0; i < text.size();) {
-      size_t n = 1;
-      uint32_t c = static_cast<unsigned char>(text[i]);
-      if (c >= 0x80) {
-        n = utf8::valid_length(text, i);
-        if (n == 0) fail("text is not valid UTF-8 at byte ", i);
-        c = utf8::code_point(text, i, n);
-      }
-      off.push_back(i);
-      cp.push_back(c);
-      cls.push_back(unicode::classify(c));
-      i += n;
+  t.cls.clear();
+  t.cp.clear();
+  t.off.clear();
+  for (size_t i = 0; i < text.size();) {
+    size_t n = 1;
+    uint32_t c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      n = utf8::valid_length(text, i);
+      if (n == 0) fail("text is not valid UTF-8 at byte ", i);
+      c = utf8::code_point(text, i, n);
     }
-    off.push_back(text.size());
+    t.off.push_back(i);
+    t.cp.push_back(c);
+    t.cls.push_back(unicode::classify(c));
+    i += n;
+  }
+  t.off.push_back(text.size());
 }
 
 uint32_t lower_ascii(uint32_t c) { return c < 0x80 ? (c | 0x20) : c; }

@@ -1,6 +1,10 @@
 // Byte-level BPE exactly as Hugging Face `tokenizers` runs Qwen's tokenizer.json:
 // added/special tokens split out first, NFC normalization, the Qwen2 split
-// regex, byte-to-unicode mapping, ranked merges.
+// regex, byte-to-unicode mapping, ranked merges. encode() is add_special_tokens
+// = false (Qwen adds none anyway). A tokenizer.json using anything else
+// (another model type, normalizer or split pattern) is refused at load.
+// All methods are const and safe to call from several threads; encode() shares
+// a bounded cache of encoded words between calls.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +28,12 @@ class Tokenizer {
   // Bytes that do not form valid UTF-8 become U+FFFD, one per maximal invalid
   // subsequence (Python's errors="replace").
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
-  std::string token_bytes(int32_t id) const;  // the raw bytes a token stands for
-  int32_t token_id(std::string_view token) const;  // -1 when unknown
+  std::string token_bytes(int32_t id) const;  // the raw bytes a token stands for ("" if unknown)
+  // The id of a vocabulary string ("Ġworld") or added token ("<|im_end|>"),
+  // -1 when unknown. Added tokens get their ids as `tokenizers` assigns them.
+  int32_t token_id(std::string_view token) const;
   bool is_special(int32_t id) const;
-  size_t vocab_size() const;
+  size_t vocab_size() const;  // largest id + 1, added tokens included
 
  private:
   struct Impl;
