@@ -145,6 +145,17 @@ inline int32_t dot(const int16_t* a, const int16_t* b, int n) {
   return s;
 }
 
+// RGB bytes -> three int16 planes. __restrict: uint8_t may alias anything,
+// and without it every store would force the compiler to reload the row.
+void deinterleave(const uint8_t* __restrict in, int n, int16_t* __restrict r, int16_t* __restrict g,
+                  int16_t* __restrict b) {
+  for (int x = 0; x < n; ++x) {
+    r[x] = in[3 * x];
+    g[x] = in[3 * x + 1];
+    b[x] = in[3 * x + 2];
+  }
+}
+
 void horizontal(const uint8_t* src, int sw, int row0, int rows, const Kernel& k, uint8_t* dst, int dw) {
   const SplitKernel s = split(k, dw);
   // One source row as three int16 planes, zero-padded so a window that starts
@@ -155,8 +166,7 @@ void horizontal(const uint8_t* src, int sw, int row0, int rows, const Kernel& k,
   int16_t* pg = pr + plane;
   int16_t* pb = pg + plane;
   for (int y = 0; y < rows; ++y) {
-    const uint8_t* in = src + static_cast<size_t>(row0 + y) * sw * 3;
-    for (int x = 0; x < sw; ++x) pr[x] = in[3 * x], pg[x] = in[3 * x + 1], pb[x] = in[3 * x + 2];
+    deinterleave(src + static_cast<size_t>(row0 + y) * sw * 3, sw, pr, pg, pb);
     uint8_t* out = dst + static_cast<size_t>(y) * dw * 3;
     for (int x = 0; x < dw; ++x) {
       const int16_t* hi = &s.hi[static_cast<size_t>(x) * s.len];

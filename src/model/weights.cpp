@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <set>
 
@@ -13,6 +16,16 @@ std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// After a tensor has been converted its source pages in the mapping are no
+// longer needed: drop them from this process (they stay in the page cache), so
+// a q8/q4 model does not keep the bf16 checkpoint resident too.
+void release_pages(const uint8_t* data, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 // Looks tensors up by name, checks shapes, records what was used and what is
@@ -104,6 +117,7 @@ class Binder {
     } else if (t.dtype == DType::BF16 && aligned_bf16) {
       m = WeightMatrix::from_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool);
       converted_ = true;
+      release_pages(t.data, t.nbytes);
     } else {
       std::vector<uint16_t> bf16(static_cast<size_t>(rows * cols));
       if (t.dtype == DType::BF16) {
