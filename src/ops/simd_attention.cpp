@@ -244,55 +244,83 @@ HWY_INLINE void Prefetch(const float* p, int64_t n) {
   for (int64_t i = 0; i < n; i += 64 / sizeof(float)) hwy::Prefetch(p + i);
 }
 
+// Split-KV ("flash decoding"): each work item is one query x one chunk of
+// kChunk positions and covers every head, so it walks K and V rows in memory
+// order (a row of all kv heads is one contiguous run; walking one head's rows
+// kv_stride apart would touch a new page per row and miss the TLB). Items
+// leave partial (max, sum, unnormalised output) per head, merged at the end.
 void AttentionRows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                    ThreadPool& pool) {
-  constexpr int64_t kBlock = 128;
-  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
-  // One item = one query position x one kv head: its `group` q heads share every K/V row read.
-  pool.parallel_for(p.nq * p.kv_heads, [&](int64_t b, int64_t e, int) {
+  constexpr int64_t kBlock = 64, kChunk = 512;
+  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
+  const int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
+  const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
+  thread_local std::vector<float> parts_buf;
+  parts_buf.resize(static_cast<size_t>(p.nq * nchunks * part));
+  float* parts = parts_buf.data();
+  pool.parallel_for(p.nq * nchunks, [&](int64_t b, int64_t e, int) {
     thread_local std::vector<float> scratch;
-    scratch.resize(static_cast<size_t>(group * (kBlock + dh + 2)));
-    float* s = scratch.data();             // [group][kBlock]
-    float* o = s + group * kBlock;         // [group][dh]
-    float* m = o + group * dh;             // [group]
-    float* l = m + group;                  // [group]
+    scratch.resize(static_cast<size_t>(qh_n * kBlock));
+    float* s = scratch.data();  // [qh][kBlock]
     for (int64_t item = b; item < e; ++item) {
-      const int64_t i = item / p.kv_heads, kvh = item % p.kv_heads;
+      const int64_t i = item / nchunks, c = item % nchunks;
       const int64_t kv_end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
-      std::fill(o, o + group * dh, 0.0f);
-      for (int64_t g = 0; g < group; ++g) m[g] = kNegInf, l[g] = 0;
-      const float* kh = k + kvh * dh;
-      const float* vh = v + kvh * dh;
-      for (int64_t j0 = 0; j0 < kv_end; j0 += kBlock) {
-        const int64_t bk = std::min(kBlock, kv_end - j0);
+      const int64_t lo = c * kChunk, hi = std::min(kv_end, lo + kChunk);
+      float* o = parts + item * part;
+      float* m = o + qh_n * dh;
+      float* l = m + qh_n;
+      std::fill(o, o + qh_n * dh, 0.0f);
+      for (int64_t h = 0; h < qh_n; ++h) m[h] = kNegInf, l[h] = 0;
+      const float* qi = q + i * p.q_stride;
+      for (int64_t j0 = lo; j0 < hi; j0 += kBlock) {
+        const int64_t bk = std::min(kBlock, hi - j0);
         for (int64_t t = 0; t < bk; ++t) {
-          const float* kr = kh + (j0 + t) * p.kv_stride;
-          // Rows of one kv head are kv_stride apart (often 4 KB): each is a
-          // new page the hardware prefetcher does not follow, so fetch K a
-          // few rows ahead and this block's V rows for the P·V pass.
-          if (j0 + t + kAhead < kv_end) Prefetch(kr + kAhead * p.kv_stride, dh);
-          Prefetch(vh + (j0 + t) * p.kv_stride, dh);
-          for (int64_t g = 0; g < group; ++g)
-            s[g * kBlock + t] = Dot(q + i * p.q_stride + (kvh * group + g) * dh, kr, dh) * p.scale;
+          const float* krow = k + (j0 + t) * p.kv_stride;
+          if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride, p.kv_heads * dh);
+          for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
+            for (int64_t g = 0; g < group; ++g) {
+              const int64_t h = kvh * group + g;
+              s[h * kBlock + t] = Dot(qi + h * dh, krow + kvh * dh, dh) * p.scale;
+            }
         }
-        for (int64_t g = 0; g < group; ++g) {
-          float* sg = s + g * kBlock;
-          float m_new = std::max(m[g], MaxOf(sg, bk));
-          float corr = std::exp(m[g] - m_new);
-          l[g] = l[g] * corr + ExpSubSum(sg, bk, m_new);
-          m[g] = m_new;
-          if (corr != 1.0f) ScaleAdd(o + g * dh, corr, o + g * dh, 0.0f, dh);
+        for (int64_t h = 0; h < qh_n; ++h) {
+          float* sh = s + h * kBlock;
+          const float m_new = std::max(m[h], MaxOf(sh, bk));
+          const float corr = std::exp(m[h] - m_new);
+          l[h] = l[h] * corr + ExpSubSum(sh, bk, m_new);
+          m[h] = m_new;
+          if (corr != 1.0f) ScaleAdd(o + h * dh, corr, o + h * dh, 0.0f, dh);
         }
         for (int64_t t = 0; t < bk; ++t) {
-          const float* vr = vh + (j0 + t) * p.kv_stride;
-          for (int64_t g = 0; g < group; ++g) ScaleAdd(o + g * dh, 1.0f, vr, s[g * kBlock + t], dh);
+          const float* vrow = v + (j0 + t) * p.kv_stride;
+          for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
+            for (int64_t g = 0; g < group; ++g) {
+              const int64_t h = kvh * group + g;
+              ScaleAdd(o + h * dh, 1.0f, vrow + kvh * dh, s[h * kBlock + t], dh);
+            }
         }
       }
-      for (int64_t g = 0; g < group; ++g) {
-        float* dst = out + i * p.out_stride + (kvh * group + g) * dh;
-        const float inv = l[g] > 0 ? 1.0f / l[g] : 0.0f;
-        for (int64_t c = 0; c < dh; ++c) dst[c] = o[g * dh + c] * inv;
+    }
+  });
+  // Merge the chunks of each (query, head): weights exp(m_c - M).
+  pool.parallel_for(p.nq * qh_n, [&](int64_t b, int64_t e, int) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t i = item / qh_n, h = item % qh_n;
+      float mx = kNegInf;
+      for (int64_t c = 0; c < nchunks; ++c) mx = std::max(mx, parts[(i * nchunks + c) * part + qh_n * dh + h]);
+      float* dst = out + i * p.out_stride + h * dh;
+      std::fill(dst, dst + dh, 0.0f);
+      if (mx == kNegInf) continue;  // no visible position
+      float total = 0;
+      for (int64_t c = 0; c < nchunks; ++c) {
+        const float* pc = parts + (i * nchunks + c) * part;
+        const float mc = pc[qh_n * dh + h];
+        if (mc == kNegInf) continue;
+        const float w = std::exp(mc - mx);
+        total += w * pc[qh_n * dh + qh_n + h];
+        ScaleAdd(dst, 1.0f, pc + h * dh, w, dh);
       }
+      ScaleAdd(dst, 1.0f / total, dst, 0.0f, dh);
     }
   });
 }

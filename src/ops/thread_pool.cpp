@@ -85,28 +85,43 @@ int physical_cores() {
   return std::max(1, std::min(n, allowed_cpus()));
 }
 
+// Chunk i of job g is run by whoever first moves claim[i] from below g to g:
+// its worker, or the caller once its own chunk is done. So a call never waits
+// for a worker the OS has not scheduled (the machine may be shared), only for
+// chunks already running. A worker that wakes late for job g finds its chunk
+// claimed and skips it; since a claim succeeds only while job g is still in
+// progress, the job fields it read (after seeing generation g) are job g's.
 struct ThreadPool::Impl {
+  using Fn = std::function<void(int64_t, int64_t, int)>;
   int threads = 1;
   std::vector<std::thread> workers;
   // Job description, published by the release increment of `generation`.
-  const std::function<void(int64_t, int64_t, int)>* fn = nullptr;
-  int64_t n = 0;
-  int active = 0;  // threads taking part in the current job
+  std::atomic<const Fn*> fn{nullptr};
+  std::atomic<int64_t> n{0};
+  std::atomic<int> active{0};  // chunks in the current job
   std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> claim;  // [threads] last job each chunk was claimed for
+  std::atomic<int> remaining{0};                   // chunks of the current job not finished
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
   std::exception_ptr error;
 
-  void run_chunk(int index) {
-    int64_t begin = n * index / active, end = n * (index + 1) / active;
-    if (begin >= end) return;
-    try {
-      (*fn)(begin, end, index);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
+  bool try_claim(int index, uint64_t g) {
+    uint64_t c = claim[index].load(std::memory_order_acquire);
+    return c < g && claim[index].compare_exchange_strong(c, g, std::memory_order_acq_rel);
+  }
+
+  void run_chunk(const Fn& f, int64_t count, int chunks, int index) {
+    int64_t begin = count * index / chunks, end = count * (index + 1) / chunks;
+    if (begin < end) {
+      try {
+        f(begin, end, index);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
     }
+    remaining.fetch_sub(1, std::memory_order_acq_rel);
   }
 
   void worker(int index) {
@@ -118,10 +133,10 @@ struct ThreadPool::Impl {
       }
       seen = generation.load(std::memory_order_acquire);
       if (stop.load(std::memory_order_acquire)) return;
-      // Every worker acknowledges every job, even with an empty share, so no
-      // worker can lag behind and read the next job's fields mid-write.
-      if (index < active) run_chunk(index);
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      const Fn* f = fn.load(std::memory_order_relaxed);
+      const int64_t count = n.load(std::memory_order_relaxed);
+      const int chunks = active.load(std::memory_order_relaxed);
+      if (index < chunks && try_claim(index, seen)) run_chunk(*f, count, chunks, index);
     }
   }
 };
@@ -129,6 +144,8 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(int threads) : impl_(std::make_unique<Impl>()) {
   int cores = physical_cores();
   impl_->threads = threads <= 0 ? cores : std::min(threads, std::max(cores, 1));
+  impl_->claim = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(impl_->threads));
+  for (int i = 0; i < impl_->threads; ++i) impl_->claim[i].store(0);
   for (int i = 1; i < impl_->threads; ++i) impl_->workers.emplace_back([this, i] { impl_->worker(i); });
 }
 
@@ -149,15 +166,17 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n, 0);
     return;
   }
-  s.fn = &fn;
-  s.n = n;
-  s.active = active;
+  s.fn.store(&fn, std::memory_order_relaxed);
+  s.n.store(n, std::memory_order_relaxed);
+  s.active.store(active, std::memory_order_relaxed);
   s.error = nullptr;
-  s.pending.store(s.threads - 1, std::memory_order_relaxed);
-  s.generation.fetch_add(1, std::memory_order_acq_rel);
+  s.remaining.store(active, std::memory_order_relaxed);
+  const uint64_t g = s.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
   s.generation.notify_all();
-  s.run_chunk(0);
-  auto done = [&] { return s.pending.load(std::memory_order_acquire) == 0; };
+  if (s.try_claim(0, g)) s.run_chunk(fn, n, active, 0);
+  for (int i = 1; i < active; ++i)  // chunks whose worker has not woken up yet
+    if (s.try_claim(i, g)) s.run_chunk(fn, n, active, i);
+  auto done = [&] { return s.remaining.load(std::memory_order_acquire) == 0; };
   while (!spin_until(done, kCallerSpinTime)) std::this_thread::yield();
   if (s.error) std::rethrow_exception(s.error);
 }

@@ -19,6 +19,9 @@ class ThreadPool {
 
   int size() const;
   // fn(begin, end, thread_index). Must not be called re-entrantly.
+  // thread_index is the chunk's number (0 .. size()-1, unique within a call,
+  // so it can pick per-thread scratch); a chunk whose worker has not woken
+  // up yet is run by the calling thread instead of waiting for it.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:

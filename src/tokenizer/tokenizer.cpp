@@ -39,6 +39,7 @@ struct Tokenizer::Impl {
   // Tokens of words already encoded, shared by all calls and threads. Bounded:
   // once full it keeps what it has (as the `tokenizers` BPE cache does).
   static constexpr size_t kCacheWords = 1 << 16;
+  static constexpr size_t kCacheWordBytes = 256;
   struct WordHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
@@ -287,7 +288,10 @@ void Tokenizer::Impl::encode_words(std::string_view text, Work& w, std::vector<i
     w.word_ids.clear();
     bpe->encode_word(word, w.bpe, w.word_ids);
     out.insert(out.end(), w.word_ids.begin(), w.word_ids.end());
-    if (cache.size() + w.new_words.size() < kCacheWords) w.new_words.emplace_back(word, w.word_ids);
+    // Long words are rare and would make the cache large; like `tokenizers`,
+    // cache only short ones.
+    if (word.size() <= kCacheWordBytes && cache.size() + w.new_words.size() < kCacheWords)
+      w.new_words.emplace_back(word, w.word_ids);
   }
   lock.unlock();
   if (w.new_words.empty()) return;

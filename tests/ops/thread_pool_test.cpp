@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -55,6 +56,18 @@ TEST(ThreadPool, PropagatesExceptionsAndStaysUsable) {
   std::atomic<int64_t> total{0};
   pool.parallel_for(100, [&](int64_t b, int64_t e, int) { total += e - b; });
   EXPECT_EQ(total.load(), 100);
+}
+
+TEST(ThreadPool, WaitsForASlowChunkAndRunsEachChunkOnce) {
+  ThreadPool pool(0);
+  for (int call = 0; call < 50; ++call) {
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(pool.size()));
+    pool.parallel_for(pool.size(), [&](int64_t b, int64_t, int t) {
+      if (b == pool.size() - 1 && call % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      runs[static_cast<size_t>(t)]++;
+    });
+    for (auto& r : runs) ASSERT_EQ(r.load(), 1);
+  }
 }
 
 TEST(ThreadPool, EmptyRangeDoesNothing) {

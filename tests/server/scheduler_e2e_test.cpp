@@ -110,8 +110,13 @@ TEST(Scheduler, ClientThatHangsUpFreesItsSlot) {
   // Streamed: read the first chunk, then go away.
   auto c = s.client();
   int chunks = 0;
-  auto r = c.Post("/v1/chat/completions", {}, long_body(true).dump(), "application/json",
-                  [&](const char*, size_t) { return ++chunks < 3; });
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = long_body(true).dump();
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+  auto r = c.send(req);
   EXPECT_FALSE(r);  // the client cancelled the transfer
   EXPECT_TRUE(eventually([&] { return s.metric("qvl_generations_total{outcome=\"cancelled\"}") == 2; }, 5000))
       << s.log();

@@ -3,6 +3,8 @@
 // special tokens, and the round trip the file states.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "fixture.h"
 
 namespace qvl {
@@ -65,6 +67,25 @@ TEST(TokenizerCases, FullPrompts) {
     EXPECT_EQ(tok.encode(text), p["ids"].get<std::vector<int32_t>>()) << p["name"];
     EXPECT_EQ(tok.decode(p["ids"].get<std::vector<int32_t>>()), text) << p["name"];
   }
+}
+
+TEST(TokenizerCases, ConcurrentEncodesShareTheCacheSafely) {
+  // A fresh tokenizer so the threads fill its word cache while reading it.
+  Tokenizer tok = Tokenizer::load(test::fixture_path("tiny-qwen3vl/tokenizer.json"));
+  const auto& cases = tokenizer_cases()["cases"];
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (size_t k = 0; k < cases.size(); ++k) {
+          const auto& c = cases[(k * (t + 1) + round) % cases.size()];
+          failures[t] += tok.encode(c["text"].get<std::string>()) != c["ids"].get<std::vector<int32_t>>();
+        }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
 }  // namespace
