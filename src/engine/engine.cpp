@@ -122,14 +122,23 @@ GenerateResult Engine::Impl::generate(const GenerateRequest& req, const Generate
   for (int64_t& r : rows)
     if (r >= 0) r -= rows_before;
 
+  // Prefill chunk by chunk so a cancellation is seen within one chunk.
   t = Clock::now();
-  TextInput in{p.ids.data() + c, p.positions.pos.data() + c, n - c, rows.data(), &vision};
-  text.forward(in, cache, pool);
+  for (int64_t b = c; b < n; b += text.max_batch()) {
+    if (req.cancel && req.cancel->load()) {
+      res.finish_reason = "cancelled";
+      res.timings.prefill_ms = ms_since(t);
+      return res;
+    }
+    const int64_t e = std::min(n, b + text.max_batch());
+    TextInput in{p.ids.data() + b, p.positions.pos.data() + b, e - b, rows.data() + (b - c), &vision};
+    text.forward(in, cache, pool);
+    cached_ids.insert(cached_ids.end(), p.ids.begin() + b, p.ids.begin() + e);
+    cached_keys.insert(cached_keys.end(), p.token_key.begin() + b, p.token_key.begin() + e);
+    res.timings.prefill_tokens += e - b;
+  }
   text.logits(text.last_hidden(), 1, logits.data(), pool);
-  cached_ids.insert(cached_ids.end(), p.ids.begin() + c, p.ids.end());
-  cached_keys.insert(cached_keys.end(), p.token_key.begin() + c, p.token_key.end());
   res.timings.prefill_ms = ms_since(t);
-  res.timings.prefill_tokens = n - c;
 
   int64_t max_tokens = req.max_tokens > 0 ? req.max_tokens : model->folder().generation.max_new_tokens.value_or(0);
   if (max_tokens <= 0) max_tokens = ctx - n;

@@ -1,8 +1,10 @@
 // Highway matmul kernels (see simd_matmul.h), compiled once per SIMD target
 // and chosen at run time.
 //
-// Small m (decode): each weight row is streamed once, widened to f32 one
-// vector at a time, and multiplied into all m rows of x held in L1/L2.
+// Small m (decode): each weight row is streamed once, a group of 32 weights
+// at a time widened to f32 and multiplied into all m rows of x held in L1/L2.
+// For q8/q4 with m <= 2 the codes are multiplied unscaled and each group's
+// sum is scaled once (fewer vector ops per weight; the twin's order).
 // Larger m (prefill): x is packed transposed in tiles of TM rows ([k][TM]),
 // a panel of NR weight rows is widened to f32 ([NR][k]), and a register
 // micro-kernel keeps TM x NR accumulators (TM/lanes vectors x NR), doing

@@ -14,7 +14,7 @@ std::string JobStore::new_id() {
   std::random_device rd;
   static const char* hex = "0123456789abcdef";
   std::string id = "job-";
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 4; ++i) {  // 128 bits
     const uint32_t v = rd();
     for (int k = 0; k < 8; ++k) id += hex[(v >> (4 * k)) & 15];
   }

@@ -60,7 +60,7 @@ struct Tokenizer::Impl {
   void load_added(const json& list, size_t model_size);
   void set_token(int32_t id, const std::string& text);
 
-  struct Work;  // scratch and cache of one encode() call
+  struct Work;  // scratch of one encode() call
   void encode_segment(std::string_view raw, Work& w, std::vector<int32_t>& out) const;
   void encode_words(std::string_view text, Work& w, std::vector<int32_t>& out) const;
 };
@@ -88,7 +88,10 @@ bool flag(const json& j, const char* name) {
   return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
-std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+std::string type_of(const json& j) {
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return "";
+  return j["type"].get<std::string>();
+}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -153,14 +154,37 @@ TEST(Engine, StopStringEndsTheAnswer) {
   EXPECT_EQ(r.text, full.substr(0, full.find(stop)));
 }
 
-TEST(Engine, EosStopsUnlessIgnored) {
-  // Make the model's first greedy token an EOS by asking for it as a stop id:
-  // simplest real check is that an EOS never appears in the completion.
+TEST(Engine, EosFromGenerationConfigStopsUnlessIgnored) {
+  // A copy of the fixture folder whose generation_config declares the first
+  // golden token of text_only an end-of-sequence token.
+  namespace fs = std::filesystem;
   const nlohmann::json& p = prompt_case("text_only");
+  const fs::path dir = fs::path(::testing::TempDir()) / "qvl_engine_eos_model";
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kFixtures + "/tiny-qwen3vl")) {
+    const fs::path dst = dir / e.path().filename();
+    fs::remove(dst);
+    if (e.path().filename() == "model.safetensors") fs::create_symlink(fs::absolute(e.path()), dst);
+    else fs::copy_file(e.path(), dst);
+  }
+  nlohmann::json gen = nlohmann::json::parse(std::ifstream(dir / "generation_config.json"));
+  const int32_t first = p["generated_ids"][0];
+  gen["eos_token_id"] = {first};
+  std::ofstream(dir / "generation_config.json") << gen.dump();
+  EngineParams ep;
+  ep.model_dir = dir.string();
+  ep.threads = 2;
+  ep.ctx_size = 256;
+  auto e = Engine::create(ep);
   GenerateRequest req = greedy(messages_of(p), 16);
   req.ignore_eos = false;
-  GenerateResult r = engine().generate(req);
-  for (int32_t t : r.token_ids) EXPECT_TRUE(t != 151645 && t != 151643);
+  GenerateResult r = e->generate(req);
+  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_TRUE(r.token_ids.empty());
+  EXPECT_EQ(r.text, "");
+  req.ignore_eos = true;
+  r = e->generate(req);
+  EXPECT_EQ(r.token_ids, ids(p["generated_ids"]));
 }
 
 TEST(Engine, CancelledBeforeTheFirstToken) {

@@ -60,7 +60,8 @@ TEST(Attention, MatchesNaiveSoftmaxAcrossShapes) {
   std::vector<Case> cases = {{1, 1, 1, 1, 4, false, 0},     {5, 5, 2, 1, 8, true, 0},    {17, 17, 4, 2, 16, false, 0},
                              {33, 33, 3, 3, 64, true, 0},    {1, 100, 16, 8, 128, true, 99}, {3, 70, 4, 2, 128, true, 67},
                              {65, 65, 2, 2, 72, false, 0},   {40, 40, 2, 1, 80, true, 0},  {7, 130, 4, 1, 32, false, 0},
-                             {100, 100, 2, 2, 64, false, 0}, {9, 20, 2, 2, 5, true, 11},   {20, 50, 4, 2, 128, true, 30}};
+                             {100, 100, 2, 2, 64, false, 0}, {9, 20, 2, 2, 5, true, 11},   {20, 50, 4, 2, 128, true, 30},
+                             {2, 1100, 4, 2, 64, true, 1098}, {3, 700, 2, 1, 32, false, 0}, {1, 1030, 2, 2, 8, true, 600}};
   uint32_t seed = 1;
   for (auto cs : cases) {
     AttentionParams p;

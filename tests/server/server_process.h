@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -75,16 +76,25 @@ class ServerProcess {
     }
     close(err_pipe[1]);
     err_fd_ = err_pipe[0];
-    fcntl(err_fd_, F_SETFL, O_NONBLOCK);
+    // Drained all the time: a full pipe would block the server's log writes.
+    reader_ = std::thread([this] {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(err_fd_, buf, sizeof buf)) > 0) {
+        std::lock_guard lock(log_mutex_);
+        log_.append(buf, n);
+      }
+    });
     // The first line names the port; then /health turns 200 when the model is in.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     const std::regex re("listening on http://[^:]+:([0-9]+)");
     std::smatch m;
     while (port_ == 0) {
-      pump(100);
-      if (std::regex_search(log_, m, re)) port_ = std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const std::string text = log();
+      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
       if (exited() || std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("qvl serve did not start:\n" + log_);
+        throw std::runtime_error("qvl serve did not start:\n" + log());
     }
     for (;;) {
       auto r = client().Get("/health");
@@ -100,6 +110,7 @@ class ServerProcess {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    if (reader_.joinable()) reader_.join();  // EOF once the server is gone
     if (err_fd_ >= 0) close(err_fd_);
   }
 
@@ -109,7 +120,7 @@ class ServerProcess {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     int status = 0;
     while (waitpid(pid_, &status, WNOHANG) == 0) {
-      pump(20);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (std::chrono::steady_clock::now() > deadline) {
         kill(pid_, SIGKILL);
         waitpid(pid_, &status, 0);
@@ -118,14 +129,13 @@ class ServerProcess {
       }
     }
     reaped_ = true;
-    pump(0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string log() {
-    pump(0);
+    std::lock_guard lock(log_mutex_);
     return log_;
   }
   httplib::Client client(int timeout_s = 60) const {
@@ -147,13 +157,6 @@ class ServerProcess {
   }
 
  private:
-  void pump(int timeout_ms) {
-    pollfd p{err_fd_, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) return;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(err_fd_, buf, sizeof buf)) > 0) log_.append(buf, n);
-  }
   bool exited() {
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -167,7 +170,9 @@ class ServerProcess {
   int err_fd_ = -1;
   int port_ = 0;
   bool reaped_ = false;
+  std::mutex log_mutex_;
   std::string log_;
+  std::thread reader_;
 };
 
 inline nlohmann::json user_message(const std::string& text, const std::string& image_uri = "") {

@@ -35,11 +35,12 @@ TEST(HfData, RandomStringsOnQwenTokenizer) {
 
 TEST(HfData, AddedTokenFlags) {
   Tokenizer tok = Tokenizer::load(test::data_path("flags_tokenizer.json"));
-  for (const json& c : data("flags_cases.json")["cases"]) {
+  const json cases = data("flags_cases.json"), decodes = data("flags_decode.json");
+  for (const json& c : cases["cases"]) {
     std::string text = c["text"];
     EXPECT_EQ(tok.encode(text), c["ids"].get<std::vector<int32_t>>()) << "text " << show(text);
   }
-  for (const json& c : data("flags_decode.json")["cases"]) {
+  for (const json& c : decodes["cases"]) {
     auto ids = c["ids"].get<std::vector<int32_t>>();
     EXPECT_EQ(tok.decode(ids), c["decoded"].get<std::string>()) << c["ids"].dump();
     EXPECT_EQ(tok.decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["ids"].dump();
