@@ -170,22 +170,23 @@ void Scheduler::worker_loop() {
       queue_.pop_front();
       running_.push_back(task);
     }
-    run(task);
+    Outcome out = run(task);
     {
+      // The slot is free before the client hears the answer, so a client
+      // that reads /metrics right after its answer sees it free.
       std::lock_guard lock(mutex_);
       running_.erase(std::find(running_.begin(), running_.end(), task));
       const double ms = task->total_ms();
       recent_task_ms_ = recent_task_ms_ == 0 ? ms : 0.8 * recent_task_ms_ + 0.2 * ms;
     }
+    task->finish(out.outcome, std::move(out.result), std::move(out.error));
     idle_cv_.notify_all();
   }
 }
 
-void Scheduler::run(const std::shared_ptr<Task>& task) {
-  if (task->cancel_flag_.load()) {  // cancelled or expired while queued
-    task->finish(static_cast<TaskOutcome>(task->cancel_why_.load()), {}, {});
-    return;
-  }
+Scheduler::Outcome Scheduler::run(const std::shared_ptr<Task>& task) {
+  if (task->cancel_flag_.load())  // cancelled or expired while queued
+    return {static_cast<TaskOutcome>(task->cancel_why_.load()), {}, {}};
   task->start();
   GenerateCallbacks cb;
   cb.on_text = [&](std::string_view piece) {
@@ -199,16 +200,14 @@ void Scheduler::run(const std::shared_ptr<Task>& task) {
       r = engine_.generate(task->request_, cb);
     }
     TaskOutcome o = TaskOutcome::Succeeded;
-    if (task->cancel_flag_.load()) {
+    // Cancelled after the last token: the answer is complete, keep it.
+    if (task->cancel_flag_.load() && r.finish_reason == "cancelled")
       o = static_cast<TaskOutcome>(task->cancel_why_.load());
-      // Cancelled after the last token: the answer is complete, keep it.
-      if (r.finish_reason != "cancelled") o = TaskOutcome::Succeeded;
-    }
-    task->finish(o, std::move(r), {});
+    return {o, std::move(r), {}};
   } catch (const std::bad_alloc&) {
-    task->finish(TaskOutcome::Failed, {}, "out of memory while generating");
+    return {TaskOutcome::Failed, {}, "out of memory while generating"};
   } catch (const std::exception& e) {
-    task->finish(TaskOutcome::Failed, {}, e.what());
+    return {TaskOutcome::Failed, {}, e.what()};
   }
 }
 

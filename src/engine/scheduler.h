@@ -134,7 +134,12 @@ class Scheduler {
  private:
   void worker_loop();
   void watchdog_loop();
-  void run(const std::shared_ptr<Task>& task);
+  struct Outcome {
+    TaskOutcome outcome;
+    GenerateResult result;
+    std::string error;
+  };
+  Outcome run(const std::shared_ptr<Task>& task);
 
   Engine& engine_;
   SchedulerOptions options_;

@@ -1,8 +1,10 @@
 #include "server/chat_request.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
+#include "image/preprocess.h"
 #include "server/api_error.h"
 #include "util/error.h"
 
@@ -104,6 +106,20 @@ struct PartParser {
     } catch (const Error& e) {
       bad_request(url_param, cat("the image cannot be used: ", e.what()), "invalid_image");
     }
+    // A per-request pixel range narrower than the server's: resize here to
+    // the size the processor would pick with that range. The engine's
+    // smart_resize then finds the size already on the grid and in range, so
+    // the image is resized once, exactly as with per-request options.
+    if (out.max_pixels != limits.max_image_pixels || out.min_pixels != limits.min_image_pixels) {
+      ResizedSize target;
+      try {
+        target = smart_resize(img->height, img->width, limits.resize_factor, out.min_pixels, out.max_pixels);
+      } catch (const Error& e) {
+        bad_request(url_param, cat("the image cannot be used: ", e.what()), "invalid_image");
+      }
+      if (target.width != img->width || target.height != img->height)
+        *img = resize_bicubic(*img, target.width, target.height);
+    }
     out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - t).count();
     return {"", std::move(img)};
   }
@@ -192,8 +208,12 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
   // what keeps a CPU server responsive; clients see it in /v1/qvl/config).
   out.max_pixels = limits.max_image_pixels;
   out.min_pixels = limits.min_image_pixels;
-  if (auto v = integer(body, "max_pixels", 1, INT64_MAX)) out.max_pixels = std::min(*v, limits.max_image_pixels);
-  if (auto v = integer(body, "min_pixels", 1, INT64_MAX)) out.min_pixels = std::min(*v, out.max_pixels);
+  // Both stay inside [server min, server cap], so the engine's own range
+  // never moves an image resized here.
+  if (auto v = integer(body, "max_pixels", 1, INT64_MAX))
+    out.max_pixels = std::clamp(*v, limits.min_image_pixels, limits.max_image_pixels);
+  if (auto v = integer(body, "min_pixels", 1, INT64_MAX))
+    out.min_pixels = std::clamp(*v, limits.min_image_pixels, out.max_pixels);
   out.min_pixels = std::min(out.min_pixels, out.max_pixels);
 
   const json* messages = field(body, "messages");

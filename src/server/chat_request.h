@@ -18,6 +18,7 @@ struct ChatLimits {
   DecodeLimits decode;           // max_encoded_bytes follows media.max_image_bytes
   int64_t max_image_pixels = 0;  // the server's cap on an image's resized area
   int64_t min_image_pixels = 0;  // the model's floor
+  int resize_factor = 32;        // pixels per image token side (patch_size * merge_size)
   int64_t default_max_tokens = 0;
   int64_t max_text_bytes = 1 << 20;  // one text part
   int max_images = 32;

@@ -161,7 +161,7 @@ void ServerCore::register_chat_routes() {
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
       res.set_chunked_content_provider(
-          "text/event-stream",
+          "text/event-stream; charset=utf-8",  // SSE is UTF-8 by definition; some clients need telling
           [st](size_t, httplib::DataSink& sink) {
             auto write = [&](const std::string& s) {
               st->last_write = std::chrono::steady_clock::now();

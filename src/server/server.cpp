@@ -101,6 +101,9 @@ struct Server::Impl {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     h.set_keep_alive_timeout(5);
+    // Stream chunks are small writes; Nagle plus delayed ACKs would batch
+    // them and make a streamed answer arrive in lumps.
+    h.set_tcp_nodelay(true);
     h.set_read_timeout(30);
     h.set_write_timeout(30);
     h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return pre_route(req, res); });
@@ -248,6 +251,7 @@ void Server::attach(std::unique_ptr<Engine> engine) {
   c.chat_limits.max_image_pixels = engine->params().max_pixels > 0 ? engine->params().max_pixels : pp.max_pixels;
   c.chat_limits.min_image_pixels = std::min(engine->params().min_pixels > 0 ? engine->params().min_pixels : pp.min_pixels,
                                             c.chat_limits.max_image_pixels);
+  c.chat_limits.resize_factor = pp.factor();
   c.engine = std::move(engine);
   c.scheduler = std::make_unique<Scheduler>(*c.engine, c.options.scheduler);
   c.ready.store(true);

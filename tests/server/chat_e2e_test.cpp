@@ -69,7 +69,7 @@ TEST_F(Chat, StreamedAnswerEqualsQvlRun) {
   auto r = post_json(c, "/v1/chat/completions", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream; charset=utf-8");
   const auto events = sse_events(r->body);
   ASSERT_GE(events.size(), 4u);
   EXPECT_EQ(events.back(), "[DONE]");
@@ -206,6 +206,33 @@ TEST(ChatLimits, OversizedBodyAndTooLongPrompt) {
   const json e = json::parse(r->body)["error"];
   EXPECT_EQ(e["code"], "context_length_exceeded");
   EXPECT_NE(e["message"].get<std::string>().find("holds 128 tokens"), std::string::npos) << e;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+}  // namespace
+}  // namespace qvl::test
+
+namespace qvl::test {
+namespace {
+
+// Per-request max_pixels: fewer image tokens, clamped to the server's cap.
+TEST(ChatPixels, PerRequestMaxPixelsIsHonouredAndClamped) {
+  ServerProcess s({"--max-image-pixels", "200000"});
+  auto c = s.client();
+  auto tokens = [&](nlohmann::json extra) {
+    nlohmann::json b = chat_body("Hi", png_data_uri("large_800x600"), 1);
+    b.update(extra);
+    auto r = post_json(c, "/v1/chat/completions", b);
+    EXPECT_EQ(r->status, 200) << r->body;
+    return nlohmann::json::parse(r->body)["usage"]["prompt_tokens_details"]["image_tokens"].get<int>();
+  };
+  const int capped = tokens({});
+  EXPECT_LE(capped * 32 * 32, 200000);
+  EXPECT_EQ(tokens({{"max_pixels", 1 << 30}}), capped);  // never above the cap
+  const int small = tokens({{"max_pixels", 100000}});
+  EXPECT_LT(small, capped);
+  EXPECT_LE(small * 32 * 32, 100000);
+  EXPECT_EQ(nlohmann::json::parse(c.Get("/v1/qvl/config")->body)["max_pixels"], 200000);
   EXPECT_EQ(s.stop(), 0);
 }
 
