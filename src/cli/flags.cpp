@@ -33,7 +33,7 @@ std::vector<Flag> sampling_flags() {
           {"presence-penalty", "X", "subtract X from logits of generated tokens"},
           {"frequency-penalty", "X", "subtract X x count from logits of generated tokens"},
           {"seed", "N", "random seed (reproducible sampling)"},
-          {"stop", "TEXT", "stop when the answer contains TEXT (repeatable)", "", "", true},
+          {"stop", "TEXT", "stop when the answer contains TEXT", "", "", true},
           {"ignore-eos", "", "keep generating past the end-of-sequence token"}};
 }
 

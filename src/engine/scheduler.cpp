@@ -109,6 +109,9 @@ void Task::finish(TaskOutcome outcome, GenerateResult result, std::string error)
     result_ = std::move(result);
     error_ = std::move(error);
     finished_ = Clock::now();
+    // The decoded images are not needed any more, and a finished job is
+    // kept for its TTL: keep only the result.
+    std::vector<Message>().swap(request_.messages);
   }
   if (on_done_) on_done_(*this);
   cv_.notify_all();
