@@ -86,6 +86,7 @@ int cmd_serve(int argc, char** argv) {
     const int64_t model_min = params.min_pixels > 0 ? params.min_pixels : folder.preprocessor.min_pixels;
     params.max_pixels = model_max > 0 ? std::min(model_max, options.max_image_pixels) : options.max_image_pixels;
     params.min_pixels = std::min(model_min, params.max_pixels);
+    params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
     engine = Engine::create(params);
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(args.get("model"))
               << ", " << weight_format_name(params.weights) << ", " << engine->threads() << " threads, loaded in "

@@ -31,7 +31,8 @@ struct EngineParams {
   std::string model_dir;  // a local model folder
   WeightFormat weights = WeightFormat::BF16;
   int threads = 0;          // 0: physical cores
-  int64_t ctx_size = 8192;  // KV cache capacity in tokens
+  int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
+  int slots = 1;            // sequences that may be in flight at once (begin/step/end)
   int64_t batch = 512;      // prefill chunk
   int64_t min_pixels = 0;   // 0: the model's preprocessor_config
   int64_t max_pixels = 0;
@@ -100,7 +101,26 @@ class Engine {
   ~Engine();
 
   GenerateResult generate(const GenerateRequest& request, const GenerateCallbacks& callbacks = {});
-  void reset();  // forget the cached conversation
+  void reset();  // forget the cached conversations
+
+  // Step-level generation, for a scheduler that interleaves several requests
+  // on one model and one thread pool (generate() is begin, step until false,
+  // end on slot 0). Each slot holds its own KV cache (ctx_size / slots
+  // tokens) and prefix; a slot serves one Run at a time. step() does one unit
+  // of work: the vision encoder, one prefill chunk (`batch` tokens) or one
+  // decoded token; it returns false when the answer is complete (EOS, stop
+  // string, length, or the request's cancel flag). begin() and step() throw
+  // qvl::Error like generate(). The request and callbacks must outlive the Run.
+  struct Run;
+  struct RunDeleter {
+    void operator()(Run* run) const;
+  };
+  using RunPtr = std::unique_ptr<Run, RunDeleter>;
+  RunPtr begin(const GenerateRequest& request, const GenerateCallbacks& callbacks, int slot);
+  bool step(Run& run);
+  GenerateResult end(Run& run);  // also for a Run abandoned early: finish_reason "cancelled"
+  int slots() const;
+  int64_t slot_ctx() const;  // tokens per slot
 
   // Lower-level pieces for benchmarks and tests.
   const Model& model() const;

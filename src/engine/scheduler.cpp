@@ -127,10 +127,9 @@ Task::Clock::time_point Task::finished_at() const {
 Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(engine), options_(options) {
   if (options_.parallel < 1) fail("--parallel must be at least 1, got ", options_.parallel);
   if (options_.queue_size < 0) fail("--queue-size must not be negative, got ", options_.queue_size);
-  // One Engine holds one KV cache and generate() is not re-entrant, so the
-  // engine runs one sequence at a time; stats() reports the slots that exist.
-  slots_ = 1;
-  for (int i = 0; i < slots_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  // A slot needs its own KV cache in the engine (EngineParams::slots).
+  slots_ = std::min(options_.parallel, engine_.slots());
+  workers_.emplace_back([this] { worker_loop(); });
   watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
@@ -162,18 +161,24 @@ Scheduler::Refusal Scheduler::submit(const std::shared_ptr<Task>& task) {
   return Refusal::None;
 }
 
+// One thread drives every slot: each pass admits queued tasks into free
+// slots, then gives every active sequence one step (vision, a prefill chunk
+// or a token), so a long prefill never stalls the others' decoding and the
+// compute threads are the engine's one pool.
 void Scheduler::worker_loop() {
-  for (;;) {
+  struct Active {
     std::shared_ptr<Task> task;
-    {
-      std::unique_lock lock(mutex_);
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping with nothing left
-      task = queue_.front();
-      queue_.pop_front();
-      running_.push_back(task);
-    }
-    Outcome out = run(task);
+    GenerateCallbacks cb;  // the Run keeps a pointer to it
+    Engine::RunPtr run;
+    int slot = 0;
+  };
+  std::vector<std::unique_ptr<Active>> active;
+  std::vector<bool> slot_used(slots_, false);
+
+  auto release = [&](size_t i, TaskOutcome outcome, GenerateResult result, std::string error) {
+    std::shared_ptr<Task> task = active[i]->task;
+    slot_used[active[i]->slot] = false;
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
     {
       // The slot is free before the client hears the answer, so a client
       // that reads /metrics right after its answer sees it free.
@@ -182,35 +187,72 @@ void Scheduler::worker_loop() {
       const double ms = task->total_ms();
       recent_task_ms_ = recent_task_ms_ == 0 ? ms : 0.8 * recent_task_ms_ + 0.2 * ms;
     }
-    task->finish(out.outcome, std::move(out.result), std::move(out.error));
+    task->finish(outcome, std::move(result), std::move(error));
     idle_cv_.notify_all();
-  }
-}
-
-Scheduler::Outcome Scheduler::run(const std::shared_ptr<Task>& task) {
-  if (task->cancel_flag_.load())  // cancelled or expired while queued
-    return {static_cast<TaskOutcome>(task->cancel_why_.load()), {}, {}};
-  task->start();
-  GenerateCallbacks cb;
-  cb.on_text = [&](std::string_view piece) {
-    task->on_text(piece);
-    return !task->cancel_flag_.load();
   };
-  try {
-    GenerateResult r;
-    {
-      std::lock_guard lock(engine_mutex_);
-      r = engine_.generate(task->request_, cb);
-    }
-    TaskOutcome o = TaskOutcome::Succeeded;
+  auto outcome_of = [](Task& t, const GenerateResult& r) {
     // Cancelled after the last token: the answer is complete, keep it.
-    if (task->cancel_flag_.load() && r.finish_reason == "cancelled")
-      o = static_cast<TaskOutcome>(task->cancel_why_.load());
-    return {o, std::move(r), {}};
-  } catch (const std::bad_alloc&) {
-    return {TaskOutcome::Failed, {}, "out of memory while generating"};
-  } catch (const std::exception& e) {
-    return {TaskOutcome::Failed, {}, e.what()};
+    if (t.cancel_flag_.load() && r.finish_reason == "cancelled") return static_cast<TaskOutcome>(t.cancel_why_.load());
+    return TaskOutcome::Succeeded;
+  };
+
+  for (;;) {
+    std::vector<Active*> admitted;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active.empty(); });
+      if (stopping_ && queue_.empty() && active.empty()) return;
+      while (static_cast<int>(active.size()) < slots_ && !queue_.empty()) {
+        auto a = std::make_unique<Active>();
+        a->task = queue_.front();
+        queue_.pop_front();
+        running_.push_back(a->task);
+        a->slot = static_cast<int>(std::find(slot_used.begin(), slot_used.end(), false) - slot_used.begin());
+        slot_used[a->slot] = true;
+        admitted.push_back(a.get());
+        active.push_back(std::move(a));
+      }
+    }
+    for (Active* a : admitted) {
+      Task& t = *a->task;
+      const size_t i = std::find_if(active.begin(), active.end(), [&](auto& x) { return x.get() == a; }) - active.begin();
+      if (t.cancel_flag_.load()) {  // cancelled or expired while queued
+        release(i, static_cast<TaskOutcome>(t.cancel_why_.load()), {}, {});
+        continue;
+      }
+      t.start();
+      a->cb.on_text = [&t](std::string_view piece) {
+        t.on_text(piece);
+        return !t.cancel_flag_.load();
+      };
+      try {
+        a->run = engine_.begin(t.request_, a->cb, a->slot);
+      } catch (const std::bad_alloc&) {
+        release(i, TaskOutcome::Failed, {}, "out of memory while preparing the prompt");
+      } catch (const std::exception& e) {
+        release(i, TaskOutcome::Failed, {}, e.what());
+      }
+    }
+    for (size_t i = 0; i < active.size();) {
+      Active& a = *active[i];
+      bool more = false;
+      try {
+        more = engine_.step(*a.run);
+      } catch (const std::bad_alloc&) {
+        release(i, TaskOutcome::Failed, {}, "out of memory while generating");
+        continue;
+      } catch (const std::exception& e) {
+        release(i, TaskOutcome::Failed, {}, e.what());
+        continue;
+      }
+      if (more) {
+        ++i;
+        continue;
+      }
+      GenerateResult r = engine_.end(*a.run);
+      const TaskOutcome o = outcome_of(*a.task, r);
+      release(i, o, std::move(r), {});
+    }
   }
 }
 

@@ -134,16 +134,10 @@ class Scheduler {
  private:
   void worker_loop();
   void watchdog_loop();
-  struct Outcome {
-    TaskOutcome outcome;
-    GenerateResult result;
-    std::string error;
-  };
-  Outcome run(const std::shared_ptr<Task>& task);
 
   Engine& engine_;
   SchedulerOptions options_;
-  int slots_;  // worker threads; see the constructor for why this may be below `parallel`
+  int slots_;  // sequences in flight at once: min(parallel, the engine's slots)
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, idle_cv_, watchdog_cv_;
   std::deque<std::shared_ptr<Task>> queue_;
@@ -151,8 +145,7 @@ class Scheduler {
   bool accepting_ = true;
   bool stopping_ = false;
   double recent_task_ms_ = 0;  // exponential moving average
-  std::mutex engine_mutex_;    // Engine::generate is not re-entrant
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // one: it steps every slot in turn
   std::thread watchdog_;
 };
 

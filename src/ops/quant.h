@@ -38,3 +38,15 @@ inline View view(const WeightMatrix& w) {
 }
 
 }  // namespace qvl::quant
+
+namespace qvl::quant {
+
+// Quantizes rows of a bf16 [rows, cols] matrix (row stride cols) into the
+// Q8/Q4 layout above: row r's codes at quants + r * row_bytes, its scales at
+// scales + r * groups. Rounding is to nearest, ties to even (nearbyint in the
+// default mode). The scalar functions are the specification; the SIMD ones
+// (simd_quant.h) must give bit-identical bytes and scales for finite input.
+void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales);
+void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales);
+
+}  // namespace qvl::quant

@@ -7,6 +7,7 @@
 #include "ops/matmul.h"
 #include "ops/ops.h"
 #include "ops/quant.h"
+#include "ops/simd_quant.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -66,6 +67,27 @@ float quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
 }
 
 }  // namespace
+
+namespace quant {
+
+void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  const int64_t groups = quant::groups(cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      scales[r * groups + g] =
+          quantize_group_q8(src + r * cols + g * kGroup, std::min<int64_t>(kGroup, cols - g * kGroup),
+                            reinterpret_cast<int8_t*>(quants + r * q8_row_bytes(cols) + g * kGroup));
+}
+
+void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  const int64_t groups = quant::groups(cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      scales[r * groups + g] = quantize_group_q4(src + r * cols + g * kGroup, std::min<int64_t>(kGroup, cols - g * kGroup),
+                                                 quants + r * q4_row_bytes(cols) + g * (kGroup / 2));
+}
+
+}  // namespace quant
 
 const char* weight_format_name(WeightFormat f) {
   switch (f) {
@@ -141,15 +163,10 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       uint8_t* base = static_cast<uint8_t*>(w.owned_.get());
       float* scales = reinterpret_cast<float*>(base + quant_bytes);
       for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
-        for (int64_t r = b; r < e; ++r) {
-          for (int64_t g = 0; g < groups; ++g) {
-            const uint16_t* src = data + r * cols + g * quant::kGroup;
-            int64_t count = std::min<int64_t>(quant::kGroup, cols - g * quant::kGroup);
-            uint8_t* dst = base + r * row_bytes + g * (q8 ? quant::kGroup : quant::kGroup / 2);
-            scales[r * groups + g] = q8 ? quantize_group_q8(src, count, reinterpret_cast<int8_t*>(dst))
-                                        : quantize_group_q4(src, count, dst);
-          }
-        }
+        if (q8)
+          simd::quantize_rows_q8(data + b * cols, e - b, cols, base + b * row_bytes, scales + b * groups);
+        else
+          simd::quantize_rows_q4(data + b * cols, e - b, cols, base + b * row_bytes, scales + b * groups);
       });
       w.bytes_ = static_cast<size_t>(rows * row_bytes + rows * groups * 4);
       break;

@@ -53,11 +53,12 @@ ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& promp
   prompt_tokens = static_cast<int64_t>(ids.size());
   const int32_t image_id = engine->model().config().image_token_id;
   image_tokens = std::count(ids.begin(), ids.end(), image_id);
-  const int64_t ctx = engine->params().ctx_size;
+  const int64_t ctx = engine->slot_ctx();
   if (prompt_tokens >= ctx)
     throw ApiError(400, "context_length_exceeded",
                    cat("the prompt is ", prompt_tokens, " tokens (", image_tokens, " of them image tokens) but the context "
-                       "holds ", ctx, " tokens; send fewer or smaller images, or a shorter conversation"),
+                       "holds ", ctx, " tokens", engine->slots() > 1 ? " per slot" : "",
+                       "; send fewer or smaller images, or a shorter conversation"),
                    "messages");
   return cr;
 }
@@ -160,6 +161,13 @@ void ServerCore::register_chat_routes() {
       st->core = this;
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
+      // cpp-httplib compresses text/* chunked bodies when the client accepts
+      // it (browsers do), and its compressor holds output back: the stream
+      // would arrive in one piece at the end. It exempts only the bare
+      // "text/event-stream" type, which browsers then decode as Latin-1, so
+      // the request's Accept-Encoding is dropped instead; the Request object
+      // is the library's own and lives until the response is written.
+      const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
       res.set_chunked_content_provider(
           "text/event-stream; charset=utf-8",  // SSE is UTF-8 by definition; some clients need telling
           [st](size_t, httplib::DataSink& sink) {

@@ -38,7 +38,7 @@ void ServerCore::register_info_routes() {
 
   http.Get("/v1/qvl/config", [this](const httplib::Request&, httplib::Response& res) {
     const ModelFolder& f = engine->model().folder();
-    const int64_t ctx = engine->params().ctx_size;
+    const int64_t ctx = engine->slot_ctx();
     reply_json(res, 200,
                {{"model", model_name},
                 {"patch_size", f.preprocessor.patch_size},

@@ -242,6 +242,9 @@ int Server::start() {
     fail("cannot listen on ", c.options.host, ":", port, " (address in use, or not an address of this machine)");
   }
   impl_->listener = std::thread([&c] { c.http.listen_after_bind(); });
+  // httplib's stop() is a no-op until the listener runs: wait for it, so a
+  // shutdown() right after start() cannot be lost.
+  while (!c.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port;
 }
 

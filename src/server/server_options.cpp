@@ -12,7 +12,7 @@ std::vector<Flag> server_flags() {
       {"port", "N", "TCP port", "8080", "QVL_PORT"},
       {"api-key", "KEY", "require 'Authorization: Bearer KEY' on every route but /health", "", "QVL_API_KEY"},
       {"cors-origin", "ORIGIN", "allow cross-origin browser requests from ORIGIN ('*' for any; default: none)"},
-      {"parallel", "N", "sequences generated at once", "1", "QVL_PARALLEL"},
+      {"parallel", "N", "sequences generated at once (each gets --ctx-size / N tokens of context)", "1", "QVL_PARALLEL"},
       {"queue-size", "N", "requests that may wait for a slot; more get 429", "16", "QVL_QUEUE_SIZE"},
       {"timeout", "SECONDS", "deadline of a request from arrival to its last token (0: none)", "180", "QVL_TIMEOUT"},
       {"max-body-bytes", "N", "largest request body", "67108864"},

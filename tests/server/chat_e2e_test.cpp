@@ -221,7 +221,7 @@ TEST(ChatPixels, PerRequestMaxPixelsIsHonouredAndClamped) {
   auto c = s.client();
   auto tokens = [&](nlohmann::json extra) {
     nlohmann::json b = chat_body("Hi", png_data_uri("large_800x600"), 1);
-    b.update(extra);
+    if (extra.is_object()) b.update(extra);
     auto r = post_json(c, "/v1/chat/completions", b);
     EXPECT_EQ(r->status, 200) << r->body;
     return nlohmann::json::parse(r->body)["usage"]["prompt_tokens_details"]["image_tokens"].get<int>();

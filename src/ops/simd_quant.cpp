@@ -1,0 +1,155 @@
+// Highway bf16 -> Q8/Q4 group quantizers (see simd_quant.h). Each group of
+// quant::kGroup weights is a few whole vectors of at most 16 f32 lanes, so the
+// low and high halves of a Q4 group (packed into one byte) are whole vectors
+// too. A partial last group is zero-padded: zeros change neither the group's
+// max nor, since they quantize to code 0, its codes, exactly as in the scalar
+// twin.
+#include "ops/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/simd_quant.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/quant.h"
+#include "ops/simd_quant.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qvl {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DQ = hn::CappedTag<float, 16>;
+using VQ = hn::Vec<DQ>;
+constexpr int64_t kG = quant::kGroup;
+
+HWY_INLINE VQ LoadBf16(DQ d, const uint16_t* p) {
+  const hn::Rebind<uint16_t, DQ> du16;
+  const hn::Rebind<uint32_t, DQ> du32;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+
+HWY_INLINE float Bf16Scalar(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Rounded, clamped codes of v·inv as int32 (same operation order as the
+// scalar twin: multiply, round half to even, clamp).
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, DQ>> Codes(DQ d, VQ v, VQ inv, VQ lo, VQ hi) {
+  const hn::Rebind<int32_t, DQ> di;
+  return hn::ConvertTo(di, hn::Max(lo, hn::Min(hi, hn::Round(hn::Mul(v, inv)))));
+}
+
+float GroupQ8(const uint16_t* w, int8_t* q) {
+  const DQ d;
+  const size_t N = hn::Lanes(d);
+  const size_t nv = static_cast<size_t>(kG) / N;
+  // Vectors are reloaded rather than kept in an array: sizeless (SVE)
+  // vectors cannot be array elements, and the group is in L1 anyway.
+  VQ amax = hn::Zero(d);
+  for (size_t k = 0; k < nv; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
+  const float m = hn::GetLane(hn::MaxOfLanes(d, amax));
+  const float scale = m / 127.0f;
+  const VQ inv = hn::Set(d, scale > 0 ? 1.0f / scale : 0.0f);
+  const VQ lo = hn::Set(d, -127.0f), hi = hn::Set(d, 127.0f);
+  const hn::Rebind<int8_t, DQ> d8;
+  for (size_t k = 0; k < nv; ++k) hn::StoreU(hn::DemoteTo(d8, Codes(d, LoadBf16(d, w + k * N), inv, lo, hi)), d8, q + k * N);
+  return scale;
+}
+
+float GroupQ4(const uint16_t* w, uint8_t* packed) {
+  const DQ d;
+  const size_t N = hn::Lanes(d);
+  const size_t nv = static_cast<size_t>(kG) / N;
+  // Vectors are reloaded rather than kept in an array: sizeless (SVE)
+  // vectors cannot be array elements, and the group is in L1 anyway.
+  VQ amax = hn::Zero(d);
+  for (size_t k = 0; k < nv; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
+  const float m = hn::GetLane(hn::MaxOfLanes(d, amax));
+  // The scalar twin keeps the FIRST weight of largest magnitude (strict >),
+  // with 0 when all are zero.
+  float extreme = 0.0f;
+  if (m > 0) {
+    const VQ mv = hn::Set(d, m);
+    for (size_t k = 0; k < nv; ++k) {
+      const intptr_t i = hn::FindFirstTrue(d, hn::Eq(hn::Abs(LoadBf16(d, w + k * N)), mv));
+      if (i >= 0) {
+        extreme = Bf16Scalar(w[k * N + static_cast<size_t>(i)]);
+        break;
+      }
+    }
+  }
+  const float scale = extreme / -8.0f;
+  const VQ inv = hn::Set(d, scale != 0 ? 1.0f / scale : 0.0f);
+  const VQ lo = hn::Set(d, -8.0f), hi = hn::Set(d, 7.0f);
+  const hn::Rebind<int32_t, DQ> di;
+  const hn::Rebind<uint8_t, DQ> d8;
+  const auto bias = hn::Set(di, 8);
+  const size_t half = nv / 2;  // element j and j + kGroup/2 share byte j
+  for (size_t k = 0; k < half; ++k) {
+    auto low = hn::Add(Codes(d, LoadBf16(d, w + k * N), inv, lo, hi), bias);
+    auto high = hn::Add(Codes(d, LoadBf16(d, w + (k + half) * N), inv, lo, hi), bias);
+    hn::StoreU(hn::DemoteTo(d8, hn::Or(low, hn::ShiftLeft<4>(high))), d8, packed + k * N);
+  }
+  return scale;
+}
+
+template <bool kQ8>
+void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  const int64_t groups = quant::groups(cols);
+  const int64_t row_bytes = kQ8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
+  const int64_t group_bytes = kQ8 ? kG : kG / 2;
+  const int64_t full = cols / kG;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* w = src + r * cols;
+    uint8_t* q = quants + r * row_bytes;
+    float* s = scales + r * groups;
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint16_t* gw = w + g * kG;
+      uint16_t pad[kG];
+      if (g >= full) {
+        const int64_t count = cols - g * kG;
+        std::memset(pad, 0, sizeof(pad));
+        std::memcpy(pad, gw, static_cast<size_t>(count) * 2);
+        gw = pad;
+      }
+      uint8_t* gq = q + g * group_bytes;
+      s[g] = kQ8 ? GroupQ8(gw, reinterpret_cast<int8_t*>(gq)) : GroupQ4(gw, gq);
+    }
+  }
+}
+
+void QuantizeRowsQ8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  QuantizeRows<true>(src, rows, cols, quants, scales);
+}
+void QuantizeRowsQ4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  QuantizeRows<false>(src, rows, cols, quants, scales);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace qvl
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qvl::simd {
+
+HWY_EXPORT(QuantizeRowsQ8);
+HWY_EXPORT(QuantizeRowsQ4);
+
+void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8)(src, rows, cols, quants, scales);
+}
+void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ4)(src, rows, cols, quants, scales);
+}
+
+}  // namespace qvl::simd
+#endif
