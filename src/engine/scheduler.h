@@ -6,9 +6,14 @@
 // decided (for streams and job progress), then the outcome. Nothing here knows
 // about HTTP; the server maps outcomes to statuses (DESIGN.md data flow).
 //
+// One thread drives the engine step by step (Engine::begin/step/end): each
+// running task has its own slot (KV cache) and gets one step per round, so
+// a long prefill is cut into chunks between the others' decode steps, and
+// all compute runs on the engine's single thread pool.
+//
 // Cancellation is cooperative: a task's flag is read by the engine before
-// every decode step, so a cancelled or timed-out task leaves its slot within
-// one step. A queued task that is cancelled leaves the queue at once.
+// every step, so a cancelled or timed-out task leaves its slot within one
+// step. A queued task that is cancelled leaves the queue at once.
 #pragma once
 
 #include <atomic>
@@ -28,7 +33,7 @@
 namespace qvl {
 
 struct SchedulerOptions {
-  int parallel = 1;           // sequences generated at once
+  int parallel = 1;           // sequences generated at once (the engine needs as many slots)
   int queue_size = 16;        // tasks waiting for a slot; beyond it submit() refuses
   double timeout_s = 180;     // from submission to the last token; 0: none
 };
@@ -113,7 +118,7 @@ class Scheduler {
   enum class Refusal { None, QueueFull, ShuttingDown };
 
   Scheduler(Engine& engine, const SchedulerOptions& options);
-  ~Scheduler();  // cancels what is left and joins the workers
+  ~Scheduler();  // cancels what is left and joins its threads
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
@@ -145,7 +150,7 @@ class Scheduler {
   bool accepting_ = true;
   bool stopping_ = false;
   double recent_task_ms_ = 0;  // exponential moving average
-  std::vector<std::thread> workers_;  // one: it steps every slot in turn
+  std::vector<std::thread> workers_;  // one thread: it steps every slot in turn
   std::thread watchdog_;
 };
 

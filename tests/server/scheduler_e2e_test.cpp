@@ -77,6 +77,24 @@ TEST(Scheduler, EightClientsTwoSlotsFourQueuePlaces) {
   EXPECT_EQ(s.stop(), 0);
 }
 
+TEST(Scheduler, TwoSlotsGenerateAtOnce) {
+  ServerProcess s({"--parallel", "2"});
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 2; ++i)
+    clients.emplace_back([&] {
+      auto c = s.client();
+      json b = long_body();
+      b["max_tokens"] = 400;
+      auto r = post_json(c, "/v1/chat/completions", b);
+      EXPECT_TRUE(r && r->status == 200);
+    });
+  EXPECT_TRUE(eventually([&] { return s.metric("qvl_slots_busy") == 2; }, 20000));
+  EXPECT_EQ(s.metric("qvl_slots_total"), 2);
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(s.metric("qvl_slots_busy"), 0);
+  EXPECT_EQ(s.stop(), 0);
+}
+
 TEST(Scheduler, DeadlinePassedIs504OrAStreamErrorEvent) {
   ServerProcess s({"--timeout", "0.5"});
   auto c = s.client();
