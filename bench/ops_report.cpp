@@ -1,8 +1,10 @@
 // Prints, as JSON, this machine's limits (2-thread FP32 FMA peak, read
 // bandwidth over 1 GB) and each ops kernel at the model's shapes as a
-// fraction of those limits, all measured in the same run. Median of repeats.
+// fraction of those limits, all measured in the same run. Median of repeats,
+// or with --best the fastest repeat (the limits are best-of passes too, so on
+// a machine shared with other jobs --best compares like with like).
 //
-//   ops_report [--threads N] [--quick]
+//   ops_report [--threads N] [--quick] [--best] [--only gemm|gemv|attention|small|error]...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,8 +28,8 @@ using qvl::WeightFormat;
 using qvl::WeightMatrix;
 using Clock = std::chrono::steady_clock;
 
-// Median seconds of `reps` runs of fn (after one warm-up).
-double median_seconds(int reps, const std::function<void(int)>& fn) {
+// Median (or, with best, minimum) seconds of `reps` runs of fn (after one warm-up).
+double time_seconds(int reps, bool best, const std::function<void(int)>& fn) {
   fn(0);
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
@@ -36,7 +38,7 @@ double median_seconds(int reps, const std::function<void(int)>& fn) {
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return best ? t.front() : t[t.size() / 2];
 }
 
 std::vector<uint16_t> random_bf16(int64_t n, uint32_t seed) {
@@ -60,6 +62,8 @@ std::vector<float> random_f32(int64_t n, uint32_t seed) {
 // reported too.
 struct Report {
   ThreadPool* pool = nullptr;
+  bool best = false;  // time = fastest repeat instead of the median
+  double seconds(int reps, const std::function<void(int)>& fn) const { return time_seconds(reps, best, fn); }
   std::vector<float> bw_buf;  // > caches, touched once
   double peak_gflops = 0, bw_gbs = 0;
   nlohmann::json rows = nlohmann::json::array();
@@ -89,17 +93,18 @@ std::string shape(const char* fmt, int64_t m, int64_t n, int64_t k) {
 }
 
 // Prefill GEMM: FLOP-bound, one weight matrix (it may sit in cache: fine).
-void gemm(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n, int64_t k, int reps,
-          const char* label = nullptr) {
+double gemm(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n, int64_t k, int reps,
+            const char* label = nullptr) {
   auto src = random_bf16(n * k, 1);
   WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(src.data(), n, k)
                                            : WeightMatrix::from_bf16(src.data(), n, k, f, &pool);
   auto x = random_f32(m * k, 2);
   std::vector<float> y(static_cast<size_t>(m * n));
   double peak = rep.local_peak();
-  double s = median_seconds(reps, [&](int) { qvl::matmul(x.data(), m, w, nullptr, y.data(), pool); });
+  double s = rep.seconds(reps, [&](int) { qvl::matmul(x.data(), m, w, nullptr, y.data(), pool); });
   rep.flops(label ? label : "matmul " + shape(qvl::weight_format_name(f), m, n, k), 2.0 * m * n * k, s, peak,
             {{"threads", pool.size()}});
+  return s;
 }
 
 // Decode GEMV: bandwidth-bound. Cycles through enough copies of the matrix
@@ -124,7 +129,7 @@ double gemv(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n,
   std::vector<float> y(static_cast<size_t>(m * n));
   int calls = std::max(copies, 8);
   double bw = rep.local_bw();
-  double s = median_seconds(reps, [&](int) {
+  double s = rep.seconds(reps, [&](int) {
                for (int c = 0; c < calls; ++c) qvl::matmul(x.data(), m, ws[c % copies], nullptr, y.data(), pool);
              }) / calls;
   nlohmann::json extra = {{"bytes", ws[0].bytes()}};
@@ -141,7 +146,7 @@ void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
   auto q = random_f32(n * 1024, 5), k = random_f32(n * 1024, 6), v = random_f32(n * 1024, 7);
   std::vector<float> out(q.size());
   double peak = rep.local_peak();
-  double s = median_seconds(reps, [&](int) { qvl::attention(q.data(), k.data(), v.data(), out.data(), p, pool); });
+  double s = rep.seconds(reps, [&](int) { qvl::attention(q.data(), k.data(), v.data(), out.data(), p, pool); });
   rep.flops("attention vision n=" + std::to_string(n) + " 16x64", 4.0 * n * n * 64 * 16, s, peak);
 }
 
@@ -158,7 +163,7 @@ void attention_decode(Report& rep, ThreadPool& pool, int64_t nkv, int reps) {
   std::vector<float> out(q.size());
   int calls = std::max(copies, 8);
   double bw = rep.local_bw();
-  double s = median_seconds(reps, [&](int) {
+  double s = rep.seconds(reps, [&](int) {
                for (int c = 0; c < calls; ++c)
                  qvl::attention(q.data(), ks[c % copies].data(), vs[c % copies].data(), out.data(), p, pool);
              }) / calls;
@@ -193,7 +198,7 @@ void small_kernels(Report& rep, ThreadPool& pool, int reps) {
   std::vector<float> out(static_cast<size_t>(n)), tmp = x;
   auto run = [&](const char* name, double bytes, const std::function<void()>& fn) {
     // Small kernels run on one thread from cache: reported against the 2-thread DRAM bandwidth for scale only.
-    rep.bytes(std::string(name) + " 784x1024 (1 thread)", bytes, median_seconds(reps, [&](int) { fn(); }), rep.bw_gbs);
+    rep.bytes(std::string(name) + " 784x1024 (1 thread)", bytes, rep.seconds(reps, [&](int) { fn(); }), rep.bw_gbs);
   };
   run("rms_norm", 8.0 * n, [&] { qvl::rms_norm(x.data(), w.data(), out.data(), rows, dim, 1e-6f); });
   run("layer_norm", 8.0 * n, [&] { qvl::layer_norm(x.data(), w.data(), b.data(), out.data(), rows, dim, 1e-6f); });
@@ -212,38 +217,55 @@ void small_kernels(Report& rep, ThreadPool& pool, int reps) {
 
 int main(int argc, char** argv) {
   int threads = 0;
-  bool quick = false;
+  bool quick = false, best = false;
+  std::vector<std::string> only;  // sections to run; empty: all
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc)
       threads = std::atoi(argv[++i]);
     else if (a == "--quick")
       quick = true;
+    else if (a == "--best")
+      best = true;
+    else if (a == "--only" && i + 1 < argc)
+      only.push_back(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick]\n");
+      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick] [--best] [--only gemm|gemv|attention|small|error]...\n");
       return 2;
     }
   }
+  auto run = [&](const char* section) { return only.empty() || std::find(only.begin(), only.end(), section) != only.end(); };
   ThreadPool pool(threads);
   ThreadPool one(1);
   Report rep;
   rep.pool = &pool;
+  rep.best = best;
   rep.bw_buf.assign((quick ? size_t(256) << 20 : size_t(1) << 30) / sizeof(float), 1e-9f);
   rep.peak_gflops = qvl::measure_fma_peak_gflops(pool);
   rep.bw_gbs = qvl::measure_read_bandwidth_gbs(pool, rep.bw_buf.data(), rep.bw_buf.size(), 5);
-  std::fprintf(stderr, "target %s, %d threads: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s\n",
-               qvl::simd_target_name(), pool.size(), rep.peak_gflops, rep.bw_gbs);
+  std::fprintf(stderr, "target %s (matmul %s), %d threads: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s\n",
+               qvl::simd_target_name(), qvl::matmul_simd_target(), pool.size(), rep.peak_gflops, rep.bw_gbs);
   const int reps = quick ? 3 : 7;
 
   // Prefill / vision GEMM from bf16 weights.
-  for (int64_t m : {64, 256, 784}) gemm(rep, pool, WeightFormat::BF16, m, 2048, 2048, reps);
+  double speedup = 0;
+  if (run("gemm")) {
+  double t_many = 0;
+  for (int64_t m : {64, 256, 784}) {
+    double t = gemm(rep, pool, WeightFormat::BF16, m, 2048, 2048, reps);
+    if (m == 256) t_many = t;
+  }
   gemm(rep, pool, WeightFormat::BF16, 784, 4096, 1024, reps);
   gemm(rep, pool, WeightFormat::BF16, 256, 6144, 2048, reps);
   gemm(rep, pool, WeightFormat::BF16, 256, 2048, 6144, reps);
   for (auto f : {WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}) gemm(rep, pool, f, 256, 2048, 2048, reps);
-  gemm(rep, one, WeightFormat::BF16, 256, 2048, 2048, reps, "matmul bf16 m=256 n=2048 k=2048 (1 thread)");
+  double t_one = gemm(rep, one, WeightFormat::BF16, 256, 2048, 2048, reps, "matmul bf16 m=256 n=2048 k=2048 (1 thread)");
+  speedup = t_one / t_many;
+  std::fprintf(stderr, "GEMM bf16 m=256 n=2048 k=2048: %d threads %.2fx faster than 1 thread\n", pool.size(), speedup);
+  }
 
   // Decode GEMV and batched decode.
+  if (run("gemv")) {
   for (auto f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4, WeightFormat::F32}) {
     double base = gemv(rep, pool, f, 1, 2048, 2048, reps);
     if (f != WeightFormat::F32)
@@ -254,17 +276,25 @@ int main(int argc, char** argv) {
     gemv(rep, pool, f, 1, 2048, 6144, reps);
   }
   if (!quick) gemv(rep, pool, WeightFormat::BF16, 1, 151936, 2048, 3);
+  }
 
-  attention_vision(rep, pool, 784, reps);
-  if (!quick) attention_vision(rep, pool, 4096, 3);
-  attention_decode(rep, pool, 4096, reps);
-  small_kernels(rep, one, reps);
+  if (run("attention")) {
+    attention_vision(rep, pool, 784, reps);
+    if (!quick) attention_vision(rep, pool, 4096, 3);
+    attention_decode(rep, pool, 4096, reps);
+  }
+  if (run("small")) small_kernels(rep, one, reps);
 
   nlohmann::json errors = nlohmann::json::array();
-  quant_error(errors, pool, 8, 2048, 2048);
-  quant_error(errors, pool, 8, 2048, 6144);
+  if (run("error")) {
+    quant_error(errors, pool, 8, 2048, 2048);
+    quant_error(errors, pool, 8, 2048, 6144);
+  }
   nlohmann::json out = {{"quantization_error_vs_f32", errors},
+                        {"gemm_speedup_vs_1_thread", speedup},
+                        {"statistic", best ? "best of repeats" : "median of repeats"},
                         {"simd_target", qvl::simd_target_name()},
+                        {"matmul_simd_target", qvl::matmul_simd_target()},
                         {"threads", pool.size()},
                         {"fma_peak_gflops", rep.peak_gflops},
                         {"read_bandwidth_gbs", rep.bw_gbs},

@@ -109,7 +109,10 @@ int cmd_chat(int argc, char** argv) {
       continue;
     }
     g_answering = false;
-    std::cout << (r.finish_reason == "cancelled" ? " [stopped]\n" : "\n") << std::flush;
+    std::cout << (r.finish_reason == "cancelled"    ? " [stopped]\n"
+                  : r.finish_reason == "repetition" ? " [stopped: the answer was repeating itself]\n"
+                                                    : "\n")
+              << std::flush;
     history.push_back({"assistant", {{r.text, nullptr}}});
   }
   return 0;

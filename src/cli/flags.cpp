@@ -19,7 +19,9 @@ std::vector<Flag> model_flags() {
                 {"ctx-size", "N", "context (KV cache) size in tokens", "8192", "QVL_CTX_SIZE"},
                 {"batch", "N", "prefill chunk in tokens", "512"},
                 {"min-pixels", "N", "smallest image area after resizing (default: the model's)"},
-                {"max-pixels", "N", "largest image area after resizing (default: the model's)"}},
+                {"max-pixels", "N", "largest image area after resizing (default: the model's)"},
+                {"image-cache-mb", "MB", "memory for cached image embeddings (a repeated image skips the vision encoder; 0: off)",
+                 "256", "QVL_IMAGE_CACHE_MB"}},
                model_source_flags()});
 }
 
@@ -34,7 +36,9 @@ std::vector<Flag> sampling_flags() {
           {"frequency-penalty", "X", "subtract X x count from logits of generated tokens"},
           {"seed", "N", "random seed (reproducible sampling)"},
           {"stop", "TEXT", "stop when the answer contains TEXT", "", "", true},
-          {"ignore-eos", "", "keep generating past the end-of-sequence token"}};
+          {"ignore-eos", "", "keep generating past the end-of-sequence token"},
+          {"repetition-guard", "N", "stop when the last N tokens of the answer loop (0: off)", "400"},
+          {"repetition-guard-repeats", "R", "a loop must repeat at least R times to stop the answer", "3"}};
 }
 
 EngineParams engine_params(const Args& args) {
@@ -51,6 +55,7 @@ EngineParams engine_params(const Args& args) {
   p.batch = args.get_int("batch", 1, 1 << 16);
   if (args.has("min-pixels")) p.min_pixels = args.get_int("min-pixels", 1, int64_t{1} << 40);
   if (args.has("max-pixels")) p.max_pixels = args.get_int("max-pixels", 1, int64_t{1} << 40);
+  p.image_cache_bytes = static_cast<size_t>(args.get_int("image-cache-mb", 0, int64_t{1} << 20)) << 20;
   // Conversion progress: silent when it is quick, one updating line otherwise.
   auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   auto last = std::make_shared<int>(-1);
@@ -84,6 +89,8 @@ void apply_sampling(const Args& args, GenerateRequest& r) {
   if (args.has("max-tokens")) r.max_tokens = args.get_int("max-tokens", 1, 1 << 24);
   r.stop = args.all("stop");
   r.ignore_eos = args.on("ignore-eos");
+  r.repetition_guard.window = args.get_int("repetition-guard", 0, 1 << 24);
+  r.repetition_guard.min_repeats = static_cast<int>(args.get_int("repetition-guard-repeats", 2, 1000));
 }
 
 }  // namespace qvl::cli

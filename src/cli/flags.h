@@ -11,7 +11,7 @@
 namespace qvl::cli {
 
 // --model, --weights, --threads, --ctx-size, --batch, --min-pixels,
-// --max-pixels, plus the model-source flags (--revision, --offline, ...).
+// --max-pixels, --image-cache-mb, plus the model-source flags (--revision, --offline, ...).
 std::vector<Flag> model_flags();
 // --max-tokens, --temperature, --top-k, --top-p, --min-p,
 // --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,

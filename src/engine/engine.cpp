@@ -19,6 +19,23 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// Prefill pieces of at least this many tokens run through kernels whose
+// rows do not depend on how many rows there are (matmul beyond its small-m
+// path, tiled attention), so any cut into such pieces computes the same bits
+// (tests/model/batched_decode_test.cpp holds the kernels to it).
+constexpr int64_t kMinPiece = 16;
+
+// Length of the next prefill piece after `done` of `todo` tokens: at most
+// `piece` (at least kMinPiece), inside the `batch`-token chunk the run would
+// compute alone, and leaving no rest under kMinPiece in that chunk, so the
+// answer is the same bits whether or not the prefill was cut for others.
+int64_t prefill_piece(int64_t done, int64_t todo, int64_t batch, int64_t piece) {
+  const int64_t chunk_end = std::min(todo, (done / batch + 1) * batch);
+  const int64_t left = chunk_end - done;
+  const int64_t len = std::min(left, std::max(piece, kMinPiece));
+  return left - len < kMinPiece ? left : len;
+}
+
 }  // namespace
 
 // One KV cache and the conversation it holds. generate() uses slot 0; a
@@ -27,8 +44,21 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 struct Slot {
   KvCache cache;
   std::vector<int32_t> cached_ids;    // tokens whose K/V the cache holds, in order
-  std::vector<uint64_t> cached_keys;  // their image hashes (0 for text)
+  std::vector<uint64_t> cached_keys;  // their image key hashes (0 for text)
+  uint64_t last_used = 0;             // Impl::use_clock when a run last began here
 };
+
+// The longest prefix of `p` whose K/V `s` holds: same tokens and, for image
+// tokens, the same image. It never ends inside an image, and leaves at least
+// one token to compute so there are logits to sample from.
+static int64_t reusable_prefix(const Slot& s, const PreparedPrompt& p) {
+  const int64_t n = static_cast<int64_t>(p.ids.size());
+  const int64_t limit = std::min<int64_t>(static_cast<int64_t>(s.cached_ids.size()), n - 1);
+  int64_t c = 0;
+  while (c < limit && s.cached_ids[c] == p.ids[c] && s.cached_keys[c] == p.token_key[c]) ++c;
+  while (c > 0 && p.token_key[c] != 0 && p.token_key[c - 1] == p.token_key[c]) --c;
+  return c;
+}
 
 struct Engine::Impl {
   EngineParams params;
@@ -37,6 +67,9 @@ struct Engine::Impl {
   Tokenizer tokenizer;
   ChatTemplate chat_template;
   std::vector<Slot> slots;
+  uint64_t use_clock = 0;
+  ImageEmbeddingCache image_cache;
+  uint64_t key_seed;  // image keys are hashed with a per-engine secret (image_cache.h)
   std::vector<int32_t> eos;
   double load_ms = 0;
 
@@ -45,7 +78,9 @@ struct Engine::Impl {
         pool(threads),
         model(load(pool)),
         tokenizer(Tokenizer::load(model->folder().tokenizer_json)),
-        chat_template(ChatTemplate::from_source(model->folder().chat_template)) {
+        chat_template(ChatTemplate::from_source(model->folder().chat_template)),
+        image_cache(p.image_cache_bytes),
+        key_seed(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
     for (int i = 0; i < std::max(1, p.slots); ++i) slots.push_back({model->text().make_cache(slot_ctx()), {}, {}});
     eos = model->folder().generation.eos_token_ids;
     if (eos.empty()) {
@@ -53,6 +88,25 @@ struct Engine::Impl {
         if (int32_t id = tokenizer.token_id(t); id >= 0) eos.push_back(id);
     }
   }
+
+  PreprocessOptions preprocess_options() const {
+    PreprocessOptions po;
+    po.min_pixels = params.min_pixels;
+    po.max_pixels = params.max_pixels;
+    return po;
+  }
+  void encode_images(Run& r);  // the Vision step
+  // The unit of a run outside the Decode stage: vision, or one prefill chunk
+  // of at most `chunk` tokens. False when the run is over.
+  bool unit(Run& r, int64_t chunk);
+  // The Decode stage (next_token, then decode): see below.
+  bool next_token(Run& r, int32_t& tok);
+  void decode(std::span<Run* const> runs, std::span<const int32_t> toks);
+  // Batched decode scratch, grown once to the number of slots.
+  std::vector<Pos3> batch_pos;
+  std::vector<KvCache*> batch_caches;
+  std::vector<float> batch_hidden;  // [runs, hidden]
+  std::vector<float> batch_logits;  // [runs, vocab]
 
   // --ctx-size is shared out among the slots, so memory does not grow with them.
   int64_t slot_ctx() const { return params.ctx_size / std::max(1, params.slots); }
@@ -90,17 +144,26 @@ struct Engine::Run {
   int64_t prefilled = 0;      // prompt tokens computed so far (from c)
   int64_t max_tokens = 0;
   int64_t step = 0;
-  std::vector<VisionInput> inputs;
-  VisionFeatures vision;
+  // The images of the recomputed part in prompt order: index into p.images
+  // and their embeddings (from the image cache at begin, else computed by
+  // the Vision step).
+  struct ImagePart {
+    size_t image;
+    std::shared_ptr<const ImageFeatures> features;
+  };
+  std::vector<ImagePart> parts;
+  VisionFeatures vision;      // the parts' rows, concatenated
   std::vector<int64_t> rows;  // [n - c] vision row per recomputed token, -1 for text
   std::vector<float> logits;  // [vocab]
   std::vector<int32_t> context;
   std::optional<StreamDecoder> stream;
   StopStrings stops;
+  RepetitionGuard guard;
   Stage stage = Stage::Vision;
 
   Run(const GenerateRequest& r, const GenerateCallbacks& callbacks, Slot& s, SamplerConfig sc, int64_t vocab)
-      : req(&r), cb(&callbacks), slot(&s), start(Clock::now()), sampler(sc, vocab), logits(vocab), stops(r.stop) {}
+      : req(&r), cb(&callbacks), slot(&s), start(Clock::now()), sampler(sc, vocab), logits(vocab), stops(r.stop),
+        guard(r.repetition_guard) {}
 
   bool emit(const std::string& piece) {
     if (piece.empty() || !cb->on_text) return true;
@@ -114,19 +177,44 @@ Engine::~Engine() = default;
 void Engine::RunDeleter::operator()(Run* run) const { delete run; }
 
 Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks& cb, int slot_index) {
+  const int only[1] = {slot_index};
+  return begin(req, cb, std::span<const int>(only));
+}
+
+Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks& cb, std::span<const int> free_slots) {
   Impl& m = *impl_;
-  if (slot_index < 0 || slot_index >= static_cast<int>(m.slots.size()))
-    fail("sequence slot ", slot_index, " does not exist (the engine has ", m.slots.size(), ")");
-  Slot& slot = m.slots[slot_index];
+  const Clock::time_point start = Clock::now();
+  if (free_slots.empty()) fail("Engine::begin: no free sequence slot given");
+  for (const int s : free_slots)
+    if (s < 0 || s >= static_cast<int>(m.slots.size()))
+      fail("sequence slot ", s, " does not exist (the engine has ", m.slots.size(), ")");
+  PreparedPrompt prepared =
+      prepare_prompt(req.messages, m.model->folder(), m.chat_template, m.tokenizer, m.preprocess_options(), m.key_seed);
+
+  // The slot where this prompt reuses most and discards least of what is
+  // cached (a follow-up lands on its conversation; an unrelated prompt on an
+  // empty slot rather than on one that merely shares the template's first
+  // tokens); among equals the least recently used, so the conversations of
+  // recent clients stay cached.
+  int chosen = free_slots[0];
+  int64_t best = INT64_MIN;
+  for (const int s : free_slots) {
+    const Slot& slot = m.slots[s];
+    const int64_t c = reusable_prefix(slot, prepared);
+    const int64_t score = c - (static_cast<int64_t>(slot.cached_ids.size()) - c);
+    if (score > best || (score == best && slot.last_used < m.slots[chosen].last_used)) {
+      best = score;
+      chosen = s;
+    }
+  }
+  Slot& slot = m.slots[chosen];
+  slot.last_used = ++m.use_clock;
   const ModelConfig& cfg = m.model->config();
   const int64_t ctx = slot.cache.capacity();
   RunPtr run(new Run(req, cb, slot, m.sampler_config(req.sampling), cfg.text.vocab_size));
   Run& r = *run;
-
-  PreprocessOptions po;
-  po.min_pixels = m.params.min_pixels;
-  po.max_pixels = m.params.max_pixels;
-  r.p = prepare_prompt(req.messages, m.model->folder(), m.chat_template, m.tokenizer, po);
+  r.start = start;
+  r.p = std::move(prepared);
   r.res.timings.preprocess_ms = ms_since(r.start);
   const PreparedPrompt& p = r.p;
   const int64_t n = r.n = static_cast<int64_t>(p.ids.size());
@@ -136,20 +224,30 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
          m.slots.size() > 1 ? cat(" shared by ", m.slots.size(), " slots") : std::string(),
          "); raise --ctx-size or send fewer/smaller images");
 
-  // Reuse the cached prefix: same tokens and, for image tokens, same image.
-  // A reused prefix never ends inside an image, and at least one token is
-  // recomputed so there are logits to sample from.
-  int64_t c = 0;
-  const int64_t limit = std::min<int64_t>(static_cast<int64_t>(slot.cached_ids.size()), n - 1);
-  while (c < limit && slot.cached_ids[c] == p.ids[c] && slot.cached_keys[c] == p.token_key[c]) ++c;
-  while (c > 0 && p.token_key[c] != 0 && p.token_key[c - 1] == p.token_key[c]) --c;
-  slot.cache.set_size(c);
+  // Reuse the longest cached prefix of any slot (busy ones too: a running
+  // sequence only appends past it). Another slot's K/V rows are copied here,
+  // far cheaper than computing them again.
+  const Slot* from = &slot;
+  int64_t c = reusable_prefix(slot, p);
+  for (const Slot& other : m.slots) {
+    const int64_t oc = reusable_prefix(other, p);
+    if (oc > c) {
+      c = oc;
+      from = &other;
+    }
+  }
+  if (from == &slot) {
+    slot.cache.set_size(c);
+  } else {
+    slot.cache.copy_prefix(from->cache, c);
+  }
   slot.cached_ids.assign(p.ids.begin(), p.ids.begin() + c);
   slot.cached_keys.assign(p.token_key.begin(), p.token_key.begin() + c);
   r.c = c;
   r.res.cached_tokens = c;
 
-  // Vision for the images in the recomputed part only.
+  // Images in the recomputed part: from the image-embedding cache when
+  // there, else the Vision step computes them.
   int64_t rows_before = 0;
   {
     int64_t token = 0;
@@ -157,8 +255,12 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
     const int merge = cfg.vision.spatial_merge_size;
     for (int64_t i = 0; i < n && image < p.grids.size(); ++i) {
       if (p.image_row[i] < 0 || p.image_row[i] != token) continue;
-      if (i >= c) r.inputs.push_back({p.images[image].data.data(), p.grids[image]});
-      else rows_before += p.grids[image].tokens(merge);
+      if (i >= c) {
+        r.parts.push_back({image, m.image_cache.find(p.keys[image])});
+        ++(r.parts.back().features ? r.res.timings.image_cache_hits : r.res.timings.image_cache_misses);
+      } else {
+        rows_before += p.grids[image].tokens(merge);
+      }
       token += p.grids[image].tokens(merge);
       ++image;
     }
@@ -174,16 +276,71 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
   return run;
 }
 
-bool Engine::step(Run& r) {
-  Impl& m = *impl_;
+int Engine::run_slot(const Run& r) const { return static_cast<int>(r.slot - impl_->slots.data()); }
+
+// The embeddings of the recomputed part's images: cached ones as they are;
+// the others (each distinct image once) preprocessed, encoded together and
+// cached; then every part's rows concatenated in prompt order.
+void Engine::Impl::encode_images(Run& r) {
+  const Clock::time_point start = Clock::now();
+  const int merge = model->config().vision.spatial_merge_size;
+  double preprocess_ms = 0;
+  std::vector<size_t> todo;  // parts to compute
+  for (size_t j = 0; j < r.parts.size(); ++j) {
+    if (r.parts[j].features) continue;
+    const ImageKey& key = r.p.keys[r.parts[j].image];
+    if (std::none_of(todo.begin(), todo.end(), [&](size_t k) { return r.p.keys[r.parts[k].image] == key; }))
+      todo.push_back(j);
+  }
+  if (!todo.empty()) {
+    std::vector<PixelValues> pixels;
+    std::vector<VisionInput> inputs;
+    for (const size_t j : todo) {
+      const size_t image = r.parts[j].image;
+      pixels.push_back(preprocess(*r.p.images[image], model->folder().preprocessor, preprocess_options()));
+      inputs.push_back({pixels.back().data.data(), r.p.grids[image]});
+    }
+    preprocess_ms = ms_since(start);
+    VisionFeatures out = model->vision().encode(inputs, pool);
+    const size_t width = out.tokens > 0 ? out.embeds.size() / static_cast<size_t>(out.tokens) : 0;
+    size_t row = 0;
+    for (const size_t j : todo) {
+      const size_t image = r.parts[j].image;
+      auto f = std::make_shared<ImageFeatures>();
+      f->grid = r.p.grids[image];
+      f->tokens = f->grid.tokens(merge);
+      const size_t lo = row * width, hi = (row + static_cast<size_t>(f->tokens)) * width;
+      f->embeds.assign(out.embeds.begin() + lo, out.embeds.begin() + hi);
+      for (const std::vector<float>& level : out.deepstack) f->deepstack.emplace_back(level.begin() + lo, level.begin() + hi);
+      row += static_cast<size_t>(f->tokens);
+      image_cache.insert(r.p.keys[image], f);
+      for (auto& part : r.parts)
+        if (!part.features && r.p.keys[part.image] == r.p.keys[image]) part.features = f;
+    }
+  }
+  VisionFeatures& v = r.vision;
+  v = {};
+  for (const auto& part : r.parts) {
+    const ImageFeatures& f = *part.features;
+    v.tokens += f.tokens;
+    v.image_tokens.push_back(f.tokens);
+    v.embeds.insert(v.embeds.end(), f.embeds.begin(), f.embeds.end());
+    v.deepstack.resize(f.deepstack.size());
+    for (size_t k = 0; k < f.deepstack.size(); ++k)
+      v.deepstack[k].insert(v.deepstack[k].end(), f.deepstack[k].begin(), f.deepstack[k].end());
+  }
+  r.res.timings.preprocess_ms += preprocess_ms;
+  r.res.timings.vision_ms = ms_since(start) - preprocess_ms;
+}
+
+bool Engine::Impl::unit(Run& r, int64_t chunk) {
+  Impl& m = *this;
   TextDecoder& text = m.model->text();
   Slot& slot = *r.slot;
   const GenerateRequest& req = *r.req;
   switch (r.stage) {
     case Run::Stage::Vision: {
-      const Clock::time_point t = Clock::now();
-      r.vision = m.model->vision().encode(r.inputs, m.pool);
-      r.res.timings.vision_ms = ms_since(t);
+      m.encode_images(r);
       r.stage = Run::Stage::Prefill;
       return true;
     }
@@ -195,10 +352,11 @@ bool Engine::step(Run& r) {
       }
       // One chunk per step, at the decoder's own chunk boundaries (so the
       // numbers equal one forward over the whole prompt), leaving room for
-      // other sequences' decode steps in between.
+      // other sequences' decode steps in between; shorter pieces while they
+      // decode (prefill_piece).
       const Clock::time_point t = Clock::now();
       const int64_t todo = r.n - r.c;
-      const int64_t len = std::min<int64_t>(std::max<int64_t>(1, m.params.batch), todo - r.prefilled);
+      const int64_t len = prefill_piece(r.prefilled, todo, std::max<int64_t>(1, m.params.batch), chunk);
       const int64_t at = r.c + r.prefilled;
       TextInput in{r.p.ids.data() + at, r.p.positions.pos.data() + at, len, r.rows.data() + r.prefilled, &r.vision};
       text.forward(in, slot.cache, m.pool);
@@ -214,12 +372,22 @@ bool Engine::step(Run& r) {
       r.res.timings.prefill_ms += ms_since(t);
       return true;
     }
-    case Run::Stage::Decode:
-      break;
+    case Run::Stage::Decode:  // decoding goes through next_token and decode
+      return true;
     case Run::Stage::Done:
       return false;
   }
+  return false;
+}
 
+// The Decode stage of one run up to its forward: sample the next token from
+// its logits and apply every rule that may end the answer. True, with `tok`
+// to feed back, when the run goes on. The single and the batched step both
+// come through here, so a rule added here holds for both.
+bool Engine::Impl::next_token(Run& r, int32_t& tok_out) {
+  Impl& m = *this;
+  Slot& slot = *r.slot;
+  const GenerateRequest& req = *r.req;
   auto done = [&](const char* why) {
     if (why) r.res.finish_reason = why;
     r.stage = Run::Stage::Done;
@@ -234,16 +402,97 @@ bool Engine::step(Run& r) {
   const StopStrings::Result sr = r.stops.push(r.stream->push(tok));
   if (!r.emit(sr.emit)) return done("cancelled");
   if (sr.stopped) return done("stop");
+  if (r.guard.push(tok)) {
+    r.res.repetition_period = r.guard.period();
+    return done("repetition");
+  }
   if (static_cast<int64_t>(r.res.token_ids.size()) >= r.max_tokens || slot.cache.size() >= slot.cache.capacity())
     return done(nullptr);
-  const Pos3 pos = generated_position(slot.cache.size(), r.p.positions.rope_delta);
-  TextInput one{&tok, &pos, 1};
-  text.forward(one, slot.cache, m.pool);
-  text.logits(text.last_hidden(), 1, r.logits.data(), m.pool);
-  slot.cached_ids.push_back(tok);
-  slot.cached_keys.push_back(0);
-  ++r.res.timings.decode_tokens;
+  tok_out = tok;
   return true;
+}
+
+// Feeds toks[i] to runs[i] (distinct slots) in one forward with M =
+// runs.size() rows through every matmul, and leaves each run's next logits.
+void Engine::Impl::decode(std::span<Run* const> runs, std::span<const int32_t> toks) {
+  TextDecoder& text = model->text();
+  const size_t b = runs.size();
+  const int64_t hid = model->config().text.hidden_size, vocab = model->config().text.vocab_size;
+  batch_pos.clear();
+  batch_caches.clear();
+  for (Run* r : runs) {
+    batch_pos.push_back(generated_position(r->slot->cache.size(), r->p.positions.rope_delta));
+    batch_caches.push_back(&r->slot->cache);
+  }
+  if (batch_logits.size() < b * vocab) {
+    batch_hidden.resize(std::max(b, slots.size()) * hid);
+    batch_logits.resize(std::max(b, slots.size()) * vocab);
+  }
+  text.forward_batch(toks, batch_pos, batch_caches, pool, batch_hidden.data());
+  text.logits(batch_hidden.data(), static_cast<int64_t>(b), batch_logits.data(), pool);
+  for (size_t i = 0; i < b; ++i) {
+    Run& r = *runs[i];
+    std::copy_n(batch_logits.begin() + i * vocab, vocab, r.logits.begin());
+    r.slot->cached_ids.push_back(toks[i]);
+    r.slot->cached_keys.push_back(0);
+    ++r.res.timings.decode_tokens;
+  }
+}
+
+bool Engine::step(Run& r) {
+  Run* const one[1] = {&r};
+  const StepResult s = step(std::span<Run* const>(one))[0];
+  if (s.error) std::rethrow_exception(s.error);
+  return s.more;
+}
+
+std::vector<Engine::StepResult> Engine::step(std::span<Run* const> runs) {
+  Impl& m = *impl_;
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (runs[i]->slot == runs[j]->slot) fail("Engine::step: runs ", j, " and ", i, " share a sequence slot");
+  std::vector<StepResult> out(runs.size());
+  // Decode first, so the tokens of running answers go out before a prefill
+  // chunk; a run whose prefill ends below starts decoding next round.
+  std::vector<Run*> batch;
+  std::vector<int32_t> toks;
+  std::vector<size_t> index;  // batch position -> runs position
+  std::vector<bool> decoder(runs.size());
+  bool decoding = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->stage != Run::Stage::Decode) continue;
+    decoder[i] = decoding = true;
+    try {
+      int32_t tok = 0;
+      if (m.next_token(*runs[i], tok)) {
+        batch.push_back(runs[i]);
+        toks.push_back(tok);
+        index.push_back(i);
+      }
+    } catch (...) {
+      out[i].error = std::current_exception();
+    }
+  }
+  if (!batch.empty()) {
+    try {
+      m.decode(batch, toks);
+      for (size_t i : index) out[i].more = true;
+    } catch (...) {
+      for (size_t i : index) out[i].error = std::current_exception();
+    }
+  }
+  // A long prompt is cut into short chunks while others decode, so their
+  // streams are not held up by a whole `batch` of prefill.
+  const int64_t chunk = decoding ? m.params.interleave_batch : m.params.batch;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (decoder[i]) continue;
+    try {
+      out[i].more = m.unit(*runs[i], chunk);
+    } catch (...) {
+      out[i].error = std::current_exception();
+    }
+  }
+  return out;
 }
 
 GenerateResult Engine::end(Run& r) {
@@ -285,6 +534,7 @@ void Engine::reset() {
     s.cached_ids.clear();
     s.cached_keys.clear();
   }
+  impl_->image_cache.clear();
 }
 
 int Engine::slots() const { return static_cast<int>(impl_->slots.size()); }
@@ -305,11 +555,14 @@ size_t Engine::kv_cache_reserved_bytes() const {
 
 SamplerConfig Engine::sampler_config(const SamplingParams& sampling) const { return impl_->sampler_config(sampling); }
 
+// Counting needs only each image's size: no pixels are touched, so this is
+// cheap on a request's thread and the engine preprocesses each image once.
 std::vector<int32_t> Engine::prompt_tokens(const std::vector<Message>& messages) {
-  PreprocessOptions po;
-  po.min_pixels = impl_->params.min_pixels;
-  po.max_pixels = impl_->params.max_pixels;
-  return prepare_prompt(messages, impl_->model->folder(), impl_->chat_template, impl_->tokenizer, po).ids;
+  return prepare_prompt(messages, impl_->model->folder(), impl_->chat_template, impl_->tokenizer,
+                        impl_->preprocess_options(), std::nullopt)
+      .ids;
 }
+
+ImageCacheStats Engine::image_cache_stats() const { return impl_->image_cache.stats(); }
 
 }  // namespace qvl

@@ -3,20 +3,26 @@
 // defaults, create(), generate(request, callbacks), a result struct. The CLI
 // and the server are its clients; nothing here knows about either.
 //
-// An Engine holds one KV cache: consecutive requests that extend the previous
-// conversation (multi-turn chat) reuse the cached prefix instead of prefilling
-// it again. generate() is not re-entrant; callers serialise.
+// An Engine holds a KV cache per slot: a request that extends a conversation
+// held by any slot (multi-turn chat, or the same image and question prefix
+// again) reuses that prefix instead of prefilling it again, and an image
+// whose embeddings are in the image-embedding cache skips the vision
+// encoder. generate() is not re-entrant; callers serialise.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/image_cache.h"
+#include "engine/repetition_guard.h"
 #include "engine/sampler.h"
 #include "image/image.h"
 #include "ops/matmul.h"
@@ -34,8 +40,10 @@ struct EngineParams {
   int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
   int slots = 1;            // sequences that may be in flight at once (begin/step/end)
   int64_t batch = 512;      // prefill chunk
+  int64_t interleave_batch = 64;  // prefill chunk while other sequences decode (Engine::step of several runs)
   int64_t min_pixels = 0;   // 0: the model's preprocessor_config
   int64_t max_pixels = 0;
+  size_t image_cache_bytes = size_t{256} << 20;  // image-embedding cache bound (LRU); 0: off
   std::function<void(size_t done, size_t total)> load_progress;  // weight conversion
 };
 
@@ -65,6 +73,7 @@ struct GenerateRequest {
   int64_t max_tokens = 0;          // 0: generation_config max_new_tokens, else until the context is full
   std::vector<std::string> stop;   // stop strings (not included in the text)
   bool ignore_eos = false;
+  RepetitionGuardOptions repetition_guard;  // stops an answer caught in a loop (finish_reason "repetition")
   const std::atomic<bool>* cancel = nullptr;  // checked before every step
 };
 
@@ -81,6 +90,11 @@ struct Timings {
   double decode_ms = 0;
   int64_t prefill_tokens = 0;  // tokens actually computed (after prefix reuse)
   int64_t decode_tokens = 0;   // forward passes after the first token
+  // Images of the prompt's recomputed part whose embeddings came from the
+  // image-embedding cache (hits) or from the vision encoder (misses). Images
+  // inside a reused KV prefix count as neither.
+  int64_t image_cache_hits = 0;
+  int64_t image_cache_misses = 0;
   double prefill_tok_s() const { return prefill_ms > 0 ? prefill_tokens / (prefill_ms / 1e3) : 0; }
   double decode_tok_s() const { return decode_ms > 0 ? decode_tokens / (decode_ms / 1e3) : 0; }
 };
@@ -89,9 +103,12 @@ struct GenerateResult {
   std::string text;
   std::vector<int32_t> token_ids;  // the completion (EOS excluded)
   int64_t prompt_tokens = 0;
-  int64_t cached_tokens = 0;  // prompt tokens reused from the previous request
+  int64_t cached_tokens = 0;  // prompt tokens whose K/V were reused (this slot's or copied from another)
   int64_t completion_tokens = 0;
-  std::string finish_reason;  // "stop" (EOS or stop string), "length", "cancelled"
+  // "stop" (EOS or stop string), "length", "cancelled", or "repetition" (the
+  // answer fell into a loop; repetition_period says how many tokens it spans).
+  std::string finish_reason;
+  int64_t repetition_period = 0;
   Timings timings;
 };
 
@@ -101,7 +118,7 @@ class Engine {
   ~Engine();
 
   GenerateResult generate(const GenerateRequest& request, const GenerateCallbacks& callbacks = {});
-  void reset();  // forget the cached conversations
+  void reset();  // forget the cached conversations and image embeddings
 
   // Step-level generation, for a scheduler that interleaves several requests
   // on one model and one thread pool (generate() is begin, step until false,
@@ -117,7 +134,25 @@ class Engine {
   };
   using RunPtr = std::unique_ptr<Run, RunDeleter>;
   RunPtr begin(const GenerateRequest& request, const GenerateCallbacks& callbacks, int slot);
+  // The same on the best of `free_slots` (not empty): the one where this
+  // prompt reuses most and discards least of the cached prefix, else the
+  // least recently used, so other conversations keep their prefixes.
+  // run_slot() says which.
+  RunPtr begin(const GenerateRequest& request, const GenerateCallbacks& callbacks, std::span<const int> free_slots);
+  int run_slot(const Run& run) const;
   bool step(Run& run);
+  // One unit of work for each of `runs` (on distinct slots) in one call: the
+  // runs in the Decode stage sample their next token and then decode together
+  // in one batched forward, so the weights are read once for all of them;
+  // each other run does its own unit (vision, or one prefill chunk, shortened
+  // to `interleave_batch` tokens while others decode so their tokens keep
+  // coming). Result i says whether runs[i] has more to do, or holds the error
+  // its step threw (the other runs go on).
+  struct StepResult {
+    bool more = false;
+    std::exception_ptr error;
+  };
+  std::vector<StepResult> step(std::span<Run* const> runs);
   GenerateResult end(Run& run);  // also for a Run abandoned early: finish_reason "cancelled"
   int slots() const;
   int64_t slot_ctx() const;  // tokens per slot
@@ -131,6 +166,7 @@ class Engine {
   int threads() const;
   ThreadPool& pool();  // the compute threads (benchmarks drive the model directly)
   size_t kv_cache_reserved_bytes() const;
+  ImageCacheStats image_cache_stats() const;  // safe from any thread
   std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages);  // the rendered, tokenized prompt
   // What a request's sampling params resolve to (user, then generation_config,
   // then engine defaults); the seed is random when unset.

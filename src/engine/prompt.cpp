@@ -1,48 +1,31 @@
 #include "engine/prompt.h"
 
-#include <cstring>
-
 #include "util/error.h"
 
 namespace qvl {
-namespace {
-
-// FNV-1a over the patch values and the grid: identifies an image's content
-// for prefix reuse (image tokens are all the same id).
-uint64_t content_hash(const PixelValues& pv) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
-  const int dims[3] = {pv.grid_t, pv.grid_h, pv.grid_w};
-  mix(dims, sizeof dims);
-  mix(pv.data.data(), pv.data.size() * sizeof(float));
-  return h | 1;  // never 0, which marks text
-}
-
-}  // namespace
 
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                              const PreprocessOptions& preprocess_options) {
+                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed) {
   PreparedPrompt p;
   const ModelConfig& c = folder.config;
   const int merge = c.vision.spatial_merge_size;
   std::vector<ChatMessage> chat;
-  std::vector<uint64_t> hashes;
   for (const Message& m : messages) {
     ChatMessage cm;
     cm.role = m.role;
     for (const MessagePart& part : m.parts) {
       ChatPart cp;
       if (part.image) {
-        p.images.push_back(preprocess(*part.image, folder.preprocessor, preprocess_options));
-        const PixelValues& pv = p.images.back();
-        p.grids.push_back({pv.grid_t, pv.grid_h, pv.grid_w});
-        hashes.push_back(content_hash(pv));
+        const ResizedSize size = preprocess_size(*part.image, folder.preprocessor, preprocess_options);
+        const int patch = folder.preprocessor.patch_size;
+        p.images.push_back(part.image);
+        p.grids.push_back({1, size.height / patch, size.width / patch});  // a still image is one temporal patch
+        p.keys.push_back(key_seed ? image_key(*part.image, preprocess_options.min_pixels,
+                                              preprocess_options.max_pixels, *key_seed)
+                                  : ImageKey{});
         cp.kind = ChatPart::Kind::Image;
-        cp.image_tokens = pv.num_tokens(merge);
+        cp.image_tokens = p.grids.back().tokens(merge);
       } else {
         cp.kind = ChatPart::Kind::Text;
         cp.text = part.text;
@@ -60,7 +43,7 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelF
   for (size_t i = 0; i < p.ids.size(); ++i) {
     if (p.image_row[i] < 0) continue;
     if (left == 0) left = p.grids[image++].tokens(merge);
-    p.token_key[i] = hashes[image - 1];
+    p.token_key[i] = p.keys[image - 1].hash;
     --left;
   }
   return p;

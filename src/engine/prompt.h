@@ -1,12 +1,17 @@
-// A request's messages turned into what the model consumes: images
-// preprocessed into patches, the chat template rendered with each image's
-// token count, the text tokenized, M-RoPE positions and the image-row map.
+// A request's messages turned into what the model consumes: each image's grid
+// (its token count) and cache key, the chat template rendered with those
+// counts, the text tokenized, M-RoPE positions and the image-row map. The
+// pixels are not preprocessed here: the engine does that only for images
+// whose embeddings it must compute (not cached, not in a reused prefix).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/image_cache.h"
 #include "image/preprocess.h"
 #include "io/model_config.h"
 #include "model/positions.h"
@@ -17,15 +22,18 @@ namespace qvl {
 
 struct PreparedPrompt {
   std::vector<int32_t> ids;            // [L]
-  std::vector<PixelValues> images;     // in prompt order
+  std::vector<std::shared_ptr<const Image>> images;  // in prompt order
   std::vector<ImageGrid> grids;        // per image
+  std::vector<ImageKey> keys;          // per image (hash 0 when not asked for)
   PromptPositions positions;           // [L] and rope_delta
   std::vector<int64_t> image_row;      // [L]: row among all image tokens, -1 for text
-  std::vector<uint64_t> token_key;     // [L]: 0 for text, the image's content hash for its tokens
+  std::vector<uint64_t> token_key;     // [L]: 0 for text, the image's key hash for its tokens
 };
 
+// `key_seed`: hash every image (image_key) with this seed; without it the
+// keys (and token_key) stay 0, for callers that only count tokens.
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                              const PreprocessOptions& preprocess_options);
+                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed);
 
 }  // namespace qvl

@@ -170,14 +170,14 @@ void Scheduler::worker_loop() {
     std::shared_ptr<Task> task;
     GenerateCallbacks cb;  // the Run keeps a pointer to it
     Engine::RunPtr run;
-    int slot = 0;
+    int slot = -1;  // chosen by the engine at begin
   };
   std::vector<std::unique_ptr<Active>> active;
   std::vector<bool> slot_used(slots_, false);
 
   auto release = [&](size_t i, TaskOutcome outcome, GenerateResult result, std::string error) {
     std::shared_ptr<Task> task = active[i]->task;
-    slot_used[active[i]->slot] = false;
+    if (active[i]->slot >= 0) slot_used[active[i]->slot] = false;
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
     {
       // The slot is free before the client hears the answer, so a client
@@ -207,8 +207,6 @@ void Scheduler::worker_loop() {
         a->task = queue_.front();
         queue_.pop_front();
         running_.push_back(a->task);
-        a->slot = static_cast<int>(std::find(slot_used.begin(), slot_used.end(), false) - slot_used.begin());
-        slot_used[a->slot] = true;
         admitted.push_back(a.get());
         active.push_back(std::move(a));
       }
@@ -226,31 +224,48 @@ void Scheduler::worker_loop() {
         return !t.cancel_flag_.load();
       };
       try {
-        a->run = engine_.begin(t.request_, a->cb, a->slot);
+        // The engine picks among the free slots (Engine::begin): a follow-up
+        // question lands where its conversation is cached.
+        std::vector<int> free_slots;
+        for (int s = 0; s < slots_; ++s)
+          if (!slot_used[s]) free_slots.push_back(s);
+        a->run = engine_.begin(t.request_, a->cb, free_slots);
+        a->slot = engine_.run_slot(*a->run);
+        slot_used[a->slot] = true;
       } catch (const std::bad_alloc&) {
         release(i, TaskOutcome::Failed, {}, "out of memory while preparing the prompt");
       } catch (const std::exception& e) {
         release(i, TaskOutcome::Failed, {}, e.what());
       }
     }
-    for (size_t i = 0; i < active.size();) {
-      Active& a = *active[i];
-      bool more = false;
-      try {
-        more = engine_.step(*a.run);
-      } catch (const std::bad_alloc&) {
-        release(i, TaskOutcome::Failed, {}, "out of memory while generating");
-        continue;
-      } catch (const std::exception& e) {
-        release(i, TaskOutcome::Failed, {}, e.what());
+    // One step for every active sequence together: those decoding share one
+    // pass over the weights (batched decode), the others do a vision step
+    // or a prefill chunk (Engine::step of several runs).
+    std::vector<Engine::Run*> runs;
+    for (const auto& a : active) runs.push_back(a->run.get());
+    std::vector<Engine::StepResult> steps;
+    try {
+      steps = engine_.step(runs);
+    } catch (...) {
+      steps.assign(runs.size(), {false, std::current_exception()});
+    }
+    // Backwards, so release() leaves the indices still to visit in place.
+    for (size_t i = active.size(); i-- > 0;) {
+      if (steps[i].error) {
+        try {
+          std::rethrow_exception(steps[i].error);
+        } catch (const std::bad_alloc&) {
+          release(i, TaskOutcome::Failed, {}, "out of memory while generating");
+        } catch (const std::exception& e) {
+          release(i, TaskOutcome::Failed, {}, e.what());
+        } catch (...) {
+          release(i, TaskOutcome::Failed, {}, "unknown error while generating");
+        }
         continue;
       }
-      if (more) {
-        ++i;
-        continue;
-      }
-      GenerateResult r = engine_.end(*a.run);
-      const TaskOutcome o = outcome_of(*a.task, r);
+      if (steps[i].more) continue;
+      GenerateResult r = engine_.end(*active[i]->run);
+      const TaskOutcome o = outcome_of(*active[i]->task, r);
       release(i, o, std::move(r), {});
     }
   }

@@ -7,9 +7,10 @@
 // about HTTP; the server maps outcomes to statuses (DESIGN.md data flow).
 //
 // One thread drives the engine step by step (Engine::begin/step/end): each
-// running task has its own slot (KV cache) and gets one step per round, so
-// a long prefill is cut into chunks between the others' decode steps, and
-// all compute runs on the engine's single thread pool.
+// running task has its own slot (KV cache) and gets one step per round, all
+// in one Engine::step call: the decoding tasks decode together (one pass over
+// the weights for all), and a long prefill is cut into short chunks between
+// the others' tokens. All compute runs on the engine's single thread pool.
 //
 // Cancellation is cooperative: a task's flag is read by the engine before
 // every step, so a cancelled or timed-out task leaves its slot within one

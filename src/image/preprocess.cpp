@@ -11,7 +11,7 @@
 
 namespace qvl {
 
-PixelValues preprocess(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options) {
+ResizedSize preprocess_size(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options) {
   const int p = config.patch_size, m = config.merge_size, tp = config.temporal_patch_size;
   if (p <= 0 || m <= 0 || tp <= 0)
     fail("preprocess: patch_size ", p, ", merge_size ", m, ", temporal_patch_size ", tp, " must be positive");
@@ -31,6 +31,14 @@ PixelValues preprocess(const Image& image, const PreprocessorConfig& config, con
   if (config.do_resize) size = smart_resize(src_h, src_w, config.factor(), min_pixels, max_pixels);
   if (size.height % (p * m) != 0 || size.width % (p * m) != 0)
     fail("preprocess: resized size ", size.width, "x", size.height, " is not a multiple of patch_size*merge_size = ", p * m);
+  return size;
+}
+
+PixelValues preprocess(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options) {
+  const int p = config.patch_size, m = config.merge_size, tp = config.temporal_patch_size;
+  const ResizedSize size = preprocess_size(image, config, options);
+  const int src_w = image.full_width > 0 ? image.full_width : image.width;
+  const int src_h = image.full_height > 0 ? image.full_height : image.height;
 
   Image resized_storage;
   const Image* px = &image;

@@ -41,6 +41,9 @@ struct PreprocessOptions {
   int64_t max_pixels = 0;  // 0: the preprocessor config's
 };
 
+// The size preprocess() resizes `image` to (checks included), without
+// touching the pixels: enough to count an image's tokens.
+ResizedSize preprocess_size(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options = {});
 PixelValues preprocess(const Image& image, const PreprocessorConfig& config, const PreprocessOptions& options = {});
 
 // decode_image + preprocess. With `dct_scaling`, a large JPEG is decoded at a

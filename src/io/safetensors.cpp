@@ -1,5 +1,8 @@
 #include "io/safetensors.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -276,6 +279,37 @@ size_t SafeTensors::total_bytes() const {
   size_t n = 0;
   for (const auto& f : files_) n += f->size();
   return n;
+}
+
+size_t SafeTensors::populate(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (n == 0) return 0;
+  for (const auto& f : files_) {
+    const uint8_t* fb = f->data();
+    if (!fb || b < fb || b >= fb + f->size()) continue;
+    const size_t len = std::min(n, static_cast<size_t>(fb + f->size() - b));
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(b) / page * page;  // the mapping itself is page-aligned
+    const uintptr_t end = reinterpret_cast<uintptr_t>(b) + len;
+    void* start = reinterpret_cast<void*>(begin);
+#ifdef __linux__
+    constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ, absent from older headers
+    if (madvise(start, end - begin, kPopulateRead) == 0) return len;
+#endif
+    // Older kernels (EINVAL): read ahead, then touch each page ourselves.
+    madvise(start, end - begin, MADV_WILLNEED);
+    volatile uint8_t sink = 0;
+    for (uintptr_t a = begin; a < end; a += page) sink = sink + *reinterpret_cast<const uint8_t*>(a);
+    return len;
+  }
+  return 0;
+}
+
+bool SafeTensors::contains(const void* p) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (const auto& f : files_)
+    if (f->data() && b >= f->data() && b < f->data() + f->size()) return true;
+  return false;
 }
 
 }  // namespace qvl

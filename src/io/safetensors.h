@@ -49,6 +49,15 @@ class SafeTensors {
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   std::vector<std::string> files() const;
   size_t total_bytes() const;  // sum of the mapped file sizes
+  // Maps the pages of [p, p + n) into the process page tables now, so that
+  // later reads do not fault (a page-cache-warm 4 GB checkpoint costs ~3 s of
+  // first-touch faults spread over the first requests, but ~0.7 s populated in
+  // one call). Only the part inside this checkpoint's mappings is touched;
+  // returns the bytes covered. Linux MADV_POPULATE_READ (5.14+); elsewhere
+  // MADV_WILLNEED plus a read of each page. Safe to call from another thread.
+  size_t populate(const void* p, size_t n) const;
+  // Whether p points into one of this checkpoint's mappings (a zero-copy view).
+  bool contains(const void* p) const;
   // "__metadata__" of the (first) file, e.g. {"format": "pt"}; string values only.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

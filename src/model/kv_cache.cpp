@@ -37,4 +37,19 @@ void KvCache::set_size(int64_t n) {
   size_ = n;
 }
 
+void KvCache::copy_prefix(const KvCache& src, int64_t n) {
+  if (&src == this) return set_size(n);
+  if (src.layers_ != layers_ || src.kv_dim_ != kv_dim_)
+    fail("KV cache: cannot copy a prefix between caches of ", src.layers_, "x", src.kv_dim_, " and ", layers_, "x",
+         kv_dim_, " (layers x kv_dim)");
+  if (n < 0 || n > src.size_ || n > capacity_)
+    fail("KV cache: prefix of ", n, " positions outside the source's ", src.size_, " or this capacity ", capacity_);
+  const size_t row_bytes = static_cast<size_t>(kv_dim_) * sizeof(float);
+  for (int l = 0; l < layers_; ++l) {
+    std::memcpy(k(l), src.k(l), static_cast<size_t>(n) * row_bytes);
+    std::memcpy(v(l), src.v(l), static_cast<size_t>(n) * row_bytes);
+  }
+  size_ = n;
+}
+
 }  // namespace qvl

@@ -20,10 +20,16 @@ class KvCache {
 
   float* k(int layer) { return base_ + (2 * int64_t{layer}) * capacity_ * kv_dim_; }      // [capacity, kv_dim]
   float* v(int layer) { return base_ + (2 * int64_t{layer} + 1) * capacity_ * kv_dim_; }  // [capacity, kv_dim]
+  const float* k(int layer) const { return base_ + (2 * int64_t{layer}) * capacity_ * kv_dim_; }
+  const float* v(int layer) const { return base_ + (2 * int64_t{layer} + 1) * capacity_ * kv_dim_; }
   int64_t capacity() const { return capacity_; }
   int64_t kv_dim() const { return kv_dim_; }
   int64_t size() const { return size_; }  // positions holding valid entries
   void set_size(int64_t n);                // grow after a forward, or truncate to reuse a prefix
+  // Makes this cache hold the first n positions of `src` (another sequence
+  // with the same prefix): K/V rows copied for every layer, size set to n.
+  void copy_prefix(const KvCache& src, int64_t n);
+  int layers() const { return layers_; }
   size_t reserved_bytes() const { return bytes_; }
 
  private:

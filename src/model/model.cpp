@@ -17,6 +17,7 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   m->weights_ = ModelWeights::load(m->st_, m->folder_.config, wo);
   m->vision_ = std::make_unique<VisionEncoder>(m->folder_.config.vision, m->weights_.vision);
   m->text_ = std::make_unique<TextDecoder>(m->folder_.config.text, m->weights_.text, options.max_batch);
+  if (options.prefetch) m->prefetch_ = std::make_unique<WeightPrefetch>(m->st_, m->weights_);
   return m;
 }
 

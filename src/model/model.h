@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
+#include "model/weight_prefetch.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
 
@@ -19,6 +20,9 @@ struct ModelLoadOptions {
   WeightFormat format = WeightFormat::BF16;
   int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
   std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
+  // Prefault the in-place (mmap'd) weights on a background thread after load
+  // (weight_prefetch.h): the first request then does not pay page faults.
+  bool prefetch = true;
 };
 
 class Model {
@@ -34,6 +38,9 @@ class Model {
   TextDecoder& text() { return *text_; }
   WeightFormat format() const { return format_; }
   size_t file_bytes() const { return st_.total_bytes(); }
+  // Whether the background prefault (ModelLoadOptions::prefetch) has mapped
+  // every in-place weight; true when it was not started.
+  bool weights_resident() const { return !prefetch_ || prefetch_->done(); }
 
  private:
   Model(ModelFolder folder, SafeTensors st) : folder_(std::move(folder)), st_(std::move(st)) {}
@@ -43,6 +50,7 @@ class Model {
   WeightFormat format_ = WeightFormat::BF16;
   std::unique_ptr<VisionEncoder> vision_;
   std::unique_ptr<TextDecoder> text_;
+  std::unique_ptr<WeightPrefetch> prefetch_;  // last: stopped before the mapping goes
 };
 
 }  // namespace qvl

@@ -25,25 +25,54 @@ TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, i
   up_.resize(b * config.intermediate_size);
   cos_.resize(b * config.head_dim / 2);
   sin_.resize(b * config.head_dim / 2);
+  k_.resize(b * kv_dim_);
+  v_.resize(b * kv_dim_);
   last_.resize(h);
+  segs_.reserve(b);
 }
 
 KvCache TextDecoder::make_cache(int64_t capacity) const {
   return KvCache(config_.num_hidden_layers, capacity, kv_dim_);
 }
 
+void TextDecoder::check_room(const KvCache& cache, int64_t n) const {
+  if (cache.kv_dim() != kv_dim_) fail("KV cache width ", cache.kv_dim(), " does not match the model (", kv_dim_, ")");
+  if (cache.size() + n > cache.capacity())
+    fail("context full: ", cache.size(), " cached + ", n, " new tokens exceed the context size of ",
+         cache.capacity(), " tokens (--ctx-size)");
+}
+
 void TextDecoder::forward(const TextInput& in, KvCache& cache, ThreadPool& pool, float* all_hidden, TextTrace* trace) {
   if (in.n <= 0) return;
-  if (cache.kv_dim() != kv_dim_) fail("KV cache width ", cache.kv_dim(), " does not match the model (", kv_dim_, ")");
-  if (cache.size() + in.n > cache.capacity())
-    fail("context full: ", cache.size(), " cached + ", in.n, " new tokens exceed the context size of ",
-         cache.capacity(), " tokens (--ctx-size)");
+  check_room(cache, in.n);
   if (trace && trace->layer_out.empty()) {
     trace->layer_out.resize(config_.num_hidden_layers);
     trace->after_layer.resize(config_.num_hidden_layers);
   }
-  for (int64_t begin = 0; begin < in.n; begin += max_batch_)
-    forward_chunk(in, begin, std::min(max_batch_, in.n - begin), cache, pool, all_hidden, trace);
+  for (int64_t begin = 0; begin < in.n; begin += max_batch_) {
+    const int64_t n = std::min(max_batch_, in.n - begin);
+    const Segment seg{&cache, 0, n, cache.size()};
+    forward_chunk(in, begin, n, {&seg, 1}, pool, all_hidden, trace);
+  }
+}
+
+void TextDecoder::forward_batch(std::span<const int32_t> ids, std::span<const Pos3> pos,
+                                std::span<KvCache* const> caches, ThreadPool& pool, float* hidden) {
+  const int64_t b = static_cast<int64_t>(ids.size());
+  if (pos.size() != ids.size() || caches.size() != ids.size())
+    fail("batched decode: ", ids.size(), " tokens, ", pos.size(), " positions and ", caches.size(), " caches");
+  for (int64_t i = 0; i < b; ++i) {
+    check_room(*caches[i], 1);
+    for (int64_t j = 0; j < i; ++j)
+      if (caches[j] == caches[i]) fail("batched decode: sequences ", j, " and ", i, " share one KV cache");
+  }
+  const TextInput in{ids.data(), pos.data(), b};
+  for (int64_t begin = 0; begin < b; begin += max_batch_) {
+    const int64_t n = std::min(max_batch_, b - begin);
+    segs_.clear();
+    for (int64_t i = 0; i < n; ++i) segs_.push_back({caches[begin + i], i, 1, caches[begin + i]->size()});
+    forward_chunk(in, begin, n, segs_, pool, hidden, nullptr);
+  }
 }
 
 void TextDecoder::embed(const TextInput& in, int64_t begin, int64_t n) {
@@ -64,15 +93,18 @@ void TextDecoder::embed(const TextInput& in, int64_t begin, int64_t n) {
   }
 }
 
-// x += o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v)) with K/V written
-// straight into the cache at their positions.
-void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t n, KvCache& cache, ThreadPool& pool) {
+// x += o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v)). One sequence's
+// K/V are written straight into its cache at their positions; several
+// sequences' go through k_/v_ and are then copied to their caches, and each
+// sequence attends to its own cache only.
+void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
+                                  ThreadPool& pool) {
   const int64_t h = config_.hidden_size, hd = config_.head_dim;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const float eps = static_cast<float>(config_.rms_norm_eps);
-  const int64_t p0 = cache.size();
-  float* k = cache.k(layer) + p0 * kv_dim_;  // [n, kv_heads*hd]
-  float* v = cache.v(layer) + p0 * kv_dim_;
+  const bool direct = segs.size() == 1;
+  float* k = direct ? segs[0].cache->k(layer) + segs[0].p0 * kv_dim_ : k_.data();  // [n, kv_heads*hd]
+  float* v = direct ? segs[0].cache->v(layer) + segs[0].p0 * kv_dim_ : v_.data();
 
   rms_norm(x_.data(), w.input_norm.data(), xn_.data(), n, h, eps);
   matmul(xn_.data(), n, w.q.w, w.q.b(), q_.data(), pool);
@@ -83,36 +115,43 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
   rope(k, n, kv_heads, hd, kv_dim_, cos_.data(), sin_.data());
 
-  AttentionParams p;
-  p.nq = n;
-  p.nkv = p0 + n;
-  p.q_heads = heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = hd;
-  p.q_stride = q_dim_;
-  p.kv_stride = kv_dim_;
-  p.out_stride = q_dim_;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  p.causal = true;
-  p.q_pos0 = p0;
-  attention(q_.data(), cache.k(layer), cache.v(layer), attn_.data(), p, pool);
+  for (const Segment& s : segs) {
+    if (!direct) {
+      std::memcpy(s.cache->k(layer) + s.p0 * kv_dim_, k + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
+      std::memcpy(s.cache->v(layer) + s.p0 * kv_dim_, v + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
+    }
+    AttentionParams p;
+    p.nq = s.n;
+    p.nkv = s.p0 + s.n;
+    p.q_heads = heads;
+    p.kv_heads = kv_heads;
+    p.head_dim = hd;
+    p.q_stride = q_dim_;
+    p.kv_stride = kv_dim_;
+    p.out_stride = q_dim_;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    p.causal = true;
+    p.q_pos0 = s.p0;
+    attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &attn_[s.row * q_dim_], p, pool);
+  }
   matmul(attn_.data(), n, w.o.w, w.o.b(), xn_.data(), pool);
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
 // x += down(silu(gate(x̂)) * up(x̂)), x̂ = RMSNorm(x).
-void TextDecoder::mlp_block(const TextLayerWeights& w, int64_t n, ThreadPool& pool) {
-  const int64_t h = config_.hidden_size;
+void TextDecoder::mlp_block(const TextLayerWeights& w, int64_t n, std::span<const Segment> segs, ThreadPool& pool) {
+  const int64_t h = config_.hidden_size, im = config_.intermediate_size;
   rms_norm(x_.data(), w.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
   matmul(xn_.data(), n, w.gate.w, nullptr, gate_.data(), pool);
   matmul(xn_.data(), n, w.up.w, nullptr, up_.data(), pool);
-  silu_mul(gate_.data(), up_.data(), gate_.data(), n * config_.intermediate_size);
+  // Per sequence, so a row meets the same vector/tail split as in a call of its own.
+  for (const Segment& s : segs) silu_mul(&gate_[s.row * im], &up_[s.row * im], &gate_[s.row * im], s.n * im);
   matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool);
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
-void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, KvCache& cache, ThreadPool& pool,
-                                float* all_hidden, TextTrace* trace) {
+void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs,
+                                ThreadPool& pool, float* all_hidden, TextTrace* trace) {
   const int64_t h = config_.hidden_size;
   auto record = [&](std::vector<float>& dst) { dst.insert(dst.end(), x_.begin(), x_.begin() + n * h); };
   embed(in, begin, n);
@@ -120,8 +159,8 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, K
   rope_.fill(in.pos + begin, n, cos_.data(), sin_.data());
   const size_t deepstack = in.vision && in.vis_row ? in.vision->deepstack.size() : 0;
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
-    attention_block(w_.layers[l], l, n, cache, pool);
-    mlp_block(w_.layers[l], n, pool);
+    attention_block(w_.layers[l], l, n, segs, pool);
+    mlp_block(w_.layers[l], n, segs, pool);
     if (trace) record(trace->layer_out[l]);
     if (static_cast<size_t>(l) < deepstack) {
       const std::vector<float>& feat = in.vision->deepstack[l];  // [tokens, hidden]
@@ -132,7 +171,7 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, K
     }
     if (trace) record(trace->after_layer[l]);
   }
-  cache.set_size(cache.size() + n);
+  for (const Segment& s : segs) s.cache->set_size(s.p0 + s.n);
   // The final norm is needed for every row only when asked for.
   const float eps = static_cast<float>(config_.rms_norm_eps);
   if (all_hidden || trace) {

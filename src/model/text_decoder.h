@@ -5,10 +5,12 @@
 //
 // A decoder owns its scratch buffers, sized once for `max_batch` tokens: a
 // forward over more tokens runs in chunks, and a decode step allocates nothing.
-// One decoder serves one sequence at a time.
+// A call serves one sequence (forward) or one new token of each of several
+// sequences (forward_batch), never two calls at once.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "io/model_config.h"
@@ -50,6 +52,15 @@ class TextDecoder {
                TextTrace* trace = nullptr);
   const float* last_hidden() const { return last_.data(); }
 
+  // One decode step of B sequences at once: token ids[i] at position pos[i]
+  // is appended to caches[i] (B distinct caches), and its final-normed hidden
+  // state written to hidden [B, hidden]. Every matmul runs with M = B rows,
+  // so the weights are read once for all; attention and RoPE stay per
+  // sequence. Each row equals what forward() gives for that token alone,
+  // bit for bit, whenever the matmul kernel's rows do not depend on M.
+  void forward_batch(std::span<const int32_t> ids, std::span<const Pos3> pos, std::span<KvCache* const> caches,
+                     ThreadPool& pool, float* hidden);
+
   // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
   void logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const;
 
@@ -58,11 +69,19 @@ class TextDecoder {
   const TextConfig& config() const { return config_; }
 
  private:
-  void forward_chunk(const TextInput& in, int64_t begin, int64_t n, KvCache& cache, ThreadPool& pool,
+  // Rows [row, row + n) of a chunk belong to one sequence and are appended to
+  // its cache at position p0 = cache->size() (taken when the chunk starts).
+  struct Segment {
+    KvCache* cache;
+    int64_t row, n, p0;
+  };
+  void check_room(const KvCache& cache, int64_t n) const;
+  void forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
                      float* all_hidden, TextTrace* trace);
   void embed(const TextInput& in, int64_t begin, int64_t n);
-  void attention_block(const TextLayerWeights& w, int layer, int64_t n, KvCache& cache, ThreadPool& pool);
-  void mlp_block(const TextLayerWeights& w, int64_t n, ThreadPool& pool);
+  void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
+                       ThreadPool& pool);
+  void mlp_block(const TextLayerWeights& w, int64_t n, std::span<const Segment> segs, ThreadPool& pool);
 
   const TextConfig& config_;
   const TextWeights& w_;
@@ -77,7 +96,9 @@ class TextDecoder {
   std::vector<float> gate_;  // [B, intermediate]
   std::vector<float> up_;    // [B, intermediate]
   std::vector<float> cos_, sin_;  // [B, head_dim/2]
+  std::vector<float> k_, v_;  // [B, kv_heads*head_dim] new K/V of several sequences before they go to their caches
   std::vector<float> last_;  // [hidden]
+  std::vector<Segment> segs_;  // [B] forward_batch's rows, one per sequence
 };
 
 }  // namespace qvl

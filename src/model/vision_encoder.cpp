@@ -35,6 +35,24 @@ std::vector<float> linspace(float end, int steps) {
   return v;
 }
 
+// Row-wise work split over the pool. The element-wise steps are a few percent
+// of the encoder's work but would run on one core while the others idle.
+template <class F>
+void parallel_rows(ThreadPool& pool, int64_t rows, const F& f) {
+  pool.parallel_for(rows, [&](int64_t b, int64_t e, int) {
+    if (b < e) f(b, e);
+  });
+}
+
+// x [rows, dim] += r; xn = LayerNorm(x): one pass over the rows while they are in cache.
+void add_layer_norm(float* x, const float* r, const NormWeights& norm, float eps, float* xn, int64_t rows, int64_t dim,
+                    ThreadPool& pool) {
+  parallel_rows(pool, rows, [&](int64_t b, int64_t e) {
+    if (r) add(x + b * dim, r + b * dim, x + b * dim, (e - b) * dim);
+    layer_norm(x + b * dim, norm.weight.data(), norm.bias.data(), xn + b * dim, e - b, dim, eps);
+  });
+}
+
 }  // namespace
 
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
@@ -44,49 +62,52 @@ VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& we
 }
 
 // fast_pos_embed_interpolate: sample the side×side table at linspace(0, side-1)
-// along each axis (align-corners bilinear), then reorder rows into
-// merge-window order; every temporal frame gets the same embedding.
-void VisionEncoder::add_position_embeddings(const ImageGrid& g, float* x) const {
+// along each axis (align-corners bilinear); rows are in merge-window order and
+// every temporal frame gets the same embedding.
+void VisionEncoder::add_position_embeddings(const ImageGrid& g, float* x, ThreadPool& pool) const {
   const int64_t hid = config_.hidden_size;
   const int m = config_.spatial_merge_size;
   const std::vector<float> hs = linspace(static_cast<float>(side_ - 1), g.h);
   const std::vector<float> ws = linspace(static_cast<float>(side_ - 1), g.w);
-  std::vector<float> raster(static_cast<size_t>(g.h) * g.w * hid);  // [h*w, hidden]
-  for (int y = 0; y < g.h; ++y) {
-    const int y0 = static_cast<int>(hs[y]), y1 = std::min(y0 + 1, side_ - 1);
-    const float dy = hs[y] - static_cast<float>(y0);
-    for (int xx = 0; xx < g.w; ++xx) {
+  const int64_t per_frame = int64_t{g.h} * g.w;
+  parallel_rows(pool, g.patches(), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      // row -> (frame, merge block, position in the block) -> pixel (y, xx)
+      const int64_t in_frame = row % per_frame, block = in_frame / (m * m), at = in_frame % (m * m);
+      const int y = static_cast<int>(block / (g.w / m)) * m + static_cast<int>(at / m);
+      const int xx = static_cast<int>(block % (g.w / m)) * m + static_cast<int>(at % m);
+      const int y0 = static_cast<int>(hs[y]), y1 = std::min(y0 + 1, side_ - 1);
       const int x0 = static_cast<int>(ws[xx]), x1 = std::min(x0 + 1, side_ - 1);
-      const float dx = ws[xx] - static_cast<float>(x0);
+      const float dy = hs[y] - static_cast<float>(y0), dx = ws[xx] - static_cast<float>(x0);
       const float wt[4] = {(1 - dy) * (1 - dx), (1 - dy) * dx, dy * (1 - dx), dy * dx};
-      const float* e[4] = {&w_.pos_embed[(int64_t{y0} * side_ + x0) * hid], &w_.pos_embed[(int64_t{y0} * side_ + x1) * hid],
-                           &w_.pos_embed[(int64_t{y1} * side_ + x0) * hid], &w_.pos_embed[(int64_t{y1} * side_ + x1) * hid]};
-      float* out = &raster[(int64_t{y} * g.w + xx) * hid];
-      for (int64_t c = 0; c < hid; ++c) out[c] = e[0][c] * wt[0] + e[1][c] * wt[1] + e[2][c] * wt[2] + e[3][c] * wt[3];
+      const float* t = w_.pos_embed.data();
+      const float* e0 = t + (int64_t{y0} * side_ + x0) * hid;
+      const float* e1 = t + (int64_t{y0} * side_ + x1) * hid;
+      const float* e2 = t + (int64_t{y1} * side_ + x0) * hid;
+      const float* e3 = t + (int64_t{y1} * side_ + x1) * hid;
+      float* out = x + row * hid;
+      // (e0·w0 + e1·w1 + e2·w2 + e3·w3) first, then added to x: the reference's order.
+      for (int64_t c = 0; c < hid; ++c) out[c] += e0[c] * wt[0] + e1[c] * wt[1] + e2[c] * wt[2] + e3[c] * wt[3];
     }
-  }
-  int64_t row = 0;
-  for (int t = 0; t < g.t; ++t)
-    for (int by = 0; by < g.h / m; ++by)
-      for (int bx = 0; bx < g.w / m; ++bx)
-        for (int iy = 0; iy < m; ++iy)
-          for (int ix = 0; ix < m; ++ix, ++row) {
-            const float* p = &raster[(int64_t{by * m + iy} * g.w + (bx * m + ix)) * hid];
-            add(x + row * hid, p, x + row * hid, hid);
-          }
+  });
 }
 
 // x += proj(attention(rope(q), rope(k), v)) ; x += fc2(act(fc1(LN(x)))).
+// On entry s.xn holds norm1(x) (the previous block, or encode(), fused it with
+// its residual add); on return s.tmp holds the MLP output not yet added to x.
 void VisionEncoder::block(const VisionBlockWeights& w, float* x, int64_t n, const float* cos, const float* sin,
                           const std::vector<int64_t>& segments, Scratch& s, ThreadPool& pool) const {
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = config_.head_dim();
-  std::vector<float>& xn = s.xn;
-  std::vector<float>& qkv = s.qkv;
-  std::vector<float>& tmp = s.tmp;
-  layer_norm(x, w.norm1.weight.data(), w.norm1.bias.data(), xn.data(), n, hid, static_cast<float>(config_.layer_norm_eps));
-  matmul(xn.data(), n, w.qkv.w, w.qkv.b(), qkv.data(), pool);  // [n, (q|k|v), heads, hd]
-  rope(qkv.data(), n, heads, hd, 3 * hid, cos, sin);
-  rope(qkv.data() + hid, n, heads, hd, 3 * hid, cos, sin);
+  const float eps = static_cast<float>(config_.layer_norm_eps);
+  float* xn = s.xn.data();    // [n, hidden]
+  float* qkv = s.qkv.data();  // [n, (q|k|v), heads, hd]
+  float* tmp = s.tmp.data();  // [n, hidden]
+  matmul(xn, n, w.qkv.w, w.qkv.b(), qkv, pool);
+  parallel_rows(pool, n, [&](int64_t b, int64_t e) {
+    const int64_t half = hd / 2;
+    rope(qkv + b * 3 * hid, e - b, heads, hd, 3 * hid, cos + b * half, sin + b * half);
+    rope(qkv + b * 3 * hid + hid, e - b, heads, hd, 3 * hid, cos + b * half, sin + b * half);
+  });
   AttentionParams p;
   p.nq = p.nkv = n;
   p.q_heads = p.kv_heads = heads;
@@ -94,23 +115,20 @@ void VisionEncoder::block(const VisionBlockWeights& w, float* x, int64_t n, cons
   p.q_stride = p.kv_stride = 3 * hid;
   p.out_stride = hid;
   p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  attention_segments(qkv.data(), qkv.data() + hid, qkv.data() + 2 * hid, xn.data(), p, segments.data(),
-                     static_cast<int64_t>(segments.size()) - 1, pool);
-  matmul(xn.data(), n, w.proj.w, w.proj.b(), tmp.data(), pool);
-  add(x, tmp.data(), x, n * hid);
-
-  layer_norm(x, w.norm2.weight.data(), w.norm2.bias.data(), xn.data(), n, hid, static_cast<float>(config_.layer_norm_eps));
+  attention_segments(qkv, qkv + hid, qkv + 2 * hid, xn, p, segments.data(), static_cast<int64_t>(segments.size()) - 1,
+                     pool);
+  matmul(xn, n, w.proj.w, w.proj.b(), tmp, pool);
+  add_layer_norm(x, tmp, w.norm2, eps, xn, n, hid, pool);
   // The MLP runs in row chunks so its [rows, intermediate] buffer stays bounded
   // for very large images.
   const int64_t inter = config_.intermediate_size, chunk = kMlpChunk;
-  std::vector<float>& h1 = s.h1;
+  float* h1 = s.h1.data();
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t rows = std::min(chunk, n - r0);
-    matmul(xn.data() + r0 * hid, rows, w.fc1.w, w.fc1.b(), h1.data(), pool);
-    activation(config_.hidden_act, h1.data(), rows * inter);
-    matmul(h1.data(), rows, w.fc2.w, w.fc2.b(), tmp.data() + r0 * hid, pool);
+    matmul(xn + r0 * hid, rows, w.fc1.w, w.fc1.b(), h1, pool);
+    parallel_rows(pool, rows, [&](int64_t b, int64_t e) { activation(config_.hidden_act, h1 + b * inter, (e - b) * inter); });
+    matmul(h1, rows, w.fc2.w, w.fc2.b(), tmp + r0 * hid, pool);
   }
-  add(x, tmp.data(), x, n * hid);
 }
 
 // Qwen3VLVisionPatchMerger: each group of merge² consecutive patch rows becomes
@@ -121,13 +139,17 @@ void VisionEncoder::merge(const MergerWeights& w, bool postshuffle_norm, const f
   const int64_t hid = config_.hidden_size, m2 = int64_t{config_.spatial_merge_size} * config_.spatial_merge_size;
   const int64_t rows = n / m2, wide = hid * m2;
   std::vector<float> xn(n * hid), h1(rows * wide);
-  if (postshuffle_norm) {
-    layer_norm(x, w.norm.weight.data(), w.norm.bias.data(), xn.data(), rows, wide, 1e-6f);
-  } else {
-    layer_norm(x, w.norm.weight.data(), w.norm.bias.data(), xn.data(), n, hid, 1e-6f);
-  }
+  // Either way a merged row is m2 consecutive patch rows, so rows split cleanly.
+  parallel_rows(pool, rows, [&](int64_t b, int64_t e) {
+    const float* gamma = w.norm.weight.data();
+    const float* beta = w.norm.bias.data();
+    if (postshuffle_norm)
+      layer_norm(x + b * wide, gamma, beta, xn.data() + b * wide, e - b, wide, 1e-6f);
+    else
+      layer_norm(x + b * wide, gamma, beta, xn.data() + b * wide, (e - b) * m2, hid, 1e-6f);
+  });
   matmul(xn.data(), rows, w.fc1.w, w.fc1.b(), h1.data(), pool);
-  gelu_erf(h1.data(), rows * wide);
+  parallel_rows(pool, rows, [&](int64_t b, int64_t e) { gelu_erf(h1.data() + b * wide, (e - b) * wide); });
   matmul(h1.data(), rows, w.fc2.w, w.fc2.b(), out, pool);
 }
 
@@ -171,7 +193,7 @@ VisionFeatures VisionEncoder::encode(std::span<const VisionInput> images, Thread
     int64_t off = 0;
     for (const VisionInput& img : images) {
       const ImageGrid& g = img.grid;
-      add_position_embeddings(g, x.data() + off * hid);
+      add_position_embeddings(g, x.data() + off * hid, pool);
       for (int t = 0; t < g.t; ++t) {
         for (int by = 0; by < g.h / m; ++by)
           for (int bx = 0; bx < g.w / m; ++bx)
@@ -195,8 +217,19 @@ VisionFeatures VisionEncoder::encode(std::span<const VisionInput> images, Thread
   scratch.h1.resize(std::min<int64_t>(n, kMlpChunk) * config_.intermediate_size);
   const std::vector<int>& ds_index = config_.deepstack_visual_indexes;
   f.deepstack.resize(ds_index.size());
+  const float eps = static_cast<float>(config_.layer_norm_eps);
+  if (config_.depth > 0) add_layer_norm(x.data(), nullptr, w_.blocks[0].norm1, eps, scratch.xn.data(), n, hid, pool);
   for (int b = 0; b < config_.depth; ++b) {
     block(w_.blocks[b], x.data(), n, cos.data(), sin.data(), segments, scratch, pool);
+    // The MLP's residual, fused with the next block's first norm.
+    const bool last = b + 1 == config_.depth;
+    if (last) {
+      parallel_rows(pool, n, [&](int64_t rb, int64_t re) {
+        add(x.data() + rb * hid, scratch.tmp.data() + rb * hid, x.data() + rb * hid, (re - rb) * hid);
+      });
+    } else {
+      add_layer_norm(x.data(), scratch.tmp.data(), w_.blocks[b + 1].norm1, eps, scratch.xn.data(), n, hid, pool);
+    }
     if (trace) trace->blocks.push_back(x);
     for (size_t k = 0; k < ds_index.size(); ++k) {
       if (ds_index[k] != b) continue;

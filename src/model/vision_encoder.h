@@ -43,12 +43,12 @@ class VisionEncoder {
 
  private:
   struct Scratch {
-    std::vector<float> xn, qkv, tmp;  // [n, hidden], [n, 3*hidden], [n, hidden]
+    std::vector<float> xn, qkv, tmp;  // [n, hidden], [n, 3*hidden], [n, hidden]; see block()
     std::vector<float> h1;            // [min(n, kMlpChunk), intermediate]
   };
   static constexpr int64_t kMlpChunk = 1024;
 
-  void add_position_embeddings(const ImageGrid& grid, float* x) const;  // x [patches, hidden] += pos
+  void add_position_embeddings(const ImageGrid& grid, float* x, ThreadPool& pool) const;  // x [patches, hidden] += pos
   void block(const VisionBlockWeights& w, float* x, int64_t n, const float* cos, const float* sin,
              const std::vector<int64_t>& segments, Scratch& scratch, ThreadPool& pool) const;
   void merge(const MergerWeights& w, bool postshuffle_norm, const float* x, int64_t n, float* out,

@@ -8,6 +8,8 @@
 
 namespace qvl {
 
+const char* matmul_simd_target() { return simd::matmul_target(); }
+
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool) {
   if (m <= 0 || w.rows() == 0) return;

@@ -16,25 +16,36 @@ namespace qvl {
 // group-wise formats of our own, quantized at load by from_bf16:
 //
 //   Both: groups of 32 consecutive weights along k (a row's last group is
-//   zero-padded when k % 32 != 0); one f32 scale d per group. Storage (one
-//   64-byte aligned buffer): all codes, row-major, row stride = row_bytes,
-//   then (at the next 64-byte boundary) all scales, [rows][ceil(k/32)] f32.
-//   q8: code q = round(w / d) in [-127, 127], d = max|w| / 127, one int8
-//       per weight (row_bytes = 32·ceil(k/32)). |w - d·q| <= d/2.
-//       1.125 bytes per weight.
-//   q4: d = (weight of largest magnitude) / -8, code q = clamp(round(w / d),
-//       -8, 7), so the extreme weight is exact and all 16 levels are used.
-//       Stored as q + 8 in a nibble; byte j of a group's 16 bytes holds
-//       element j (low nibble) and element j + 16 (high nibble)
-//       (row_bytes = 16·ceil(k/32)). |w - d·q| <= |d| (one step, the clamp
-//       at +8 -> 7), else <= |d|/2. 0.625 bytes per weight.
-//   y = Σ_groups d · Σ_j q_j·x_j, accumulated in f32 (x is not quantized).
-//   Error of y against the same product with f32 weights, measured by
-//   bench/ops_report (normal weights, uniform x in [-1, 1], m=8, n=2048,
-//   k=2048 and 6144): relative L2 error q8 0.53-0.54 %, q4 8.5-8.7 %; worst
-//   single output error / RMS of outputs: q8 2.1 %, q4 38 %.
+//   zero-padded when k % 32 != 0); one f16 scale d per group, rounded up
+//   from the ideal scale (so no code overflows). Storage (one 64-byte aligned
+//   buffer; quant.h has the exact offsets): rows in blocks of 16 (the last
+//   block zero-padded), each block group by group, a group's codes cut into
+//   4-byte units stored unit by unit for the 16 rows; then all scales,
+//   [block][group][16] f16. A thread reading a range of blocks reads one
+//   sequential stream, and one 64-byte vector holds 4 bytes of 16 rows.
+//   q8: d = f16⌈max|w| / 127⌉, code q = round(w / d) in [-127, 127], one int8
+//       per weight. |w - d·q| <= d/2. 1.0625 bytes per weight.
+//   q4: d = -f16⌈|e| / 8⌉·sign(e) for e the weight of largest magnitude,
+//       code q = clamp(round(w / d), -8, 7), so e maps to -8 (exactly, up to
+//       the f16 rounding of d) and all 16 levels are used. Stored as q + 8 in
+//       a nibble; byte j of a group's 16 bytes holds element j (low nibble)
+//       and element j + 16 (high nibble). |w - d·q| <= |d| (one step, the
+//       clamp at +8 -> 7), else <= |d|/2. 0.5625 bytes per weight.
+//   Activations: each row of x is rounded to 8 bits per group of 32 along k
+//   (d_x = max|x| / 127 in f32, code = round(x / d_x) in [-127, 127]; error
+//   <= d_x/2 per element), so each group is an exact integer dot product:
+//   y = Σ_groups d·d_x · Σ_j q_j·qx_j, summed in f32 (AVX-512 VNNI vpdpbusd
+//   where available). The same rounding is used for every m (GEMM: in f32).
+//   Error of y against the same product with f32 weights and exact x,
+//   measured by bench/ops_report (normal weights, uniform x in [-1, 1], m=8,
+//   n=2048, k=2048 and 6144): relative L2 error q8 0.65-0.67 % (weights
+//   alone ~0.5 %, x rounding ~0.4 %), q4 8.5-8.7 %; worst single output
+//   error / RMS of outputs: q8 2.6 %, q4 38 %.
 //   Kernels (simd_matmul.cpp) agree with the scalar twin (scalar.cpp) to f32
 //   rounding; tests/ops hold them together.
+//
+// For m <= 8 (batched decode) every output row is bit-identical to the same
+// x row multiplied alone (m = 1), for every format.
 enum class WeightFormat { F32, BF16, Q8, Q4 };
 const char* weight_format_name(WeightFormat f);           // "f32", "bf16", "q8", "q4"
 WeightFormat parse_weight_format(const std::string& name);  // throws qvl::Error
@@ -63,6 +74,10 @@ class WeightMatrix {
   size_t bytes_ = 0;
   std::shared_ptr<void> owned_;
 };
+
+// Name of the SIMD target matmul runs on here (e.g. "AVX3_DL" = AVX-512 with
+// VNNI; it may differ from the other kernels' target, see simd_matmul.cpp).
+const char* matmul_simd_target();
 
 // y [m, w.rows()] (row stride ldy) = x [m, w.cols()] (row stride ldx) · Wᵀ (+ bias [w.rows()]).
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "ops/quant.h"
 #include "util/error.h"
@@ -100,10 +101,10 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t str
 namespace {
 
 // Integer code of a quantized weight (the stored value before the scale).
-int code_at(const WeightMatrix& w, const quant::View& v, int64_t r, int64_t c) {
-  if (w.format() == WeightFormat::Q8) return static_cast<int8_t>(v.quants[r * v.row_bytes + c]);
-  int64_t g = c / quant::kGroup, j = c % quant::kGroup;
-  uint8_t byte = v.quants[r * v.row_bytes + g * (quant::kGroup / 2) + j % (quant::kGroup / 2)];
+int code_at(const quant::View& v, int64_t r, int64_t c) {
+  const int64_t g = c / quant::kGroup, j = c % quant::kGroup;
+  if (v.q8) return static_cast<int8_t>(*v.byte(r, g, j));
+  const uint8_t byte = *v.byte(r, g, j % (quant::kGroup / 2));
   return (j < quant::kGroup / 2 ? (byte & 15) : (byte >> 4)) - 8;
 }
 
@@ -116,7 +117,7 @@ float weight_at(const WeightMatrix& w, int64_t r, int64_t c) {
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
       quant::View v = quant::view(w);
-      return v.scales[r * v.groups + c / quant::kGroup] * static_cast<float>(code_at(w, v, r, c));
+      return quant::f16_to_f32(v.scale(r, c / quant::kGroup)) * static_cast<float>(code_at(v, r, c));
     }
   }
   return 0;
@@ -125,23 +126,33 @@ float weight_at(const WeightMatrix& w, int64_t r, int64_t c) {
 void matmul_rows(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
                  int64_t ldy, int64_t row_begin, int64_t row_end) {
   const int64_t k = w.cols();
-  const bool quantized = w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4;
+  if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
+    // x rounded to 8 bits per group (quant::quantize_x_scalar); per group an
+    // exact integer dot product, times both scales, summed in f32.
+    const quant::View v = quant::view(w);
+    std::vector<int8_t> codes(static_cast<size_t>(v.groups * quant::kGroup));
+    std::vector<float> scales(static_cast<size_t>(v.groups));
+    std::vector<int32_t> sums(static_cast<size_t>(v.groups));
+    for (int64_t i = 0; i < m; ++i) {
+      quant::quantize_x_scalar(x + i * ldx, k, {codes.data(), scales.data(), sums.data()});
+      for (int64_t n = row_begin; n < row_end; ++n) {
+        float acc = 0;
+        for (int64_t g = 0; g < v.groups; ++g) {
+          int32_t dot = 0;
+          for (int64_t j = 0; j < quant::kGroup; ++j)
+            dot += code_at(v, n, g * quant::kGroup + j) * codes[static_cast<size_t>(g * quant::kGroup + j)];
+          acc += static_cast<float>(dot) * (quant::f16_to_f32(v.scale(n, g)) * scales[static_cast<size_t>(g)]);
+        }
+        y[i * ldy + n] = acc + (bias ? bias[n] : 0.0f);
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * ldx;
     for (int64_t n = row_begin; n < row_end; ++n) {
       float acc = 0;
-      if (!quantized) {
-        for (int64_t c = 0; c < k; ++c) acc += xi[c] * weight_at(w, n, c);
-      } else {
-        // Per group: sum of code·x, then times the group's scale (the order the kernels use).
-        quant::View v = quant::view(w);
-        for (int64_t g = 0; g < v.groups; ++g) {
-          float part = 0;
-          for (int64_t c = g * quant::kGroup; c < std::min(k, (g + 1) * quant::kGroup); ++c)
-            part += xi[c] * static_cast<float>(code_at(w, v, n, c));
-          acc += part * v.scales[n * v.groups + g];
-        }
-      }
+      for (int64_t c = 0; c < k; ++c) acc += xi[c] * weight_at(w, n, c);
       y[i * ldy + n] = acc + (bias ? bias[n] : 0.0f);
     }
   }

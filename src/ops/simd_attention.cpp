@@ -36,7 +36,8 @@ constexpr int kKV = 2;
 constexpr int kDV = 2;
 #endif
 constexpr int kRows = 4;
-constexpr int64_t kBq = 16;  // query rows per work item
+constexpr int64_t kBq = 32;  // query rows per work item: each pass over a head's K and V (in L2) serves 32 queries
+constexpr int64_t kBlockTiles = 4;  // key tiles per softmax block
 
 // Max of x[0..n) and in-place x = exp(x - m); returns Σ exp.
 float ExpSubSum(float* x, int64_t n, float m) {
@@ -93,24 +94,97 @@ float Dot(const float* a, const float* b, int64_t n) {
 
 // ------------------------------------------------------------ tiled
 
-// S[r][0..kKV·N) = Σ_c Qs[r][c] · Kt[c][j0 ..]   for R rows (R <= kRows).
-template <int R>
-HWY_INLINE void ScoreTile(const float* qs, int64_t dh, const float* kt, int64_t kts, float* s, int64_t ss) {
+HWY_INLINE void Prefetch(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64 / sizeof(float)) hwy::Prefetch(p + i);
+}
+
+// 2^x for x <= 0: half the work of a general exp, which is a tenth of the
+// attention's time otherwise. x = n + f with n = round(x), |f| <= 1/2; 2^f
+// from its Taylor series to degree 7 (truncation < 6e-9 relative, below f32
+// rounding); 2^n added to the exponent bits. x is clamped at -126, so anything
+// smaller (including -inf) gives 2^-126 instead of 0: negligible beside the
+// row maximum, which contributes 1.
+HWY_INLINE VF Exp2NonPositive(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  x = hn::Max(x, hn::Set(d, -126.0f));
+  const VF n = hn::Round(x);
+  const VF f = hn::Sub(x, n);
+  VF p = hn::Set(d, 1.5252733804059841e-05f);  // ln2^7 / 7!
+  p = hn::MulAdd(p, f, hn::Set(d, 1.5403530393381608e-04f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.3333558146428443e-03f));
+  p = hn::MulAdd(p, f, hn::Set(d, 9.6181291076284772e-03f));
+  p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-02f));
+  p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-01f));
+  p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-01f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  const auto bits = hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::ConvertTo(di, n)));
+  return hn::BitCast(d, bits);
+}
+
+// x[0..n) = 2^(x - m) (n > 0), x[n .. RoundUp(n, lanes)) = 0; returns the sum.
+float Exp2SubSum(float* x, int64_t n, float m) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF vm = hn::Set(d, m);
+  VF sum = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF e = Exp2NonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    hn::StoreU(e, d, x + i);
+    sum = hn::Add(sum, e);
+  }
+  if (i < n) {
+    const VF e = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(n - i)),
+                                    Exp2NonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm)));
+    hn::StoreU(e, d, x + i);
+    sum = hn::Add(sum, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
+// Keys are packed per kv head in tiles of kTile = kKV·lanes positions, each
+// tile [dh][kTile] contiguous (16 KB for dh 64 on AVX-512): a score micro-tile
+// reads one sequential stream instead of dh rows a whole key row apart.
+//
+// S[r][0 .. KV·N) = Σ_c Qs[r][c] · Kt[c][..]   for R query rows (R <= kRows).
+template <int R, int KV>
+HWY_INLINE void ScoreTile(const float* qs, int64_t dh, const float* kt, float* s, int64_t ss) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  VF acc[R][kKV];
+  const int64_t tile = kKV * static_cast<int64_t>(N);
+  VF acc[R][KV];
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kKV; ++v) acc[r][v] = hn::Zero(d);
+    for (int v = 0; v < KV; ++v) acc[r][v] = hn::Zero(d);
   for (int64_t c = 0; c < dh; ++c) {
-    VF kv[kKV];
-    for (int v = 0; v < kKV; ++v) kv[v] = hn::LoadU(d, kt + c * kts + v * N);
+    VF kv[KV];
+    for (int v = 0; v < KV; ++v) kv[v] = hn::LoadU(d, kt + c * tile + v * N);
     for (int r = 0; r < R; ++r) {
-      VF qb = hn::Set(d, qs[r * dh + c]);
-      for (int v = 0; v < kKV; ++v) acc[r][v] = hn::MulAdd(qb, kv[v], acc[r][v]);
+      const VF qb = hn::Set(d, qs[r * dh + c]);
+      for (int v = 0; v < KV; ++v) acc[r][v] = hn::MulAdd(qb, kv[v], acc[r][v]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kKV; ++v) hn::StoreU(acc[r][v], d, s + r * ss + v * N);
+    for (int v = 0; v < KV; ++v) hn::StoreU(acc[r][v], d, s + r * ss + v * N);
+}
+
+// One key tile against `rows` query rows; only the first `cols` keys are
+// needed (the last tile of a head may be partial).
+template <int KV>
+HWY_INLINE void ScoreTileRows(const float* qs, int64_t rows, int64_t dh, const float* kt, float* s, int64_t ss) {
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) ScoreTile<kRows, KV>(qs + r * dh, dh, kt, s + r * ss, ss);
+  for (; r < rows; ++r) ScoreTile<1, KV>(qs + r * dh, dh, kt, s + r * ss, ss);
+}
+
+void ScoreKeys(const float* qs, int64_t rows, int64_t dh, const float* kt, int64_t cols, float* s, int64_t ss) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t vecs = (cols + N - 1) / N;
+  if (vecs >= kKV) return ScoreTileRows<kKV>(qs, rows, dh, kt, s, ss);
+  if constexpr (kKV > 2)
+    if (vecs == 3) return ScoreTileRows<3 < kKV ? 3 : 1>(qs, rows, dh, kt, s, ss);
+  if constexpr (kKV > 1)
+    if (vecs == 2) return ScoreTileRows<2 < kKV ? 2 : 1>(qs, rows, dh, kt, s, ss);
+  ScoreTileRows<1>(qs, rows, dh, kt, s, ss);
 }
 
 // O[r][c0 .. c0 + DV·N) += Σ_t P[r][t] · V[t][c0 ..]   for R rows.
@@ -147,37 +221,46 @@ void OutRows(const float* p, int64_t ps, int64_t bk, const float* v, int64_t vs,
     }
 }
 
+// Scores are kept in base 2: queries are pre-multiplied by scale·log2(e), so
+// softmax weights are 2^(s - max) (the same numbers as e^(scale·q·k - max)).
 void AttentionTiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                     ThreadPool& pool) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t tile_kv = kKV * N;       // kv positions per score micro-tile
-  const int64_t bk_max = 2 * tile_kv;    // kv positions per block (softmax bookkeeping amortised over more)
+  const int64_t tile = kKV * N;  // key positions per packed tile / score micro-tile
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
-  // Kt row stride: zero-padded to whole blocks, plus 16 floats so rows are not
-  // a power of two apart (4096 positions would put every row in the same L1 sets).
-  const int64_t kts = (p.nkv + bk_max - 1) / bk_max * bk_max + 16;
-  // Kt [kv_heads][dh][kts]: key columns contiguous along positions. Vp
-  // [kv_heads][nkv][dh]: each head's value rows packed densely, so a block of
-  // rows is not kv_stride (often 4 KB) apart, where they would share L1 sets.
+  const int64_t tiles = (p.nkv + tile - 1) / tile;
+  // Key blocks of up to kBlockTiles tiles share one softmax rescale; the
+  // tiles are spread evenly over the blocks so the last is not a sliver.
+  const int64_t blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
+  const int64_t block_tiles = (tiles + blocks - 1) / blocks;
+  const int64_t bk_max = block_tiles * tile;
+  // Kt [kv_heads][tiles][dh][tile], zero past nkv. Vp [kv_heads][nkv][dh]:
+  // each head's value rows packed densely, so a block of rows is not
+  // kv_stride (often a multiple of 4 KB) apart, where they would share L1 sets.
   thread_local std::vector<float> kt_buf, vp_buf;
-  kt_buf.assign(static_cast<size_t>(p.kv_heads * dh * kts), 0.0f);
+  kt_buf.resize(static_cast<size_t>(p.kv_heads * tiles * dh * tile));
   vp_buf.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
   float* kt = kt_buf.data();
   float* vp = vp_buf.data();
-  constexpr int64_t kJ = 16;  // positions per transposition block
-  const int64_t jblocks = (p.nkv + kJ - 1) / kJ;
-  pool.parallel_for(p.kv_heads * jblocks, [&](int64_t b, int64_t e, int) {
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t h = item / jblocks, j0 = (item % jblocks) * kJ, j1 = std::min(p.nkv, j0 + kJ);
-      float* kth = kt + h * dh * kts;
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* src = k + j * p.kv_stride + h * dh;
-        for (int64_t c = 0; c < dh; ++c) kth[c * kts + j] = src[c];
-        std::memcpy(vp + (h * p.nkv + j) * dh, v + j * p.kv_stride + h * dh, sizeof(float) * dh);
+  // One item per tile of positions, all heads: the rows of a tile (a few
+  // hundred KB) stay in L2 while each head's 16 KB tile is written in L1.
+  pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
+    for (int64_t jt = b; jt < e; ++jt) {
+      const int64_t j0 = jt * tile, j1 = std::min(p.nkv, j0 + tile);
+      for (int64_t h = 0; h < p.kv_heads; ++h) {
+        float* dst = kt + (h * tiles + jt) * dh * tile;
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* src = k + j * p.kv_stride + h * dh;
+          for (int64_t c = 0; c < dh; ++c) dst[c * tile + (j - j0)] = src[c];
+          std::memcpy(vp + (h * p.nkv + j) * dh, v + j * p.kv_stride + h * dh, sizeof(float) * dh);
+        }
+        if (j1 - j0 < tile)
+          for (int64_t c = 0; c < dh; ++c) std::fill(dst + c * tile + (j1 - j0), dst + (c + 1) * tile, 0.0f);
       }
     }
   });
+  const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   const int64_t qblocks = (p.nq + kBq - 1) / kBq;
   pool.parallel_for(p.q_heads * qblocks, [&](int64_t b, int64_t e, int) {
     thread_local std::vector<float> scratch;
@@ -187,44 +270,51 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
     float* s = o + kBq * dh;          // [kBq][bk_max] scores, then probabilities
     float* m = s + kBq * bk_max;      // [kBq] running max
     float* l = m + kBq;               // [kBq] running sum
+    // Query and output rows are a token stride apart (cache misses the
+    // hardware prefetcher does not predict): fetch the next item's queries
+    // and this item's output lines while the tiles compute.
+    auto prefetch_rows = [&](const float* base, int64_t stride, int64_t it) {
+      const int64_t hh = it / qblocks, r0 = (it % qblocks) * kBq, nr = std::min(kBq, p.nq - r0);
+      for (int64_t r = 0; r < nr; ++r) Prefetch(base + (r0 + r) * stride + hh * dh, dh);
+    };
     for (int64_t item = b; item < e; ++item) {
       const int64_t h = item / qblocks, i0 = (item % qblocks) * kBq, rows = std::min(kBq, p.nq - i0);
       const int64_t kvh = h / group;
+      if (item + 1 < e) prefetch_rows(q, p.q_stride, item + 1);
+      prefetch_rows(out, p.out_stride, item);
       for (int64_t r = 0; r < rows; ++r) {
         const float* src = q + (i0 + r) * p.q_stride + h * dh;
-        for (int64_t c = 0; c < dh; ++c) qs[r * dh + c] = src[c] * p.scale;
+        for (int64_t c = 0; c < dh; ++c) qs[r * dh + c] = src[c] * qscale;
         m[r] = kNegInf;
         l[r] = 0;
       }
       std::fill(o, o + kBq * dh, 0.0f);
-      int64_t kv_end = p.causal ? std::min(p.nkv, p.q_pos0 + i0 + rows) : p.nkv;
-      const float* ktk = kt + kvh * dh * kts;
+      const int64_t kv_end = p.causal ? std::min(p.nkv, p.q_pos0 + i0 + rows) : p.nkv;
+      const float* kth = kt + kvh * tiles * dh * tile;
       const float* vh = vp + kvh * p.nkv * dh;
       for (int64_t j0 = 0; j0 < kv_end; j0 += bk_max) {
         const int64_t bk = std::min(bk_max, kv_end - j0);
-        int64_t r = 0;
-        for (int64_t jt = 0; jt < bk; jt += tile_kv) {
-          for (r = 0; r + kRows <= rows; r += kRows)
-            ScoreTile<kRows>(qs + r * dh, dh, ktk + j0 + jt, kts, s + r * bk_max + jt, bk_max);
-          for (; r < rows; ++r) ScoreTile<1>(qs + r * dh, dh, ktk + j0 + jt, kts, s + r * bk_max + jt, bk_max);
-        }
-        for (r = 0; r < rows; ++r) {
+        for (int64_t jt = 0; jt < bk; jt += tile)
+          ScoreKeys(qs, rows, dh, kth + (j0 + jt) * dh, bk - jt, s + jt, bk_max);
+        for (int64_t r = 0; r < rows; ++r) {
           float* sr = s + r * bk_max;
-          int64_t valid = p.causal ? std::clamp<int64_t>(p.q_pos0 + i0 + r + 1 - j0, 0, bk) : bk;
+          const int64_t valid = p.causal ? std::clamp<int64_t>(p.q_pos0 + i0 + r + 1 - j0, 0, bk) : bk;
           if (valid == 0) {  // row fully masked in this block: contributes nothing
-            std::fill(sr, sr + bk_max, 0.0f);
+            std::fill(sr, sr + bk, 0.0f);
             continue;
           }
-          for (int64_t t = valid; t < bk_max; ++t) sr[t] = kNegInf;
-          float m_new = std::max(m[r], MaxOf(sr, valid));
-          float corr = std::exp(m[r] - m_new);  // exp(-inf) = 0 on the first block
-          float sum = ExpSubSum(sr, bk_max, m_new);
+          const float m_new = std::max(m[r], MaxOf(sr, valid));
+          const float corr = std::exp2(m[r] - m_new);  // 2^-inf = 0 on the first block
+          const float sum = Exp2SubSum(sr, valid, m_new);
+          // Causal tail: Exp2SubSum zeroed up to the next whole vector.
+          for (int64_t t = (valid + N - 1) / N * N; t < bk; ++t) sr[t] = 0.0f;
           l[r] = l[r] * corr + sum;
           m[r] = m_new;
           if (corr != 1.0f) ScaleAdd(o + r * dh, corr, o + r * dh, 0.0f, dh);
         }
         const float* vb = vh + j0 * dh;
-        for (r = 0; r + kRows <= rows; r += kRows) OutRows<kRows>(s + r * bk_max, bk_max, bk, vb, dh, o + r * dh, dh, dh);
+        int64_t r = 0;
+        for (; r + kRows <= rows; r += kRows) OutRows<kRows>(s + r * bk_max, bk_max, bk, vb, dh, o + r * dh, dh, dh);
         for (; r < rows; ++r) OutRows<1>(s + r * bk_max, bk_max, bk, vb, dh, o + r * dh, dh, dh);
       }
       for (int64_t r = 0; r < rows; ++r) {
@@ -239,10 +329,6 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
 // ------------------------------------------------------------ rows (decode)
 
 constexpr int64_t kAhead = 8;  // K rows prefetched ahead
-
-HWY_INLINE void Prefetch(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 64 / sizeof(float)) hwy::Prefetch(p + i);
-}
 
 // Split-KV ("flash decoding"): each work item is one query x one chunk of
 // kChunk positions and covers every head, so it walks K and V rows in memory

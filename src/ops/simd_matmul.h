@@ -22,5 +22,6 @@ constexpr int64_t kSmallM = 8;
 void matmul_small_m(const MatmulArgs& a, ThreadPool& pool);
 // Larger m: register-blocked outer-product tiles (prefill; compute-bound).
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
+const char* matmul_target();  // the dispatched target's name
 
 }  // namespace qvl::simd

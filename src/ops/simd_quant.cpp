@@ -47,7 +47,7 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, DQ>> Codes(DQ d, VQ v, VQ inv, VQ lo, VQ 
   return hn::ConvertTo(di, hn::Max(lo, hn::Min(hi, hn::Round(hn::Mul(v, inv)))));
 }
 
-float GroupQ8(const uint16_t* w, int8_t* q) {
+uint16_t GroupQ8(const uint16_t* w, int8_t* q) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
@@ -56,15 +56,16 @@ float GroupQ8(const uint16_t* w, int8_t* q) {
   VQ amax = hn::Zero(d);
   for (size_t k = 0; k < nv; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
   const float m = hn::GetLane(hn::MaxOfLanes(d, amax));
-  const float scale = m / 127.0f;
+  const uint16_t h = quant::f16_ceil(m / 127.0f);
+  const float scale = quant::f16_to_f32(h);
   const VQ inv = hn::Set(d, scale > 0 ? 1.0f / scale : 0.0f);
   const VQ lo = hn::Set(d, -127.0f), hi = hn::Set(d, 127.0f);
   const hn::Rebind<int8_t, DQ> d8;
   for (size_t k = 0; k < nv; ++k) hn::StoreU(hn::DemoteTo(d8, Codes(d, LoadBf16(d, w + k * N), inv, lo, hi)), d8, q + k * N);
-  return scale;
+  return h;
 }
 
-float GroupQ4(const uint16_t* w, uint8_t* packed) {
+uint16_t GroupQ4(const uint16_t* w, uint8_t* packed) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
@@ -86,7 +87,9 @@ float GroupQ4(const uint16_t* w, uint8_t* packed) {
       }
     }
   }
-  const float scale = extreme / -8.0f;
+  uint16_t h = quant::f16_ceil(m / 8.0f);
+  if (extreme > 0) h |= 0x8000;
+  const float scale = quant::f16_to_f32(h);
   const VQ inv = hn::Set(d, scale != 0 ? 1.0f / scale : 0.0f);
   const VQ lo = hn::Set(d, -8.0f), hi = hn::Set(d, 7.0f);
   const hn::Rebind<int32_t, DQ> di;
@@ -98,11 +101,11 @@ float GroupQ4(const uint16_t* w, uint8_t* packed) {
     auto high = hn::Add(Codes(d, LoadBf16(d, w + (k + half) * N), inv, lo, hi), bias);
     hn::StoreU(hn::DemoteTo(d8, hn::Or(low, hn::ShiftLeft<4>(high))), d8, packed + k * N);
   }
-  return scale;
+  return h;
 }
 
 template <bool kQ8>
-void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   const int64_t row_bytes = kQ8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
   const int64_t group_bytes = kQ8 ? kG : kG / 2;
@@ -110,7 +113,7 @@ void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quan
   for (int64_t r = 0; r < rows; ++r) {
     const uint16_t* w = src + r * cols;
     uint8_t* q = quants + r * row_bytes;
-    float* s = scales + r * groups;
+    uint16_t* s = scales + r * groups;
     for (int64_t g = 0; g < groups; ++g) {
       const uint16_t* gw = w + g * kG;
       uint16_t pad[kG];
@@ -126,10 +129,42 @@ void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quan
   }
 }
 
-void QuantizeRowsQ8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+// One row of activations (quant::quantize_x_scalar is the specification).
+void QuantizeX(const float* x, int64_t k, const quant::XRow& out) {
+  const DQ d;
+  const size_t N = hn::Lanes(d);
+  const size_t nv = static_cast<size_t>(kG) / N;
+  const hn::Rebind<int32_t, DQ> di;
+  const hn::Rebind<int8_t, DQ> d8;
+  const VQ lo = hn::Set(d, -127.0f), hi = hn::Set(d, 127.0f);
+  const int64_t groups = quant::groups(k);
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* xg = x + g * kG;
+    float pad[kG];
+    if ((g + 1) * kG > k) {
+      std::memset(pad, 0, sizeof(pad));
+      std::memcpy(pad, xg, static_cast<size_t>(k - g * kG) * sizeof(float));
+      xg = pad;
+    }
+    VQ amax = hn::Zero(d);
+    for (size_t j = 0; j < nv; ++j) amax = hn::Max(amax, hn::Abs(hn::LoadU(d, xg + j * N)));
+    const float scale = hn::GetLane(hn::MaxOfLanes(d, amax)) / 127.0f;
+    const VQ inv = hn::Set(d, scale > 0 ? 1.0f / scale : 0.0f);
+    auto sum = hn::Zero(di);
+    for (size_t j = 0; j < nv; ++j) {
+      const auto q = Codes(d, hn::LoadU(d, xg + j * N), inv, lo, hi);
+      sum = hn::Add(sum, q);
+      hn::StoreU(hn::DemoteTo(d8, q), d8, out.codes + g * kG + static_cast<int64_t>(j * N));
+    }
+    out.scales[g] = scale;
+    out.sums[g] = hn::GetLane(hn::SumOfLanes(di, sum));
+  }
+}
+
+void QuantizeRowsQ8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   QuantizeRows<true>(src, rows, cols, quants, scales);
 }
-void QuantizeRowsQ4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void QuantizeRowsQ4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   QuantizeRows<false>(src, rows, cols, quants, scales);
 }
 
@@ -143,11 +178,14 @@ namespace qvl::simd {
 
 HWY_EXPORT(QuantizeRowsQ8);
 HWY_EXPORT(QuantizeRowsQ4);
+HWY_EXPORT(QuantizeX);
 
-void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void quantize_x(const float* x, int64_t k, const quant::XRow& out) { HWY_DYNAMIC_DISPATCH(QuantizeX)(x, k, out); }
+
+void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8)(src, rows, cols, quants, scales);
 }
-void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   HWY_DYNAMIC_DISPATCH(QuantizeRowsQ4)(src, rows, cols, quants, scales);
 }
 

@@ -4,9 +4,14 @@
 
 #include <cstdint>
 
+#include "ops/quant.h"
+
 namespace qvl::simd {
 
-void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales);
-void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales);
+void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales);
+void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales);
+
+// One activation row, bit-identical to quant::quantize_x_scalar for finite x.
+void quantize_x(const float* x, int64_t k, const quant::XRow& out);
 
 }  // namespace qvl::simd

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "ops/matmul.h"
 #include "ops/ops.h"
@@ -27,25 +28,26 @@ void for_rows(int64_t rows, ThreadPool* pool, const std::function<void(int64_t, 
     fn(0, rows, 0);
 }
 
-// One group of bf16 weights -> int8 codes in [-127, 127] and a scale d with
-// w ≈ d·q; d = max|w| / 127, codes rounded to nearest.
-float quantize_group_q8(const uint16_t* w, int64_t count, int8_t* q) {
+// One group of bf16 weights -> int8 codes in [-127, 127] and the f16 scale
+// d (see quant.h); |w - d·q| <= d/2 since d >= max|w| / 127.
+uint16_t quantize_group_q8(const uint16_t* w, int64_t count, int8_t* q) {
   float amax = 0;
   for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(bf16_to_f32(w[j])));
-  float d = amax / 127.0f;
-  float inv = d > 0 ? 1.0f / d : 0.0f;
+  const uint16_t h = quant::f16_ceil(amax / 127.0f);
+  const float d = quant::f16_to_f32(h);
+  const float inv = d > 0 ? 1.0f / d : 0.0f;
   for (int64_t j = 0; j < quant::kGroup; ++j) {
     float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
     q[j] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, std::nearbyint(v))));
   }
-  return d;
+  return h;
 }
 
 // One group -> 4-bit codes q in [-8, 7] with w ≈ d·q. The weight of largest
-// magnitude maps to -8 exactly (d = that weight / -8), which uses all 16
-// levels; packed two per byte: byte j holds element j (low nibble) and
-// element j + 16 (high nibble), each stored as q + 8.
-float quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
+// magnitude e maps to -8 (up to the f16 rounding of d = e / -8, which only
+// grows |d|), so all 16 levels are used; packed two per byte: byte j holds
+// element j (low nibble) and element j + 16 (high nibble), each as q + 8.
+uint16_t quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
   float amax = 0, extreme = 0;
   for (int64_t j = 0; j < count; ++j) {
     float v = bf16_to_f32(w[j]);
@@ -54,8 +56,10 @@ float quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
       extreme = v;
     }
   }
-  float d = extreme / -8.0f;
-  float inv = d != 0 ? 1.0f / d : 0.0f;
+  uint16_t h = quant::f16_ceil(amax / 8.0f);
+  if (extreme > 0) h |= 0x8000;
+  const float d = quant::f16_to_f32(h);
+  const float inv = d != 0 ? 1.0f / d : 0.0f;
   int codes[quant::kGroup];
   for (int64_t j = 0; j < quant::kGroup; ++j) {
     float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
@@ -63,14 +67,37 @@ float quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
   }
   for (int64_t j = 0; j < quant::kGroup / 2; ++j)
     packed[j] = static_cast<uint8_t>(codes[j] | (codes[j + quant::kGroup / 2] << 4));
-  return d;
+  return h;
+}
+
+// Rows [r0, r0 + count) of row-major codes/scales (count <= kBlockRows, rows
+// of one block) -> the interleaved layout of quant.h; missing rows of the block are
+// zero.
+void interleave_block(bool q8, int64_t groups, int64_t block, const uint8_t* codes, const uint16_t* scales,
+                      int64_t count, uint8_t* dst_codes, uint16_t* dst_scales) {
+  const int64_t gb = quant::group_bytes(q8);
+  const int64_t row_bytes = groups * gb;
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* bg = dst_codes + (block * groups + g) * gb * quant::kBlockRows;
+    uint16_t* sg = dst_scales + (block * groups + g) * quant::kBlockRows;
+    for (int64_t r = 0; r < quant::kBlockRows; ++r) {
+      sg[r] = r < count ? scales[r * groups + g] : 0;
+      for (int64_t t = 0; t < gb; t += quant::kUnit) {
+        uint8_t* dst = bg + (t / quant::kUnit * quant::kBlockRows + r) * quant::kUnit;
+        if (r < count)
+          std::memcpy(dst, codes + r * row_bytes + g * gb + t, quant::kUnit);
+        else
+          std::memset(dst, q8 ? 0 : 0x88, quant::kUnit);  // code 0
+      }
+    }
+  }
 }
 
 }  // namespace
 
 namespace quant {
 
-void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
@@ -79,12 +106,32 @@ void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, ui
                             reinterpret_cast<int8_t*>(quants + r * q8_row_bytes(cols) + g * kGroup));
 }
 
-void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, float* scales) {
+void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
       scales[r * groups + g] = quantize_group_q4(src + r * cols + g * kGroup, std::min<int64_t>(kGroup, cols - g * kGroup),
                                                  quants + r * q4_row_bytes(cols) + g * (kGroup / 2));
+}
+
+void quantize_x_scalar(const float* x, int64_t k, const XRow& out) {
+  for (int64_t g = 0; g < groups(k); ++g) {
+    const int64_t count = std::min<int64_t>(kGroup, k - g * kGroup);
+    const float* xg = x + g * kGroup;
+    float amax = 0;
+    for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(xg[j]));
+    const float d = amax / 127.0f;
+    const float inv = d > 0 ? 1.0f / d : 0.0f;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < kGroup; ++j) {
+      float v = j < count ? xg[j] * inv : 0.0f;
+      int8_t q = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, std::nearbyint(v))));
+      out.codes[g * kGroup + j] = q;
+      sum += q;
+    }
+    out.scales[g] = d;
+    out.sums[g] = sum;
+  }
 }
 
 }  // namespace quant
@@ -155,20 +202,28 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
     case WeightFormat::Q8:
     case WeightFormat::Q4: {
       const bool q8 = format == WeightFormat::Q8;
-      const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
       const int64_t groups = quant::groups(cols);
-      const int64_t quant_bytes = quant::round64(rows * row_bytes);
-      const int64_t total = quant_bytes + rows * groups * 4;
-      w.owned_ = allocate(static_cast<size_t>(total), weight_format_name(format));
+      const int64_t row_bytes = groups * quant::group_bytes(q8);
+      const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
+      const int64_t scales_bytes = quant::scales_bytes(rows, cols);
+      w.owned_ = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format));
       uint8_t* base = static_cast<uint8_t*>(w.owned_.get());
-      float* scales = reinterpret_cast<float*>(base + quant_bytes);
-      for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
-        if (q8)
-          simd::quantize_rows_q8(data + b * cols, e - b, cols, base + b * row_bytes, scales + b * groups);
-        else
-          simd::quantize_rows_q4(data + b * cols, e - b, cols, base + b * row_bytes, scales + b * groups);
+      uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);
+      const int64_t blocks = quant::row_blocks(rows);
+      for_rows(blocks, pool, [&](int64_t b0, int64_t b1, int) {
+        // Quantized row-major a block at a time, then interleaved.
+        std::vector<uint8_t> tmp_codes(static_cast<size_t>(quant::kBlockRows * row_bytes));
+        std::vector<uint16_t> tmp_scales(static_cast<size_t>(quant::kBlockRows * groups));
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t r0 = b * quant::kBlockRows, count = std::min(quant::kBlockRows, rows - r0);
+          if (q8)
+            simd::quantize_rows_q8(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+          else
+            simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+          interleave_block(q8, groups, b, tmp_codes.data(), tmp_scales.data(), count, base, scales);
+        }
       });
-      w.bytes_ = static_cast<size_t>(rows * row_bytes + rows * groups * 4);
+      w.bytes_ = static_cast<size_t>(quant::codes_bytes(q8, rows, cols) + scales_bytes);
       break;
     }
   }

@@ -183,6 +183,11 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
   if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint64_t>(*seed);
 
+  // qvl's extension: the loop detector of engine/repetition_guard.h.
+  g.repetition_guard = limits.repetition_guard;
+  if (auto w = integer(body, "repetition_guard", 0, 1 << 24)) g.repetition_guard.window = *w;
+  if (auto r = integer(body, "repetition_guard_repeats", 2, 1000)) g.repetition_guard.min_repeats = static_cast<int>(*r);
+
   auto mt = integer(body, "max_completion_tokens", 1, 1 << 24);
   if (!mt) mt = integer(body, "max_tokens", 1, 1 << 24);
   g.max_tokens = mt ? *mt : limits.default_max_tokens;

@@ -20,6 +20,7 @@ struct ChatLimits {
   int64_t min_image_pixels = 0;  // the model's floor
   int resize_factor = 32;        // pixels per image token side (patch_size * merge_size)
   int64_t default_max_tokens = 0;
+  RepetitionGuardOptions repetition_guard;  // server-wide; a request may change it
   int64_t max_text_bytes = 1 << 20;  // one text part
   int max_images = 32;
   int max_stop = 16;

@@ -6,7 +6,11 @@ using json = nlohmann::json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-const char* finish_reason(const GenerateResult& r) { return r.finish_reason == "stop" ? "stop" : "length"; }
+const char* finish_reason(const GenerateResult& r) {
+  if (r.finish_reason == "stop") return "stop";
+  if (r.finish_reason == "repetition") return "repetition";  // qvl's: the answer fell into a loop
+  return "length";
+}
 
 json usage_json(const GenerateResult& r, const ResponseMeta& meta) {
   return {{"prompt_tokens", r.prompt_tokens},
@@ -20,6 +24,9 @@ json timings_json(const Task& task, const ResponseMeta& meta) {
   return {{"queue_ms", task.queue_ms()},
           {"image_ms", meta.image_ms + t.preprocess_ms},
           {"vision_ms", t.vision_ms},
+          {"image_cache_hits", t.image_cache_hits},
+          {"image_cache_misses", t.image_cache_misses},
+          {"cached_tokens", task.result().cached_tokens},
           {"prefill_ms", t.prefill_ms},
           {"prefill_tokens", t.prefill_tokens},
           {"prefill_tok_s", t.prefill_tok_s()},

@@ -94,9 +94,19 @@ std::string Metrics::render(const Gauges& gg) const {
   gauge("qvl_slots_total", "slots (sequences generated at once)", gg.slots_total);
   gauge("qvl_jobs_stored", "async jobs held (any state)", gg.jobs_stored);
   counter("qvl_prompt_tokens_total", "prompt tokens of finished generations", prompt_tokens_);
-  counter("qvl_prompt_cached_tokens_total", "prompt tokens reused from the KV cache (prefix cache hits)",
+  counter("qvl_prompt_tokens_cached_total", "prompt tokens reused from the KV cache (prefix cache hits)",
           cached_tokens_);
   counter("qvl_generated_tokens_total", "completion tokens generated", completion_tokens_);
+  counter("qvl_image_cache_hits_total", "images whose embeddings came from the image-embedding cache",
+          gg.image_cache_hits);
+  counter("qvl_image_cache_misses_total", "images the vision encoder computed (not in the image-embedding cache)",
+          gg.image_cache_misses);
+  counter("qvl_image_cache_evictions_total", "image embeddings dropped to stay within --image-cache-mb",
+          gg.image_cache_evictions);
+  gauge("qvl_image_cache_bytes", "memory held by cached image embeddings", static_cast<double>(gg.image_cache_bytes));
+  gauge("qvl_image_cache_entries", "images in the image-embedding cache", static_cast<double>(gg.image_cache_entries));
+  gauge("qvl_image_cache_capacity_bytes", "bound of the image-embedding cache (--image-cache-mb)",
+        static_cast<double>(gg.image_cache_capacity));
   queue_.render(o, "qvl_queue_seconds", "time from submission to a slot");
   image_.render(o, "qvl_image_seconds", "image fetch, decode and preprocess time per request");
   vision_.render(o, "qvl_vision_seconds", "vision encoder time per request");

@@ -29,6 +29,9 @@ struct Gauges {  // sampled when /metrics is read
   int queue_depth = 0, queue_capacity = 0, slots_busy = 0, slots_total = 0;
   int jobs_stored = 0;
   bool ready = false;
+  // The engine's image-embedding cache (counters kept by the engine).
+  uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
+  size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_capacity = 0;
 };
 
 class Metrics {

@@ -103,6 +103,7 @@ void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std
   rec->fields["queue_ms"] = t.queue_ms();
   rec->fields["image_ms"] = meta.image_ms + r.timings.preprocess_ms;
   rec->fields["vision_ms"] = r.timings.vision_ms;
+  if (r.timings.image_cache_hits > 0) rec->fields["image_cache_hits"] = r.timings.image_cache_hits;
   rec->fields["prefill_ms"] = r.timings.prefill_ms;
   rec->fields["decode_tok_s"] = r.timings.decode_tok_s();
   if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();

@@ -51,6 +51,8 @@ void ServerCore::register_info_routes() {
                 {"default_max_tokens",
                  options.default_max_tokens > 0 ? options.default_max_tokens
                                                 : f.generation.max_new_tokens.value_or(static_cast<int>(ctx))},
+                {"repetition_guard", options.repetition_guard.window},
+                {"repetition_guard_repeats", options.repetition_guard.min_repeats},
                 {"parallel", scheduler->stats().parallel},
                 {"queue_size", options.scheduler.queue_size},
                 {"timeout_s", options.scheduler.timeout_s}});
@@ -67,6 +69,15 @@ void ServerCore::register_info_routes() {
       g.slots_total = s.parallel;
     }
     g.jobs_stored = static_cast<int>(jobs.size());
+    if (ready.load()) {  // set after the engine is attached (release/acquire)
+      const ImageCacheStats c = engine->image_cache_stats();
+      g.image_cache_hits = c.hits;
+      g.image_cache_misses = c.misses;
+      g.image_cache_evictions = c.evictions;
+      g.image_cache_bytes = c.bytes;
+      g.image_cache_entries = c.entries;
+      g.image_cache_capacity = c.capacity;
+    }
     res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
   });
 

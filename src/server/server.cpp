@@ -57,6 +57,7 @@ ServerCore::ServerCore(const ServerOptions& o, std::string name)
   chat_limits.media = o.media;
   chat_limits.decode.max_encoded_bytes = o.media.max_image_bytes;
   chat_limits.default_max_tokens = o.default_max_tokens;
+  chat_limits.repetition_guard = o.repetition_guard;
 }
 
 std::string ServerCore::new_request_id() {

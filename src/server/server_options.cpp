@@ -20,6 +20,9 @@ std::vector<Flag> server_flags() {
       {"max-image-pixels", "N", "cap on an image's area after resizing (per-request max_pixels is clamped to it)",
        "1048576"},
       {"default-max-tokens", "N", "completion limit when a request gives none (0: the model's, else the context)", "0"},
+      {"repetition-guard", "N",
+       "stop an answer whose last N tokens loop (finish_reason \"repetition\"); 0: off; requests may override", "400"},
+      {"repetition-guard-repeats", "R", "a loop must repeat at least R times to stop the answer", "3"},
       {"allowed-media-dir", "DIR", "allow image_url file paths inside DIR (default: no local files)"},
       {"allow-remote-images", "", "allow http(s) image URLs (size cap, timeout, public addresses only)"},
       {"allow-private-remote-images", "", "with --allow-remote-images: also loopback, private and link-local hosts"},
@@ -46,6 +49,8 @@ ServerOptions server_options(const Args& a) {
   o.media.max_image_bytes = static_cast<size_t>(a.get_int("max-image-bytes", 1, int64_t{1} << 32));
   o.max_image_pixels = a.get_int("max-image-pixels", 1024, int64_t{1} << 32);
   o.default_max_tokens = a.get_int("default-max-tokens", 0, 1 << 24);
+  o.repetition_guard.window = a.get_int("repetition-guard", 0, 1 << 24);
+  o.repetition_guard.min_repeats = static_cast<int>(a.get_int("repetition-guard-repeats", 2, 1000));
   if (a.has("allowed-media-dir")) {
     std::error_code ec;
     if (!std::filesystem::is_directory(a.get("allowed-media-dir"), ec))

@@ -21,6 +21,7 @@ struct ServerOptions {
   std::string cors_origin;  // empty: no CORS headers
   size_t max_body_bytes = 64u << 20;
   int64_t max_image_pixels = 1 << 20;
+  RepetitionGuardOptions repetition_guard;  // default for requests that do not set their own
   int64_t default_max_tokens = 0;  // 0: the model's generation_config, else until the context is full
   int json_max_depth = 32;
   MediaOptions media;

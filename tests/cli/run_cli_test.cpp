@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 namespace {
 
@@ -107,6 +108,44 @@ TEST(RunCli, PromptOverTheContextNamesTheNumbers) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("96"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("32"), std::string::npos) << r.err;
+}
+
+// The first index at which the last L tokens have a period p with
+// L >= max(window, repeats * p): the guard's rule, by brute force.
+long first_loop(const std::vector<int>& t, long window, long repeats) {
+  for (long i = 0; i < static_cast<long>(t.size()); ++i)
+    for (long p = 1; p <= i; ++p) {
+      long len = p;  // the first period is free
+      while (len <= i && t[i - len] == t[i - len + p]) ++len;
+      if (len >= std::max(window, repeats * p)) return i;
+    }
+  return -1;
+}
+
+TEST(RunCli, RepetitionGuardStopsALoopWhereTheRuleSays) {
+  const std::string args = "run " + kModel + "--prompt Describe --temperature 0 --ignore-eos --output-format json ";
+  Outcome free = qvl(args + "--max-tokens 120 --repetition-guard 0");
+  ASSERT_EQ(free.code, 0) << free.err;
+  const auto all = nlohmann::json::parse(free.out)["token_ids"].get<std::vector<int>>();
+  // A tight guard (4 tokens, 2 repeats) so the random fixture model's short
+  // runs count as loops; the test needs one to exist.
+  const long at = first_loop(all, 4, 2);
+  ASSERT_GE(at, 0) << "the unguarded answer has no loop to catch";
+  Outcome guarded = qvl(args + "--max-tokens 120 --repetition-guard 4 --repetition-guard-repeats 2");
+  ASSERT_EQ(guarded.code, 0) << guarded.err;
+  const nlohmann::json j = nlohmann::json::parse(guarded.out);
+  EXPECT_EQ(j["finish_reason"], "repetition");
+  EXPECT_EQ(j["token_ids"].get<std::vector<int>>(), std::vector<int>(all.begin(), all.begin() + at + 1));
+  // The default guard (400 tokens) leaves a 120-token answer alone.
+  Outcome dflt = qvl(args + "--max-tokens 120");
+  ASSERT_EQ(dflt.code, 0) << dflt.err;
+  EXPECT_EQ(nlohmann::json::parse(dflt.out)["finish_reason"], "length");
+}
+
+TEST(RunCli, RepetitionGuardFlagsAreChecked) {
+  Outcome r = qvl("run " + kModel + "--prompt hi --repetition-guard-repeats 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("repetition-guard-repeats"), std::string::npos) << r.err;
 }
 
 TEST(ChatCli, TwoTurnsFromStdin) {

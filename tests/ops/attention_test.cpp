@@ -61,7 +61,10 @@ TEST(Attention, MatchesNaiveSoftmaxAcrossShapes) {
                              {33, 33, 3, 3, 64, true, 0},    {1, 100, 16, 8, 128, true, 99}, {3, 70, 4, 2, 128, true, 67},
                              {65, 65, 2, 2, 72, false, 0},   {40, 40, 2, 1, 80, true, 0},  {7, 130, 4, 1, 32, false, 0},
                              {100, 100, 2, 2, 64, false, 0}, {9, 20, 2, 2, 5, true, 11},   {20, 50, 4, 2, 128, true, 30},
-                             {2, 1100, 4, 2, 64, true, 1098}, {3, 700, 2, 1, 32, false, 0}, {1, 1030, 2, 2, 8, true, 600}};
+                             {2, 1100, 4, 2, 64, true, 1098}, {3, 700, 2, 1, 32, false, 0}, {1, 1030, 2, 2, 8, true, 600},
+                             // several softmax blocks, a partial last key tile, causal rows ending mid-block
+                             {200, 200, 2, 2, 64, false, 0}, {40, 300, 4, 2, 64, true, 260}, {97, 97, 2, 1, 128, true, 0},
+                             {33, 577, 1, 1, 16, false, 0}};
   uint32_t seed = 1;
   for (auto cs : cases) {
     AttentionParams p;

@@ -4,7 +4,9 @@
 // groups.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "ops/quant.h"
@@ -16,16 +18,16 @@ namespace {
 
 struct Quantized {
   std::vector<uint8_t> quants;
-  std::vector<float> scales;
+  std::vector<uint16_t> scales;
 };
 
-using RowsFn = void (*)(const uint16_t*, int64_t, int64_t, uint8_t*, float*);
+using RowsFn = void (*)(const uint16_t*, int64_t, int64_t, uint8_t*, uint16_t*);
 
 Quantized run(RowsFn fn, bool q8, const uint16_t* src, int64_t rows, int64_t cols) {
   const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
   Quantized out;
   out.quants.assign(static_cast<size_t>(rows * row_bytes), 0xAB);  // canary: every byte must be written
-  out.scales.assign(static_cast<size_t>(rows * quant::groups(cols)), -1.0f);
+  out.scales.assign(static_cast<size_t>(rows * quant::groups(cols)), 0xFFFF);
   fn(src, rows, cols, out.quants.data(), out.scales.data());
   return out;
 }
@@ -56,12 +58,7 @@ void expect_identical(const Quantized& a, const Quantized& b, const std::string&
   ASSERT_EQ(a.quants.size(), b.quants.size());
   for (size_t i = 0; i < a.quants.size(); ++i)
     ASSERT_EQ(a.quants[i], b.quants[i]) << what << ": code byte " << i;
-  for (size_t i = 0; i < a.scales.size(); ++i) {
-    uint32_t x, y;
-    std::memcpy(&x, &a.scales[i], 4);
-    std::memcpy(&y, &b.scales[i], 4);
-    ASSERT_EQ(x, y) << what << ": scale " << i << " (" << a.scales[i] << " vs " << b.scales[i] << ")";
-  }
+  for (size_t i = 0; i < a.scales.size(); ++i) ASSERT_EQ(a.scales[i], b.scales[i]) << what << ": scale " << i;
 }
 
 TEST(Quant, SimdIsBitIdenticalToScalar) {
@@ -94,7 +91,7 @@ TEST(Quant, RoundsHalfToEven) {
   const std::vector<int8_t> expect = {127, 0, 2, 2, 0, -2, -2, 3};
   for (RowsFn fn : {RowsFn(quant::quantize_rows_q8_scalar), RowsFn(simd::quantize_rows_q8)}) {
     Quantized q = run(fn, true, src.data(), 1, quant::kGroup);
-    EXPECT_EQ(q.scales[0], 1.0f);
+    EXPECT_EQ(quant::f16_to_f32(q.scales[0]), 1.0f);
     for (size_t i = 0; i < expect.size(); ++i) EXPECT_EQ(static_cast<int8_t>(q.quants[i]), expect[i]) << i;
   }
 }
@@ -106,11 +103,74 @@ TEST(Quant, Q4TakesFirstExtremeAndItsSign) {
   src[20] = f32_to_bf16(-1.0f);
   for (RowsFn fn : {RowsFn(quant::quantize_rows_q4_scalar), RowsFn(simd::quantize_rows_q4)}) {
     Quantized q = run(fn, false, src.data(), 1, quant::kGroup);
-    EXPECT_EQ(q.scales[0], -0.5f);                // 4 / -8
+    EXPECT_EQ(quant::f16_to_f32(q.scales[0]), -0.5f);  // 4 / -8
     EXPECT_EQ(q.quants[3] & 0xF, 0);              // 4 -> -8 (+8)
     EXPECT_EQ(q.quants[9] & 0xF, 15);             // -4 -> 8, clamped to 7 (+8)
     EXPECT_EQ(q.quants[4] >> 4, 2 + 8);           // element 20: -1 / -0.5 = 2
   }
+}
+
+}  // namespace
+}  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// f16 scales: exact decoding, and rounding up so that no code overflows.
+TEST(Quant, F16CeilIsTheSmallestF16NotBelow) {
+  EXPECT_EQ(quant::f16_ceil(0.0f), 0);
+  EXPECT_EQ(quant::f16_ceil(1.0f), 0x3c00);
+  EXPECT_EQ(quant::f16_ceil(65504.0f), 0x7bff);
+  EXPECT_EQ(quant::f16_ceil(1e9f), 0x7bff);  // saturates
+  EXPECT_EQ(quant::f16_ceil(5.9604645e-8f), 1);  // 2^-24, the smallest subnormal
+  EXPECT_EQ(quant::f16_ceil(1e-9f), 1);
+  EXPECT_EQ(quant::f16_to_f32(0xc000), -2.0f);
+  EXPECT_EQ(quant::f16_to_f32(0x0400), 6.1035156e-5f);  // 2^-14, the smallest normal
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> e(-30.0f, 15.0f);
+  for (int t = 0; t < 20000; ++t) {
+    const float v = std::exp2(e(rng)) * 1.37f;
+    if (v >= 65504.0f) continue;
+    const uint16_t h = quant::f16_ceil(v);
+    ASSERT_GE(quant::f16_to_f32(h), v) << v;
+    ASSERT_TRUE(h == 0 || quant::f16_to_f32(static_cast<uint16_t>(h - 1)) < v) << v;
+  }
+}
+
+// The activation quantizer: SIMD against the scalar twin, bit for bit, on
+// every target, odd lengths and misaligned rows; and its own bound.
+TEST(Quant, ActivationRowsBitIdenticalAndWithinHalfAStep) {
+  testing::for_each_target([&](const std::string& target) {
+    uint32_t seed = 40;
+    for (int64_t k : {1, 5, 31, 32, 33, 64, 100, 1000})
+      for (int off : {0, 1, 3}) {
+        auto xs = testing::random_floats(k, ++seed, -3, 3);
+        if (k > 40) xs[7] = 0, xs[20] = 2.5f, xs[33] = -2.5f;  // ties and a zero
+        testing::Misaligned<float> x(xs, off);
+        const int64_t G = quant::groups(k);
+        std::vector<int8_t> c1(G * 32, 99), c2(G * 32, 98);
+        std::vector<float> s1(G), s2(G);
+        std::vector<int32_t> u1(G), u2(G);
+        simd::quantize_x(x.data(), k, {c1.data(), s1.data(), u1.data()});
+        quant::quantize_x_scalar(xs.data(), k, {c2.data(), s2.data(), u2.data()});
+        for (int64_t i = 0; i < G * 32; ++i) ASSERT_EQ(c1[i], c2[i]) << target << " k=" << k << " i=" << i;
+        for (int64_t g = 0; g < G; ++g) {
+          ASSERT_EQ(s1[g], s2[g]) << target << " k=" << k;
+          ASSERT_EQ(u1[g], u2[g]) << target << " k=" << k;
+          int32_t sum = 0;
+          for (int64_t j = 0; j < 32; ++j) {
+            const int64_t c = g * 32 + j;
+            sum += c2[c];
+            if (c >= k) {
+              ASSERT_EQ(c2[c], 0);
+              continue;
+            }
+            ASSERT_LE(std::fabs(xs[c] - s2[g] * c2[c]), s2[g] * 0.5001f) << "k=" << k << " c=" << c;
+          }
+          ASSERT_EQ(sum, u2[g]);
+        }
+      }
+  });
 }
 
 }  // namespace

@@ -189,6 +189,54 @@ TEST_F(Chat, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(server_->client().Get("/health")->status, 200);
 }
 
+// The fixture model's greedy answer to "Describe" repeats one token four
+// times early on (tests/cli checks the rule itself); a tight guard stops it
+// there, in both response shapes, and bad guard values are refused.
+TEST_F(Chat, RepetitionGuardEndsALoopingAnswer) {
+  auto c = server_->client();
+  json body = chat_body("Describe", "", 60);
+  body["temperature"] = 0;
+  body["repetition_guard"] = 4;
+  body["repetition_guard_repeats"] = 2;
+  auto r = post_json(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "repetition");
+  EXPECT_LT(j["usage"]["completion_tokens"].get<int>(), 60);
+
+  body["stream"] = true;
+  r = post_json(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const auto events = sse_events(r->body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], "repetition");
+  EXPECT_EQ(streamed_text(events), j["choices"][0]["message"]["content"]);
+
+  json off = chat_body("Describe", "", 20);
+  off["temperature"] = 0;
+  off["repetition_guard"] = 0;
+  r = post_json(c, "/v1/chat/completions", off);
+  ASSERT_TRUE(r);
+  EXPECT_NE(json::parse(r->body)["choices"][0]["finish_reason"], "repetition");
+
+  json bad = chat_body("x");
+  bad["repetition_guard_repeats"] = 1;
+  auto e = refuse(*server_, bad.dump());
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "repetition_guard_repeats");
+  bad = chat_body("x");
+  bad["repetition_guard"] = "yes";
+  e = refuse(*server_, bad.dump());
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "repetition_guard");
+
+  auto cfg = c.Get("/v1/qvl/config");
+  ASSERT_TRUE(cfg);
+  EXPECT_EQ(json::parse(cfg->body)["repetition_guard"], 400);
+}
+
 TEST(ChatLimits, OversizedBodyAndTooLongPrompt) {
   ServerProcess s({"--max-body-bytes", "200000", "--ctx-size", "128"});
   auto c = s.client();

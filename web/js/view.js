@@ -129,6 +129,7 @@ function metaText(a) {
   const parts = [];
   if (a.status === 'stopped') parts.push('Stopped');
   if (a.finishReason === 'length') parts.push('Cut at the max-token limit');
+  if (a.finishReason === 'repetition') parts.push('Stopped: the answer was repeating itself');
   const t = describeTimings(a.timings, a.usage);
   if (t) parts.push(t);
   return parts.join(' · ');
