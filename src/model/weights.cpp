@@ -115,7 +115,12 @@ class Binder {
     } else if (t.dtype == DType::F32 && options_.format == WeightFormat::F32 && aligned_f32) {
       m = WeightMatrix::view_f32(reinterpret_cast<const float*>(t.data), rows, cols);
     } else if (t.dtype == DType::BF16 && aligned_bf16) {
-      m = WeightMatrix::from_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool);
+      // Source pages are dropped as rows are converted, so a large tensor (the
+      // 600 MB embedding behind a tied lm_head) never sits in memory whole
+      // beside its converted copy.
+      const size_t row_bytes = static_cast<size_t>(cols) * 2;
+      m = WeightMatrix::from_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool,
+                                  [&](int64_t b, int64_t e) { release_pages(t.data + b * row_bytes, (e - b) * row_bytes); });
       converted_ = true;
       release_pages(t.data, t.nbytes);
     } else {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -58,8 +59,12 @@ class WeightMatrix {
   static WeightMatrix view_bf16(const uint16_t* data, int64_t rows, int64_t cols);
   static WeightMatrix view_f32(const float* data, int64_t rows, int64_t cols);
   // Converts bf16 source weights to `format` (packing/quantizing as needed).
+  // `rows_read(begin, end)`, when given, is told (from any pool thread) that
+  // source rows [begin, end) will not be read again, so a loader can drop
+  // their pages while a large tensor is still converting (peak memory).
   static WeightMatrix from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
-                                ThreadPool* pool = nullptr);
+                                ThreadPool* pool = nullptr,
+                                const std::function<void(int64_t, int64_t)>& rows_read = {});
 
   WeightFormat format() const { return format_; }
   int64_t rows() const { return rows_; }

@@ -177,7 +177,7 @@ WeightMatrix WeightMatrix::view_f32(const float* data, int64_t rows, int64_t col
 }
 
 WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
-                                     ThreadPool* pool) {
+                                     ThreadPool* pool, const std::function<void(int64_t, int64_t)>& rows_read) {
   if (rows < 0 || cols < 0) fail("weight matrix with negative shape [", rows, ", ", cols, "]");
   WeightMatrix w;
   w.format_ = format;
@@ -188,6 +188,7 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       size_t bytes = static_cast<size_t>(rows * cols) * 2;
       w.owned_ = allocate(bytes, "bf16");
       std::memcpy(w.owned_.get(), data, bytes);
+      if (rows_read) rows_read(0, rows);
       w.bytes_ = bytes;
       break;
     }
@@ -195,7 +196,10 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       size_t bytes = static_cast<size_t>(rows * cols) * 4;
       w.owned_ = allocate(bytes, "f32");
       float* dst = static_cast<float*>(w.owned_.get());
-      for_rows(rows, pool, [&](int64_t b, int64_t e, int) { bf16_to_f32(data + b * cols, dst + b * cols, (e - b) * cols); });
+      for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
+        bf16_to_f32(data + b * cols, dst + b * cols, (e - b) * cols);
+        if (rows_read) rows_read(b, e);
+      });
       w.bytes_ = bytes;
       break;
     }
@@ -221,6 +225,7 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
           else
             simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
           interleave_block(q8, groups, b, tmp_codes.data(), tmp_scales.data(), count, base, scales);
+          if (rows_read) rows_read(r0, r0 + count);
         }
       });
       w.bytes_ = static_cast<size_t>(quant::codes_bytes(q8, rows, cols) + scales_bytes);
