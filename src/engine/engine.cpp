@@ -518,6 +518,9 @@ std::unique_ptr<Engine> Engine::create(const EngineParams& params) {
   auto impl = std::make_unique<Impl>(params, params.threads > 0 ? params.threads : physical_cores(),
                                      [&](ThreadPool& pool) { return Model::load(params.model_dir, mo, pool); });
   impl->load_ms = ms_since(t);
+  // Fault the mapped weights in on a background thread now that loading is
+  // done: an idle server is warm by its first request (no-op for q8/q4).
+  impl->model->prefetch_weights();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

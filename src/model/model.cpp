@@ -17,8 +17,12 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   m->weights_ = ModelWeights::load(m->st_, m->folder_.config, wo);
   m->vision_ = std::make_unique<VisionEncoder>(m->folder_.config.vision, m->weights_.vision);
   m->text_ = std::make_unique<TextDecoder>(m->folder_.config.text, m->weights_.text, options.max_batch);
-  if (options.prefetch) m->prefetch_ = std::make_unique<WeightPrefetch>(m->st_, m->weights_);
+  if (options.prefetch) m->prefetch_weights();
   return m;
+}
+
+void Model::prefetch_weights() {
+  if (!prefetch_) prefetch_ = std::make_unique<WeightPrefetch>(st_, weights_);
 }
 
 }  // namespace qvl

@@ -20,9 +20,10 @@ struct ModelLoadOptions {
   WeightFormat format = WeightFormat::BF16;
   int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
   std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
-  // Prefault the in-place (mmap'd) weights on a background thread after load
-  // (weight_prefetch.h): the first request then does not pay page faults.
-  bool prefetch = true;
+  // Start prefetch_weights() at the end of load. Off by default: the thread
+  // competes with whatever the caller still does to get ready (tokenizer,
+  // KV caches: +0.2 s of load measured), so callers start it when ready.
+  bool prefetch = false;
 };
 
 class Model {
@@ -38,8 +39,13 @@ class Model {
   TextDecoder& text() { return *text_; }
   WeightFormat format() const { return format_; }
   size_t file_bytes() const { return st_.total_bytes(); }
-  // Whether the background prefault (ModelLoadOptions::prefetch) has mapped
-  // every in-place weight; true when it was not started.
+  // Maps the in-place (mmap'd) weights into the page tables on a background
+  // thread (weight_prefetch.h), so the first request does not take them as
+  // page faults. Call once the caller is otherwise ready (end of engine
+  // creation); later calls do nothing. Not thread-safe against itself.
+  void prefetch_weights();
+  // Whether prefetch_weights() has mapped every in-place weight; true when it
+  // was never started.
   bool weights_resident() const { return !prefetch_ || prefetch_->done(); }
 
  private:
