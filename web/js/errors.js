@@ -49,14 +49,19 @@ export function describeTimings(timings, usage) {
   const ms = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
   if (t.queue_ms != null) parts.push(`queue ${ms(t.queue_ms)}`);
   if (t.image_ms != null) parts.push(`image ${ms(t.image_ms)}`);
-  if (t.vision_ms != null) parts.push(`vision ${ms(t.vision_ms)}`);
+  // An image served from the image-embedding cache costs no vision time: say so.
+  if (t.image_cache_hits > 0 && !t.image_cache_misses) parts.push('vision cached');
+  else if (t.vision_ms != null) parts.push(`vision ${ms(t.vision_ms)}`);
   if (t.prefill_ms != null) {
     const rate = t.prefill_tok_s != null ? ` (${Math.round(t.prefill_tok_s)} tok/s)` : '';
     parts.push(`prefill ${ms(t.prefill_ms)}${rate}`);
   }
   if (t.decode_tok_s != null) parts.push(`decode ${t.decode_tok_s.toFixed(1)} tok/s`);
   if (usage) {
-    if (usage.prompt_tokens != null) parts.push(`${usage.prompt_tokens} prompt tok`);
+    if (usage.prompt_tokens != null) {
+      const cached = usage.prompt_tokens_details?.cached_tokens;
+      parts.push(`${usage.prompt_tokens} prompt tok` + (cached > 0 ? ` (${cached} cached)` : ''));
+    }
     if (usage.completion_tokens != null) parts.push(`${usage.completion_tokens} answer tok`);
   }
   return parts.join(' · ');

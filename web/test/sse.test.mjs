@@ -46,6 +46,12 @@ test('timings line and sizes', () => {
   assert.equal(line, 'queue 4 ms · image 35 ms · vision 1.5 s · prefill 800 ms (250 tok/s) · ' +
     'decode 12.3 tok/s · 200 prompt tok · 40 answer tok');
   assert.equal(describeTimings(null, null), '');
+  // A follow-up about the same image: the cache hits are shown.
+  assert.equal(describeTimings({ vision_ms: 0.4, image_cache_hits: 1, image_cache_misses: 0, prefill_ms: 350 },
+    { prompt_tokens: 242, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 225 } }),
+  'vision cached · prefill 350 ms · 242 prompt tok (225 cached) · 3 answer tok');
+  assert.equal(describeTimings({ vision_ms: 1520, image_cache_hits: 1, image_cache_misses: 1 }, null),
+    'vision 1.5 s');
   assert.equal(formatBytes(512), '512 B');
   assert.equal(formatBytes(2048), '2.0 KB');
   assert.equal(formatBytes(3 * 1024 * 1024), '3.0 MB');
