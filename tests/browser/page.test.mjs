@@ -151,8 +151,17 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   await page.type('#prompt', 'image?');
   assert.equal(await page.inputValue('#prompt'), 'What is in this\nimage?');
   await watchAnswerGrowth(page);
+  // The tiny model writes 48 tokens in a few milliseconds, which may reach the
+  // page in one network read; a slow link (2 KB/s, the page itself is loaded
+  // already) makes the events arrive over a second or two, so what is checked
+  // is that the page renders them as they come.
+  const cdp = await ctx.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions',
+    { offline: false, latency: 0, downloadThroughput: 2048, uploadThroughput: -1 });
   await page.press('#prompt', 'Enter');
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   const text = await lastAnswer(page).locator('.answer-body').textContent();
   assert.ok(text.trim().length > 0, 'answer text is empty');
   const lengths = await page.evaluate(() => window.__lengths);

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -23,7 +25,11 @@ struct Outcome {
 };
 
 Outcome qvl(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "qvl_run_cli_stderr.txt";
+  // A file of its own: CTest runs the tests of this file in parallel processes.
+  char tmpl[] = "/tmp/qvl_run_cli_stderr_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  const std::string err_path = tmpl;
   const std::string cmd = std::string(QVL_BINARY) + " " + args + " 2>" + err_path;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -31,9 +37,12 @@ Outcome qvl(const std::string& args) {
   size_t n;
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   const int status = pclose(p);
-  std::ifstream e(err_path);
   std::stringstream ss;
-  ss << e.rdbuf();
+  {
+    std::ifstream e(err_path);
+    ss << e.rdbuf();
+  }
+  std::remove(err_path.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
 }
 
