@@ -47,15 +47,22 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, DQ>> Codes(DQ d, VQ v, VQ inv, VQ lo, VQ 
   return hn::ConvertTo(di, hn::Max(lo, hn::Min(hi, hn::Round(hn::Mul(v, inv)))));
 }
 
+// max |w| over one group of kG bf16 weights. Vectors are reloaded rather
+// than kept in an array: sizeless (SVE) vectors cannot be array elements,
+// and the group is in L1 anyway.
+float GroupAbsMax(const uint16_t* w) {
+  const DQ d;
+  const size_t N = hn::Lanes(d);
+  VQ amax = hn::Zero(d);
+  for (size_t k = 0; k < static_cast<size_t>(kG) / N; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
+  return hn::GetLane(hn::MaxOfLanes(d, amax));
+}
+
 uint16_t GroupQ8(const uint16_t* w, int8_t* q) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
-  // Vectors are reloaded rather than kept in an array: sizeless (SVE)
-  // vectors cannot be array elements, and the group is in L1 anyway.
-  VQ amax = hn::Zero(d);
-  for (size_t k = 0; k < nv; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
-  const float m = hn::GetLane(hn::MaxOfLanes(d, amax));
+  const float m = GroupAbsMax(w);
   const uint16_t h = quant::f16_ceil(m / 127.0f);
   const float scale = quant::f16_to_f32(h);
   const VQ inv = hn::Set(d, scale > 0 ? 1.0f / scale : 0.0f);
@@ -69,11 +76,7 @@ uint16_t GroupQ4(const uint16_t* w, uint8_t* packed) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
-  // Vectors are reloaded rather than kept in an array: sizeless (SVE)
-  // vectors cannot be array elements, and the group is in L1 anyway.
-  VQ amax = hn::Zero(d);
-  for (size_t k = 0; k < nv; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
-  const float m = hn::GetLane(hn::MaxOfLanes(d, amax));
+  const float m = GroupAbsMax(w);
   // The scalar twin keeps the FIRST weight of largest magnitude (strict >),
   // with 0 when all are zero.
   float extreme = 0.0f;
