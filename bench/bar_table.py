@@ -56,7 +56,8 @@ def main(paths):
         b = BAR[w]
         peak, bw = j["fma_peak_gflop_s"], j["read_bandwidth_gb_s"]
         scale = peak / BAR_PEAK  # how much faster this machine computes than the bar's
-        print(f"| **{w}** (FMA peak {peak:.0f} GFLOP/s, read {bw:.1f} GB/s, {j['threads']} threads) | | | | | |")
+        mode = w + (" --precision fast" if j.get("fast_bf16_matmul") else "") + f", KV {j.get('kv_type', 'f32')}"
+        print(f"| **{mode}** (FMA peak {peak:.0f} GFLOP/s, read {bw:.1f} GB/s, {j['threads']} threads) | | | | | |")
         if "vision_ms_448x448" in j:
             v = j["vision_ms_448x448"] / 1e3
             frac = j["vision_fma_fraction_448x448"]

@@ -4,8 +4,9 @@
 // or with --best the fastest repeat (the limits are best-of passes too, so on
 // a machine shared with other jobs --best compares like with like).
 //
-//   ops_report [--threads N] [--quick] [--best] [--only gemm|gemv|attention|small|error]...
+//   ops_report [--threads N] [--quick] [--best] [--only gemm|qgemm|gemv|attention|small|error]...
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -107,6 +108,24 @@ double gemm(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n,
   return s;
 }
 
+// Prefill GEMM with bf16 weights in MatmulPrecision::Fast (x rounded to bf16,
+// AVX512-BF16): effective GFLOP/s (2mnk/t) against the FP32 FMA peak, whose
+// double is the vdpbf16ps peak. Without AVX512-BF16 the row says so and times
+// the exact path it falls back to.
+void gemm_fast(Report& rep, ThreadPool& pool, int64_t m, int64_t n, int64_t k, int reps) {
+  auto src = random_bf16(n * k, 1);
+  WeightMatrix w = WeightMatrix::view_bf16(src.data(), n, k);
+  w.set_precision(qvl::MatmulPrecision::Fast);
+  auto x = random_f32(m * k, 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  double peak = rep.local_peak();
+  double s = rep.seconds(reps, [&](int) { qvl::matmul(x.data(), m, w, nullptr, y.data(), pool); });
+  const bool fast = qvl::matmul_fast_bf16_supported();
+  rep.flops(shape(fast ? "matmul bf16 fast" : "matmul bf16 fast (no AVX512-BF16: exact)", m, n, k), 2.0 * m * n * k, s,
+            peak, {{"threads", pool.size()}, {"precision", "fast"}, {"avx512_bf16", fast},
+                   {"fraction_of_bf16_dot_peak", 2.0 * m * n * k / s / 1e9 / (2 * peak)}});
+}
+
 // Decode GEMV: bandwidth-bound. Cycles through enough copies of the matrix
 // that they cannot stay in the caches.
 double gemv(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n, int64_t k, int reps,
@@ -192,6 +211,26 @@ void quant_error(nlohmann::json& out, ThreadPool& pool, int64_t m, int64_t n, in
   }
 }
 
+// Error of MatmulPrecision::Fast (x rounded to bf16) against the exact
+// product with the same bf16 weights, at a prefill shape (m > 8).
+void fast_error(nlohmann::json& out, ThreadPool& pool, int64_t m, int64_t n, int64_t k) {
+  auto src = random_bf16(n * k, 23);
+  auto x = random_f32(m * k, 24);
+  std::vector<float> ref(static_cast<size_t>(m * n)), y(ref.size());
+  WeightMatrix w = WeightMatrix::view_bf16(src.data(), n, k);
+  qvl::matmul(x.data(), m, w, nullptr, ref.data(), pool);
+  w.set_precision(qvl::MatmulPrecision::Fast);
+  qvl::matmul(x.data(), m, w, nullptr, y.data(), pool);
+  double num = 0, den = 0, worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) num += double(y[i] - ref[i]) * (y[i] - ref[i]), den += double(ref[i]) * ref[i];
+  const double rms = std::sqrt(den / double(y.size()));
+  for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(double(y[i]) - ref[i]) / rms);
+  out.push_back({{"format", "bf16 fast"}, {"avx512_bf16", qvl::matmul_fast_bf16_supported()}, {"m", m}, {"n", n},
+                 {"k", k}, {"rel_l2_error", std::sqrt(num / den)}, {"max_error_over_rms", worst}});
+  std::fprintf(stderr, "error bf16 fast m=%ld n=%ld k=%ld: relative L2 %.3g, max/rms %.3g\n", long(m), long(n), long(k),
+               std::sqrt(num / den), worst);
+}
+
 void small_kernels(Report& rep, ThreadPool& pool, int reps) {
   const int64_t rows = 784, dim = 1024, n = rows * dim;
   auto x = random_f32(n, 11), w = random_f32(dim, 12), b = random_f32(dim, 13), u = random_f32(n, 14);
@@ -230,7 +269,7 @@ int main(int argc, char** argv) {
     else if (a == "--only" && i + 1 < argc)
       only.push_back(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick] [--best] [--only gemm|gemv|attention|small|error]...\n");
+      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick] [--best] [--only gemm|qgemm|gemv|attention|small|error]...\n");
       return 2;
     }
   }
@@ -258,10 +297,22 @@ int main(int argc, char** argv) {
   gemm(rep, pool, WeightFormat::BF16, 784, 4096, 1024, reps);
   gemm(rep, pool, WeightFormat::BF16, 256, 6144, 2048, reps);
   gemm(rep, pool, WeightFormat::BF16, 256, 2048, 6144, reps);
-  for (auto f : {WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}) gemm(rep, pool, f, 256, 2048, 2048, reps);
+  gemm(rep, pool, WeightFormat::F32, 256, 2048, 2048, reps);
+  // Exact beside fast at the fast rows' shapes.
+  gemm(rep, pool, WeightFormat::BF16, 784, 1024, 4096, reps);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{256, 2048, 2048}, {784, 4096, 1024}, {784, 1024, 4096}})
+    gemm_fast(rep, pool, m, n, k, reps);
   double t_one = gemm(rep, one, WeightFormat::BF16, 256, 2048, 2048, reps, "matmul bf16 m=256 n=2048 k=2048 (1 thread)");
   speedup = t_one / t_many;
   std::fprintf(stderr, "GEMM bf16 m=256 n=2048 k=2048: %d threads %.2fx faster than 1 thread\n", pool.size(), speedup);
+  }
+
+  // Prefill / vision GEMM from q8/q4 weights (integer dot products): text
+  // layer (2048 -> 2048), vision MLP (1024 -> 4096), text MLP down (6144 -> 2048).
+  if (run("gemm") || run("qgemm")) {
+    for (auto f : {WeightFormat::Q8, WeightFormat::Q4})
+      for (auto [m, n, k] : {std::array<int64_t, 3>{256, 2048, 2048}, {784, 4096, 1024}, {256, 2048, 6144}})
+        gemm(rep, pool, f, m, n, k, reps);
   }
 
   // Decode GEMV and batched decode.
@@ -289,6 +340,8 @@ int main(int argc, char** argv) {
   if (run("error")) {
     quant_error(errors, pool, 8, 2048, 2048);
     quant_error(errors, pool, 8, 2048, 6144);
+    fast_error(errors, pool, 256, 2048, 2048);
+    fast_error(errors, pool, 256, 2048, 6144);
   }
   nlohmann::json out = {{"quantization_error_vs_f32", errors},
                         {"gemm_speedup_vs_1_thread", speedup},

@@ -73,7 +73,7 @@ double prefill(Model& model, ThreadPool& pool, KvCache& cache, int64_t n, uint32
 // streams, >= 2.8x with 4). The three are measured in turn, three times over,
 // `steps` / 3 steps each time, and the best time of each kept, so a load that
 // changes during the run does not favour one of them.
-void concurrent_decode_figures(Model& model, ThreadPool& pool, int64_t steps, nlohmann::ordered_json& j) {
+void concurrent_decode_figures(Model& model, ThreadPool& pool, KvType kv, int64_t steps, nlohmann::ordered_json& j) {
   constexpr int kStreams = 4, kRounds = 3;
   constexpr int64_t kPrompt = 64;
   const int widths[] = {1, 2, 4};
@@ -82,7 +82,7 @@ void concurrent_decode_figures(Model& model, ThreadPool& pool, int64_t steps, nl
   const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
   std::vector<KvCache> caches;
   for (int s = 0; s < kStreams; ++s) {
-    caches.push_back(text.make_cache(kPrompt + 3 * kRounds * per_round + 1));  // stream 0 runs in all three
+    caches.push_back(text.make_cache(kPrompt + 3 * kRounds * per_round + 1, kv));  // stream 0 runs in all three
     prefill(model, pool, caches.back(), kPrompt, 10 + s);
   }
   std::vector<float> hidden(kStreams * hid), logits(kStreams * vocab);
@@ -167,7 +167,7 @@ void repeat_image_figures(Engine& engine, nlohmann::ordered_json& j) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args args("bench", "--model M [--weights bf16|f32|q8|q4] [--threads N]",
+  Args args("bench", "--model M [--weights bf16|f32|q8|q4] [--precision exact|fast] [--threads N]",
             "Measures load time, memory, vision, prefill and decode speed and prints one JSON object.\n"
             "Figures: vision on synthetic 448x448 and 1024x768 images, text prefill of 256 and 1024 tokens,\n"
             "decode over --decode-tokens tokens, aggregate decode of 1, 2 and 4 streams decoding together\n"
@@ -188,6 +188,9 @@ int cmd_bench(int argc, char** argv) {
   Model& model = engine->model();
   ThreadPool& pool = engine->pool();
   j["weights"] = weight_format_name(params.weights);
+  j["precision"] = matmul_precision_name(params.precision);
+  j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16)
+  j["kv_type"] = kv_type_name(params.resolved_kv_type());
   j["threads"] = engine->threads();
   j["simd_target"] = simd_target_name();
   j["load_s"] = seconds_since(start);
@@ -228,7 +231,7 @@ int cmd_bench(int argc, char** argv) {
   if (!args.on("skip-vision")) repeat_image_figures(*engine, j);
 
   // Text prefill and decode on their own cache (the engine's is left alone).
-  KvCache cache = model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1));
+  KvCache cache = model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1), params.resolved_kv_type());
   const double prefill_256_s = prefill(model, pool, cache, 256, 1);
   j["prefill_tok_s_256"] = 256 / prefill_256_s;
   j["prefill_gflop_s_256"] = text_prefill_flops(model.config().text, 256, 0) / prefill_256_s / 1e9;
@@ -256,7 +259,7 @@ int cmd_bench(int argc, char** argv) {
   j["rss_after_bench_bytes"] = proc_status_bytes("VmRSS");
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
-  concurrent_decode_figures(model, pool, std::max<int64_t>(8, decode_tokens / 4), j);
+  concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);
 
   // The machine's limit, measured last so its buffer does not count in the
   // peak RSS above.

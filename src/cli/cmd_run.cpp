@@ -24,11 +24,16 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
+  // One prompt, each image encoded once: a cached copy of its embeddings
+  // could never be used and would only add to the peak memory.
+  std::vector<Flag> engine_flags = model_flags();
+  for (Flag& f : engine_flags)
+    if (f.name == "image-cache-mb") f.default_value = "0";
   Args args("run", "--model M [--image FILE ...] --prompt TEXT [options]",
             "Answers one prompt about zero or more images (placed before the prompt text in one user turn).\n"
             "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
             "token_ids, usage, timings and finish_reason.",
-            join({model_flags(),
+            join({engine_flags,
                   {{"image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF)", "", "", true},
                    {"prompt", "TEXT", "the question or instruction"},
                    {"system", "TEXT", "a system message"}},
@@ -62,7 +67,8 @@ int cmd_run(int argc, char** argv) {
   EngineParams params = engine_params(args);
   std::unique_ptr<Engine> engine = Engine::create(params);
   if (verbose)
-    std::cerr << "loaded " << params.model_dir << " (" << weight_format_name(params.weights) << ", "
+    std::cerr << "loaded " << params.model_dir << " (" << weight_format_name(params.weights)
+              << (engine->model().fast_matmul() ? ", fast bf16 matmul" : "") << ", "
               << engine->threads() << " threads) in " << engine->load_ms() << " ms\n";
   if (verbose && !engine->model().weights().unused.empty()) {
     const std::vector<std::string>& unused = engine->model().weights().unused;

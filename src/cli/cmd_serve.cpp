@@ -16,6 +16,7 @@
 #include "cli/flags.h"
 #include "engine/engine.h"
 #include "io/model_config.h"
+#include "model/model.h"
 #include "server/server.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -89,7 +90,9 @@ int cmd_serve(int argc, char** argv) {
     params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
     engine = Engine::create(params);
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(args.get("model"))
-              << ", " << weight_format_name(params.weights) << ", " << engine->threads() << " threads, loaded in "
+              << ", " << weight_format_name(params.weights)
+              << (engine->model().fast_matmul() ? ", fast bf16 matmul" : "") << ", " << engine->threads()
+              << " threads, loaded in "
               << static_cast<int>(engine->load_ms()) << " ms)\n";
   } catch (...) {
     load_failed.store(true);

@@ -10,7 +10,7 @@
 
 namespace qvl::cli {
 
-// --model, --weights, --threads, --ctx-size, --batch, --min-pixels,
+// --model, --weights, --precision, --threads, --ctx-size, --batch, --min-pixels,
 // --max-pixels, --image-cache-mb, plus the model-source flags (--revision, --offline, ...).
 std::vector<Flag> model_flags();
 // --max-tokens, --temperature, --top-k, --top-p, --min-p,

@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -36,6 +38,16 @@ int64_t prefill_piece(int64_t done, int64_t todo, int64_t batch, int64_t piece) 
   return left - len < kMinPiece ? left : len;
 }
 
+// Multiply-adds ×2 per prompt token of the text layers' projections and MLP
+// (attention and lm_head left out): a Vision step among other runs does
+// about as much work as a prefill piece of `interleave_batch` tokens, so an
+// image holds the other streams up no longer than a long prompt does.
+double text_flops_per_token(const TextConfig& c) {
+  const double h = c.hidden_size, q = double(c.num_attention_heads) * c.head_dim;
+  const double kv = double(c.num_key_value_heads) * c.head_dim;
+  return 2.0 * c.num_hidden_layers * (h * (q + 2 * kv) + q * h + 3 * h * c.intermediate_size);
+}
+
 }  // namespace
 
 // One KV cache and the conversation it holds. generate() uses slot 0; a
@@ -63,9 +75,9 @@ static int64_t reusable_prefix(const Slot& s, const PreparedPrompt& p) {
 struct Engine::Impl {
   EngineParams params;
   ThreadPool pool;
-  std::unique_ptr<Model> model;
   Tokenizer tokenizer;
   ChatTemplate chat_template;
+  std::unique_ptr<Model> model;
   std::vector<Slot> slots;
   uint64_t use_clock = 0;
   ImageEmbeddingCache image_cache;
@@ -73,15 +85,19 @@ struct Engine::Impl {
   std::vector<int32_t> eos;
   double load_ms = 0;
 
-  Impl(const EngineParams& p, int threads, std::function<std::unique_ptr<Model>(ThreadPool&)> load)
+  // The tokenizer is read before the weights, so the memory its parsing
+  // frees is not still resident under them (the peak is weights + run).
+  Impl(const EngineParams& p, int threads, ModelFolder folder,
+       std::function<std::unique_ptr<Model>(ModelFolder, ThreadPool&)> load)
       : params(p),
         pool(threads),
-        model(load(pool)),
-        tokenizer(Tokenizer::load(model->folder().tokenizer_json)),
-        chat_template(ChatTemplate::from_source(model->folder().chat_template)),
+        tokenizer(Tokenizer::load(folder.tokenizer_json)),
+        chat_template(ChatTemplate::from_source(folder.chat_template)),
+        model(load(std::move(folder), pool)),
         image_cache(p.image_cache_bytes),
         key_seed(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
-    for (int i = 0; i < std::max(1, p.slots); ++i) slots.push_back({model->text().make_cache(slot_ctx()), {}, {}});
+    for (int i = 0; i < std::max(1, p.slots); ++i) slots.push_back({model->text().make_cache(slot_ctx(), p.resolved_kv_type()), {}, {}});
+    vision_budget = text_flops_per_token(model->config().text) * static_cast<double>(std::max(p.interleave_batch, kMinPiece));
     eos = model->folder().generation.eos_token_ids;
     if (eos.empty()) {
       for (const char* t : {"<|im_end|>", "<|endoftext|>"})
@@ -95,10 +111,16 @@ struct Engine::Impl {
     po.max_pixels = params.max_pixels;
     return po;
   }
-  void encode_images(Run& r);  // the Vision step
-  // The unit of a run outside the Decode stage: vision, or one prefill chunk
-  // of at most `chunk` tokens. False when the run is over.
-  bool unit(Run& r, int64_t chunk);
+  // One piece of the Vision stage; true once the stage is complete and
+  // r.vision holds the parts' embeddings.
+  bool vision_piece(Run& r);
+  void cache_images(Run& r, VisionFeatures out);  // an encode's rows, per image, into the image cache
+  void gather_images(Run& r);                     // every part's rows into r.vision, in prompt order
+  // The unit of a run outside the Decode stage: vision (all of it when
+  // `alone`, else pieces up to vision_budget), or one prefill chunk of at
+  // most `chunk` tokens. False when the run is over.
+  bool unit(Run& r, int64_t chunk, bool alone);
+  double vision_budget = 0;  // multiply-adds ×2 per Vision step among other runs
   // The Decode stage (next_token, then decode): see below.
   bool next_token(Run& r, int32_t& tok);
   void decode(std::span<Run* const> runs, std::span<const int32_t> toks);
@@ -130,9 +152,17 @@ struct Engine::Impl {
   }
 };
 
+// The Vision stage of a run in progress: kept between its pieces, dropped
+// when the stage ends or the run is cancelled.
+struct VisionJob {
+  std::vector<size_t> todo;         // the parts to compute (Run::parts), each distinct image once
+  std::vector<PixelValues> pixels;  // [todo] preprocessed; the encoding's first piece reads them, then they go
+  VisionEncoding encoding;
+};
+
 // One request in flight: prepared prompt, sampler, and where it is.
 struct Engine::Run {
-  enum class Stage { Vision, Prefill, Decode, Done };
+  using Stage = Engine::RunStage;
   const GenerateRequest* req;
   const GenerateCallbacks* cb;
   Slot* slot;
@@ -153,6 +183,7 @@ struct Engine::Run {
   };
   std::vector<ImagePart> parts;
   VisionFeatures vision;      // the parts' rows, concatenated
+  std::unique_ptr<VisionJob> vision_job;  // while the Vision stage is under way
   std::vector<int64_t> rows;  // [n - c] vision row per recomputed token, -1 for text
   std::vector<float> logits;  // [vocab]
   std::vector<int32_t> context;
@@ -277,50 +308,79 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
 }
 
 int Engine::run_slot(const Run& r) const { return static_cast<int>(r.slot - impl_->slots.data()); }
+Engine::RunStage Engine::run_stage(const Run& r) const { return r.stage; }
+int64_t Engine::run_tokens(const Run& r) const { return static_cast<int64_t>(r.res.token_ids.size()); }
 
 // The embeddings of the recomputed part's images: cached ones as they are;
-// the others (each distinct image once) preprocessed, encoded together and
-// cached; then every part's rows concatenated in prompt order.
-void Engine::Impl::encode_images(Run& r) {
+// the others (each distinct image once) preprocessed (the first piece), then
+// encoded together one encoder piece at a time (VisionEncoding), and cached;
+// then every part's rows concatenated in prompt order.
+bool Engine::Impl::vision_piece(Run& r) {
   const Clock::time_point start = Clock::now();
-  const int merge = model->config().vision.spatial_merge_size;
-  double preprocess_ms = 0;
-  std::vector<size_t> todo;  // parts to compute
-  for (size_t j = 0; j < r.parts.size(); ++j) {
-    if (r.parts[j].features) continue;
-    const ImageKey& key = r.p.keys[r.parts[j].image];
-    if (std::none_of(todo.begin(), todo.end(), [&](size_t k) { return r.p.keys[r.parts[k].image] == key; }))
-      todo.push_back(j);
-  }
-  if (!todo.empty()) {
-    std::vector<PixelValues> pixels;
+  const VisionEncoder& vision = model->vision();
+  if (!r.vision_job) {
+    std::vector<size_t> todo;
+    for (size_t j = 0; j < r.parts.size(); ++j) {
+      if (r.parts[j].features) continue;
+      const ImageKey& key = r.p.keys[r.parts[j].image];
+      if (std::none_of(todo.begin(), todo.end(), [&](size_t k) { return r.p.keys[r.parts[k].image] == key; }))
+        todo.push_back(j);
+    }
+    if (todo.empty()) {
+      gather_images(r);
+      r.res.timings.vision_ms += ms_since(start);
+      return true;
+    }
+    auto job = std::make_unique<VisionJob>();
+    job->todo = std::move(todo);
+    for (const size_t j : job->todo)
+      job->pixels.push_back(preprocess(*r.p.images[r.parts[j].image], model->folder().preprocessor, preprocess_options()));
     std::vector<VisionInput> inputs;
-    for (const size_t j : todo) {
-      const size_t image = r.parts[j].image;
-      pixels.push_back(preprocess(*r.p.images[image], model->folder().preprocessor, preprocess_options()));
-      inputs.push_back({pixels.back().data.data(), r.p.grids[image]});
-    }
-    preprocess_ms = ms_since(start);
-    VisionFeatures out = model->vision().encode(inputs, pool);
-    const size_t width = out.tokens > 0 ? out.embeds.size() / static_cast<size_t>(out.tokens) : 0;
-    size_t row = 0;
-    for (const size_t j : todo) {
-      const size_t image = r.parts[j].image;
-      auto f = std::make_shared<ImageFeatures>();
-      f->grid = r.p.grids[image];
-      f->tokens = f->grid.tokens(merge);
-      const size_t lo = row * width, hi = (row + static_cast<size_t>(f->tokens)) * width;
-      f->embeds.assign(out.embeds.begin() + lo, out.embeds.begin() + hi);
-      for (const std::vector<float>& level : out.deepstack) f->deepstack.emplace_back(level.begin() + lo, level.begin() + hi);
-      row += static_cast<size_t>(f->tokens);
-      image_cache.insert(r.p.keys[image], f);
-      for (auto& part : r.parts)
-        if (!part.features && r.p.keys[part.image] == r.p.keys[image]) part.features = f;
-    }
+    for (size_t k = 0; k < job->todo.size(); ++k)
+      inputs.push_back({job->pixels[k].data.data(), r.p.grids[r.parts[job->todo[k]].image]});
+    job->encoding = vision.begin(inputs);
+    r.vision_job = std::move(job);
+    r.res.timings.preprocess_ms += ms_since(start);
+    return false;
   }
+  VisionEncoding& encoding = r.vision_job->encoding;
+  vision.step(encoding, pool);
+  // Only the first piece reads the pixels; an interleaved encode lasts long.
+  if (encoding.pieces_done() == 1) std::vector<PixelValues>().swap(r.vision_job->pixels);
+  if (encoding.done()) {
+    cache_images(r, vision.finish(encoding));
+    r.vision_job.reset();
+    gather_images(r);
+  }
+  r.res.timings.vision_ms += ms_since(start);
+  return !r.vision_job;
+}
+
+void Engine::Impl::cache_images(Run& r, VisionFeatures out) {
+  const int merge = model->config().vision.spatial_merge_size;
+  const size_t width = out.tokens > 0 ? out.embeds.size() / static_cast<size_t>(out.tokens) : 0;
+  size_t row = 0;
+  for (const size_t j : r.vision_job->todo) {
+    const size_t image = r.parts[j].image;
+    auto f = std::make_shared<ImageFeatures>();
+    f->grid = r.p.grids[image];
+    f->tokens = f->grid.tokens(merge);
+    const size_t lo = row * width, hi = (row + static_cast<size_t>(f->tokens)) * width;
+    f->embeds.assign(out.embeds.begin() + lo, out.embeds.begin() + hi);
+    for (const std::vector<float>& level : out.deepstack) f->deepstack.emplace_back(level.begin() + lo, level.begin() + hi);
+    row += static_cast<size_t>(f->tokens);
+    image_cache.insert(r.p.keys[image], f);
+    for (auto& part : r.parts)
+      if (!part.features && r.p.keys[part.image] == r.p.keys[image]) part.features = f;
+  }
+}
+
+// Each part's reference is dropped once copied (the image cache holds its own
+// when it is on), so the rows are not resident twice during the prefill.
+void Engine::Impl::gather_images(Run& r) {
   VisionFeatures& v = r.vision;
   v = {};
-  for (const auto& part : r.parts) {
+  for (auto& part : r.parts) {
     const ImageFeatures& f = *part.features;
     v.tokens += f.tokens;
     v.image_tokens.push_back(f.tokens);
@@ -328,21 +388,37 @@ void Engine::Impl::encode_images(Run& r) {
     v.deepstack.resize(f.deepstack.size());
     for (size_t k = 0; k < f.deepstack.size(); ++k)
       v.deepstack[k].insert(v.deepstack[k].end(), f.deepstack[k].begin(), f.deepstack[k].end());
+    part.features.reset();
   }
-  r.res.timings.preprocess_ms += preprocess_ms;
-  r.res.timings.vision_ms = ms_since(start) - preprocess_ms;
 }
 
-bool Engine::Impl::unit(Run& r, int64_t chunk) {
+bool Engine::Impl::unit(Run& r, int64_t chunk, bool alone) {
   Impl& m = *this;
   TextDecoder& text = m.model->text();
   Slot& slot = *r.slot;
   const GenerateRequest& req = *r.req;
   switch (r.stage) {
     case Run::Stage::Vision: {
-      m.encode_images(r);
-      r.stage = Run::Stage::Prefill;
-      return true;
+      // Alone, the whole encode in this step (nobody waits on it); among
+      // other runs, pieces until the budget is spent, so their tokens keep
+      // coming. Either way a cancellation is seen between pieces.
+      double spent = 0;
+      for (;;) {
+        if (req.cancel && req.cancel->load()) {
+          r.vision_job.reset();
+          r.res.finish_reason = "cancelled";
+          r.stage = Run::Stage::Done;
+          return false;
+        }
+        // Preprocessing (no job yet) costs nothing here: it comes with the first encoder piece.
+        const double cost = r.vision_job ? r.vision_job->encoding.next_flops() : 0;
+        if (!alone && spent > 0 && spent + cost > m.vision_budget) return true;
+        if (m.vision_piece(r)) {
+          r.stage = Run::Stage::Prefill;
+          return true;
+        }
+        spent += cost;
+      }
     }
     case Run::Stage::Prefill: {
       if (req.cancel && req.cancel->load()) {
@@ -366,6 +442,9 @@ bool Engine::Impl::unit(Run& r, int64_t chunk) {
       if (r.prefilled == todo) {
         text.logits(text.last_hidden(), 1, r.logits.data(), m.pool);
         r.stage = Run::Stage::Decode;
+        // The image rows live in the KV cache now (and in the image cache when
+        // it is on): this run's copy would only add to the peak memory.
+        r.vision = {};
         r.res.timings.prefill_tokens = todo;
         r.decode_start = Clock::now();
       }
@@ -483,11 +562,13 @@ std::vector<Engine::StepResult> Engine::step(std::span<Run* const> runs) {
   }
   // A long prompt is cut into short chunks while others decode, so their
   // streams are not held up by a whole `batch` of prefill.
+  // Likewise a vision encode is cut into pieces whenever it has company.
   const int64_t chunk = decoding ? m.params.interleave_batch : m.params.batch;
+  const bool alone = runs.size() == 1;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (decoder[i]) continue;
     try {
-      out[i].more = m.unit(*runs[i], chunk);
+      out[i].more = m.unit(*runs[i], chunk, alone);
     } catch (...) {
       out[i].error = std::current_exception();
     }
@@ -513,11 +594,18 @@ std::unique_ptr<Engine> Engine::create(const EngineParams& params) {
   const Clock::time_point t = Clock::now();
   ModelLoadOptions mo;
   mo.format = params.weights;
+  mo.precision = params.precision;
   mo.max_batch = std::clamp<int64_t>(params.batch, 1, params.ctx_size);
   mo.progress = params.load_progress;
-  auto impl = std::make_unique<Impl>(params, params.threads > 0 ? params.threads : physical_cores(),
-                                     [&](ThreadPool& pool) { return Model::load(params.model_dir, mo, pool); });
+  auto impl = std::make_unique<Impl>(
+      params, params.threads > 0 ? params.threads : physical_cores(), ModelFolder::open(params.model_dir),
+      [&](ModelFolder folder, ThreadPool& pool) { return Model::load(std::move(folder), mo, pool); });
   impl->load_ms = ms_since(t);
+#ifdef __GLIBC__
+  // Loading freed many small blocks (tokenizer JSON, conversion scratch) that
+  // would otherwise stay resident in the heap for the server's lifetime.
+  malloc_trim(0);
+#endif
   // Fault the mapped weights in on a background thread now that loading is
   // done: an idle server is warm by its first request (no-op for q8/q4).
   impl->model->prefetch_weights();

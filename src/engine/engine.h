@@ -25,6 +25,7 @@
 #include "engine/repetition_guard.h"
 #include "engine/sampler.h"
 #include "image/image.h"
+#include "model/kv_cache.h"
 #include "ops/matmul.h"
 
 namespace qvl {
@@ -36,8 +37,15 @@ class ThreadPool;
 struct EngineParams {
   std::string model_dir;  // a local model folder
   WeightFormat weights = WeightFormat::BF16;
+  MatmulPrecision precision = MatmulPrecision::Exact;  // prefill/vision products of bf16 weights (matmul.h)
   int threads = 0;          // 0: physical cores
   int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
+  // KV cache element type; unset: f16 with q8/q4 weights (whose products are
+  // already approximate), f32 otherwise (exact). kv_type() resolves it.
+  std::optional<KvType> kv_type;
+  KvType resolved_kv_type() const {
+    return kv_type.value_or(weights == WeightFormat::Q8 || weights == WeightFormat::Q4 ? KvType::F16 : KvType::F32);
+  }
   int slots = 1;            // sequences that may be in flight at once (begin/step/end)
   int64_t batch = 512;      // prefill chunk
   int64_t interleave_batch = 64;  // prefill chunk while other sequences decode (Engine::step of several runs)
@@ -140,14 +148,21 @@ class Engine {
   // run_slot() says which.
   RunPtr begin(const GenerateRequest& request, const GenerateCallbacks& callbacks, std::span<const int> free_slots);
   int run_slot(const Run& run) const;
+  // Where a run is, and how many answer tokens it has sampled (for tests and
+  // progress reports).
+  enum class RunStage { Vision, Prefill, Decode, Done };
+  RunStage run_stage(const Run& run) const;
+  int64_t run_tokens(const Run& run) const;
   bool step(Run& run);
   // One unit of work for each of `runs` (on distinct slots) in one call: the
   // runs in the Decode stage sample their next token and then decode together
   // in one batched forward, so the weights are read once for all of them;
-  // each other run does its own unit (vision, or one prefill chunk, shortened
-  // to `interleave_batch` tokens while others decode so their tokens keep
-  // coming). Result i says whether runs[i] has more to do, or holds the error
-  // its step threw (the other runs go on).
+  // each other run does its own unit (one prefill chunk, shortened to
+  // `interleave_batch` tokens while others decode so their tokens keep
+  // coming; or its images' vision encode: whole when the run is alone, else
+  // pieces worth about one such prefill chunk, so a large image does not
+  // hold the other streams up either). Result i says whether runs[i] has more
+  // to do, or holds the error its step threw (the other runs go on).
   struct StepResult {
     bool more = false;
     std::exception_ptr error;

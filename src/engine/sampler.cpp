@@ -8,8 +8,12 @@
 namespace qvl {
 
 Sampler::Sampler(const SamplerConfig& config, int64_t vocab)
-    : config_(config), vocab_(vocab), rng_(config.seed), counts_(vocab, 0), seen_(vocab, 0) {
-  candidates_.reserve(vocab);
+    : config_(config), vocab_(vocab), rng_(config.seed) {
+  // Vocabulary-sized scratch only for what this request uses (a greedy one
+  // without penalties needs none).
+  if (config.repetition_penalty != 1.0) seen_.assign(vocab, 0);
+  if (config.presence_penalty != 0.0 || config.frequency_penalty != 0.0) counts_.assign(vocab, 0);
+  if (!config.greedy()) candidates_.reserve(vocab);
   if (config.temperature < 0 || !std::isfinite(config.temperature)) fail("temperature must be >= 0");
   if (config.top_p <= 0 || config.top_p > 1) fail("top_p must be in (0, 1]");
   if (config.min_p < 0 || config.min_p > 1) fail("min_p must be in [0, 1]");

@@ -37,8 +37,8 @@ class Sampler {
   SamplerConfig config_;
   int64_t vocab_;
   std::mt19937_64 rng_;
-  std::vector<int32_t> counts_;      // [vocab] scratch, reset after use
-  std::vector<uint8_t> seen_;        // [vocab] scratch
+  std::vector<int32_t> counts_;      // [vocab] scratch, reset after use (with presence/frequency penalties)
+  std::vector<uint8_t> seen_;        // [vocab] scratch (with a repetition penalty)
   std::vector<int32_t> touched_;     // ids whose scratch entries are set
   std::vector<std::pair<float, int32_t>> candidates_;  // [vocab] scratch
 };

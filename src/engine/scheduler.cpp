@@ -162,9 +162,9 @@ Scheduler::Refusal Scheduler::submit(const std::shared_ptr<Task>& task) {
 }
 
 // One thread drives every slot: each pass admits queued tasks into free
-// slots, then gives every active sequence one step (vision, a prefill chunk
-// or a token), so a long prefill never stalls the others' decoding and the
-// compute threads are the engine's one pool.
+// slots, then gives every active sequence one step (vision pieces, a prefill
+// chunk or a token), so neither a long prefill nor a large image stalls the
+// others' decoding, and the compute threads are the engine's one pool.
 void Scheduler::worker_loop() {
   struct Active {
     std::shared_ptr<Task> task;
@@ -239,7 +239,7 @@ void Scheduler::worker_loop() {
       }
     }
     // One step for every active sequence together: those decoding share one
-    // pass over the weights (batched decode), the others do a vision step
+    // pass over the weights (batched decode), the others do vision pieces
     // or a prefill chunk (Engine::step of several runs).
     std::vector<Engine::Run*> runs;
     for (const auto& a : active) runs.push_back(a->run.get());

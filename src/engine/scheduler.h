@@ -9,8 +9,9 @@
 // One thread drives the engine step by step (Engine::begin/step/end): each
 // running task has its own slot (KV cache) and gets one step per round, all
 // in one Engine::step call: the decoding tasks decode together (one pass over
-// the weights for all), and a long prefill is cut into short chunks between
-// the others' tokens. All compute runs on the engine's single thread pool.
+// the weights for all), and a long prefill or a large image's vision encode
+// is cut into short pieces between the others' tokens. All compute runs on
+// the engine's single thread pool.
 //
 // Cancellation is cooperative: a task's flag is read by the engine before
 // every step, so a cancelled or timed-out task leaves its slot within one

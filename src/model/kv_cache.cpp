@@ -9,21 +9,35 @@
 
 namespace qvl {
 
-KvCache::KvCache(int layers, int64_t capacity, int64_t kv_dim) : layers_(layers), capacity_(capacity), kv_dim_(kv_dim) {
+const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
+
+KvType parse_kv_type(const std::string& name) {
+  if (name == "f32") return KvType::F32;
+  if (name == "f16") return KvType::F16;
+  fail("unknown KV cache type '", name, "' (f32 or f16)");
+}
+
+KvCache::KvCache(int layers, int64_t capacity, int64_t kv_dim, KvType type)
+    : layers_(layers), capacity_(capacity), kv_dim_(kv_dim), type_(type) {
   if (layers <= 0 || capacity <= 0 || kv_dim <= 0) fail("KV cache: invalid size ", layers, "x", capacity, "x", kv_dim);
-  bytes_ = size_t{2} * static_cast<size_t>(layers) * static_cast<size_t>(capacity) * static_cast<size_t>(kv_dim) *
-           sizeof(float);
+  bytes_ = static_cast<size_t>(capacity) * bytes_per_position();
   // MAP_NORESERVE: reserve address space only; memory is committed page by
   // page as the context fills.
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     fail("cannot reserve ", bytes_ >> 20, " MiB for a KV cache of ", capacity, " tokens (", std::strerror(errno),
          "); lower --ctx-size");
-  base_ = static_cast<float*>(p);
+  base_ = static_cast<std::byte*>(p);
 }
 
 KvCache::KvCache(KvCache&& o) noexcept
-    : layers_(o.layers_), capacity_(o.capacity_), kv_dim_(o.kv_dim_), size_(o.size_), bytes_(o.bytes_), base_(o.base_) {
+    : layers_(o.layers_),
+      capacity_(o.capacity_),
+      kv_dim_(o.kv_dim_),
+      type_(o.type_),
+      size_(o.size_),
+      bytes_(o.bytes_),
+      base_(o.base_) {
   o.base_ = nullptr;
   o.bytes_ = 0;
 }
@@ -39,16 +53,12 @@ void KvCache::set_size(int64_t n) {
 
 void KvCache::copy_prefix(const KvCache& src, int64_t n) {
   if (&src == this) return set_size(n);
-  if (src.layers_ != layers_ || src.kv_dim_ != kv_dim_)
-    fail("KV cache: cannot copy a prefix between caches of ", src.layers_, "x", src.kv_dim_, " and ", layers_, "x",
-         kv_dim_, " (layers x kv_dim)");
+  if (src.layers_ != layers_ || src.kv_dim_ != kv_dim_ || src.type_ != type_)
+    fail("KV cache: cannot copy a prefix between caches of ", src.layers_, "x", src.kv_dim_, " ",
+         kv_type_name(src.type_), " and ", layers_, "x", kv_dim_, " ", kv_type_name(type_), " (layers x kv_dim type)");
   if (n < 0 || n > src.size_ || n > capacity_)
     fail("KV cache: prefix of ", n, " positions outside the source's ", src.size_, " or this capacity ", capacity_);
-  const size_t row_bytes = static_cast<size_t>(kv_dim_) * sizeof(float);
-  for (int l = 0; l < layers_; ++l) {
-    std::memcpy(k(l), src.k(l), static_cast<size_t>(n) * row_bytes);
-    std::memcpy(v(l), src.v(l), static_cast<size_t>(n) * row_bytes);
-  }
+  for (int i = 0; i < 2 * layers_; ++i) std::memcpy(plane(i), src.plane(i), static_cast<size_t>(n) * row_bytes());
   size_ = n;
 }
 

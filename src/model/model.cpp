@@ -11,9 +11,11 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   std::unique_ptr<Model> m(new Model(std::move(folder), std::move(st)));
   WeightLoadOptions wo;
   wo.format = options.format;
+  wo.precision = options.precision;
   wo.pool = &pool;
   wo.progress = options.progress;
   m->format_ = options.format;
+  m->precision_ = options.precision;
   m->weights_ = ModelWeights::load(m->st_, m->folder_.config, wo);
   m->vision_ = std::make_unique<VisionEncoder>(m->folder_.config.vision, m->weights_.vision);
   m->text_ = std::make_unique<TextDecoder>(m->folder_.config.text, m->weights_.text, options.max_batch);

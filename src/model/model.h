@@ -18,6 +18,9 @@ namespace qvl {
 
 struct ModelLoadOptions {
   WeightFormat format = WeightFormat::BF16;
+  // Prefill/vision matmul precision of BF16 weights (matmul.h); no effect on
+  // f32/q8/q4, nor where the CPU lacks AVX512-BF16.
+  MatmulPrecision precision = MatmulPrecision::Exact;
   int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
   std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
   // Start prefetch_weights() at the end of load. Off by default: the thread
@@ -38,6 +41,12 @@ class Model {
   const VisionEncoder& vision() const { return *vision_; }
   TextDecoder& text() { return *text_; }
   WeightFormat format() const { return format_; }
+  MatmulPrecision precision() const { return precision_; }  // as asked for at load
+  // Whether prefill/vision products actually run the fast bf16 kernel: Fast
+  // asked for, BF16 weights, and a CPU with AVX512-BF16.
+  bool fast_matmul() const {
+    return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_supported();
+  }
   size_t file_bytes() const { return st_.total_bytes(); }
   // Maps the in-place (mmap'd) weights into the page tables on a background
   // thread (weight_prefetch.h), so the first request does not take them as
@@ -54,6 +63,7 @@ class Model {
   SafeTensors st_;
   ModelWeights weights_;
   WeightFormat format_ = WeightFormat::BF16;
+  MatmulPrecision precision_ = MatmulPrecision::Exact;
   std::unique_ptr<VisionEncoder> vision_;
   std::unique_ptr<TextDecoder> text_;
   std::unique_ptr<WeightPrefetch> prefetch_;  // last: stopped before the mapping goes

@@ -16,23 +16,38 @@ TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, i
     fail("config.json: text_config.hidden_act '", config.hidden_act, "' is not supported (silu)");
   q_dim_ = int64_t{config.num_attention_heads} * config.head_dim;
   kv_dim_ = int64_t{config.num_key_value_heads} * config.head_dim;
-  const int64_t b = max_batch_, h = config.hidden_size;
-  x_.resize(b * h);
-  xn_.resize(b * h);
-  q_.resize(b * q_dim_);
-  attn_.resize(b * q_dim_);
-  gate_.resize(b * config.intermediate_size);
-  up_.resize(b * config.intermediate_size);
-  cos_.resize(b * config.head_dim / 2);
-  sin_.resize(b * config.head_dim / 2);
-  k_.resize(b * kv_dim_);
-  v_.resize(b * kv_dim_);
-  last_.resize(h);
-  segs_.reserve(b);
+  last_.resize(config.hidden_size);
 }
 
-KvCache TextDecoder::make_cache(int64_t capacity) const {
-  return KvCache(config_.num_hidden_layers, capacity, kv_dim_);
+// Scratch grows to the largest chunk seen, so a model that only ever decodes,
+// or prefills short prompts, never commits memory for max_batch rows; and a
+// decode step after a long prefill gives that prefill's scratch back, so a
+// decoding or idle server holds what kKeepRows rows need (interleaved prefill
+// pieces are no larger, so they do not make it reallocate every step).
+void TextDecoder::ensure_rows(int64_t n) {
+  if (rows_ > kKeepRows && n <= kKeepRows) {
+    for (std::vector<float>* v : {&x_, &xn_, &q_, &attn_, &gate_, &up_, &cos_, &sin_, &k_, &v_})
+      std::vector<float>().swap(*v);
+    rows_ = 0;
+  }
+  if (n <= rows_) return;
+  const int64_t h = config_.hidden_size, im = config_.intermediate_size;
+  x_.resize(n * h);
+  xn_.resize(n * h);
+  q_.resize(n * q_dim_);
+  attn_.resize(n * q_dim_);
+  gate_.resize(n * im);
+  up_.resize(n * im);
+  cos_.resize(n * config_.head_dim / 2);
+  sin_.resize(n * config_.head_dim / 2);
+  k_.resize(n * kv_dim_);
+  v_.resize(n * kv_dim_);
+  segs_.reserve(n);
+  rows_ = n;
+}
+
+KvCache TextDecoder::make_cache(int64_t capacity, KvType type) const {
+  return KvCache(config_.num_hidden_layers, capacity, kv_dim_, type);
 }
 
 void TextDecoder::check_room(const KvCache& cache, int64_t n) const {
@@ -69,6 +84,7 @@ void TextDecoder::forward_batch(std::span<const int32_t> ids, std::span<const Po
   const TextInput in{ids.data(), pos.data(), b};
   for (int64_t begin = 0; begin < b; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, b - begin);
+    ensure_rows(n);
     segs_.clear();
     for (int64_t i = 0; i < n; ++i) segs_.push_back({caches[begin + i], i, 1, caches[begin + i]->size()});
     forward_chunk(in, begin, n, segs_, pool, hidden, nullptr);
@@ -102,7 +118,9 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   const int64_t h = config_.hidden_size, hd = config_.head_dim;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const float eps = static_cast<float>(config_.rms_norm_eps);
-  const bool direct = segs.size() == 1;
+  // Rounding to f16 happens on the way into the cache, so every query (this
+  // chunk's included) sees the stored values.
+  const bool direct = segs.size() == 1 && segs[0].cache->type() == KvType::F32;
   float* k = direct ? segs[0].cache->k(layer) + segs[0].p0 * kv_dim_ : k_.data();  // [n, kv_heads*hd]
   float* v = direct ? segs[0].cache->v(layer) + segs[0].p0 * kv_dim_ : v_.data();
 
@@ -116,7 +134,11 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   rope(k, n, kv_heads, hd, kv_dim_, cos_.data(), sin_.data());
 
   for (const Segment& s : segs) {
-    if (!direct) {
+    const bool f16 = s.cache->type() == KvType::F16;
+    if (f16) {
+      f32_to_f16(k + s.row * kv_dim_, s.cache->k16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
+      f32_to_f16(v + s.row * kv_dim_, s.cache->v16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
+    } else if (!direct) {
       std::memcpy(s.cache->k(layer) + s.p0 * kv_dim_, k + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
       std::memcpy(s.cache->v(layer) + s.p0 * kv_dim_, v + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
     }
@@ -132,7 +154,10 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     p.causal = true;
     p.q_pos0 = s.p0;
-    attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &attn_[s.row * q_dim_], p, pool);
+    if (f16)
+      attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &attn_[s.row * q_dim_], p, pool);
+    else
+      attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &attn_[s.row * q_dim_], p, pool);
   }
   matmul(attn_.data(), n, w.o.w, w.o.b(), xn_.data(), pool);
   add(x_.data(), xn_.data(), x_.data(), n * h);
@@ -152,6 +177,7 @@ void TextDecoder::mlp_block(const TextLayerWeights& w, int64_t n, std::span<cons
 
 void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs,
                                 ThreadPool& pool, float* all_hidden, TextTrace* trace) {
+  ensure_rows(n);
   const int64_t h = config_.hidden_size;
   auto record = [&](std::vector<float>& dst) { dst.insert(dst.end(), x_.begin(), x_.begin() + n * h); };
   embed(in, begin, n);

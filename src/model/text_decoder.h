@@ -3,8 +3,9 @@
 // cache, o_proj, SwiGLU MLP; DeepStack features added at the image positions
 // after the first layers; final RMSNorm and lm_head.
 //
-// A decoder owns its scratch buffers, sized once for `max_batch` tokens: a
-// forward over more tokens runs in chunks, and a decode step allocates nothing.
+// A decoder owns its scratch buffers, grown to the largest chunk seen (at most
+// `max_batch` tokens): a forward over more tokens runs in chunks, and a decode
+// step after the first allocates nothing.
 // A call serves one sequence (forward) or one new token of each of several
 // sequences (forward_batch), never two calls at once.
 #pragma once
@@ -64,7 +65,7 @@ class TextDecoder {
   // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
   void logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const;
 
-  KvCache make_cache(int64_t capacity) const;
+  KvCache make_cache(int64_t capacity, KvType type = KvType::F32) const;
   int64_t max_batch() const { return max_batch_; }
   const TextConfig& config() const { return config_; }
 
@@ -76,6 +77,7 @@ class TextDecoder {
     int64_t row, n, p0;
   };
   void check_room(const KvCache& cache, int64_t n) const;
+  void ensure_rows(int64_t n);
   void forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
                      float* all_hidden, TextTrace* trace);
   void embed(const TextInput& in, int64_t begin, int64_t n);
@@ -88,7 +90,9 @@ class TextDecoder {
   TextRope rope_;
   int64_t max_batch_;
   int64_t q_dim_, kv_dim_;
-  // Scratch, [max_batch, …]:
+  static constexpr int64_t kKeepRows = 64;
+  int64_t rows_ = 0;  // rows the scratch holds
+  // Scratch, [rows_, …]:
   std::vector<float> x_;     // [B, hidden] residual stream
   std::vector<float> xn_;    // [B, hidden] normed input of a sub-block
   std::vector<float> q_;     // [B, heads*head_dim]

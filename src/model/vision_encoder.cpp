@@ -70,7 +70,9 @@ void VisionEncoder::add_position_embeddings(const ImageGrid& g, float* x, Thread
   const std::vector<float> hs = linspace(static_cast<float>(side_ - 1), g.h);
   const std::vector<float> ws = linspace(static_cast<float>(side_ - 1), g.w);
   const int64_t per_frame = int64_t{g.h} * g.w;
+  const Embedding& table = w_.pos_embed;
   parallel_rows(pool, g.patches(), [&](int64_t b, int64_t e) {
+    std::vector<float> corners(table.bf16 ? 4 * hid : 0);  // the four table rows, widened exactly
     for (int64_t row = b; row < e; ++row) {
       // row -> (frame, merge block, position in the block) -> pixel (y, xx)
       const int64_t in_frame = row % per_frame, block = in_frame / (m * m), at = in_frame % (m * m);
@@ -80,11 +82,15 @@ void VisionEncoder::add_position_embeddings(const ImageGrid& g, float* x, Thread
       const int x0 = static_cast<int>(ws[xx]), x1 = std::min(x0 + 1, side_ - 1);
       const float dy = hs[y] - static_cast<float>(y0), dx = ws[xx] - static_cast<float>(x0);
       const float wt[4] = {(1 - dy) * (1 - dx), (1 - dy) * dx, dy * (1 - dx), dy * dx};
-      const float* t = w_.pos_embed.data();
-      const float* e0 = t + (int64_t{y0} * side_ + x0) * hid;
-      const float* e1 = t + (int64_t{y0} * side_ + x1) * hid;
-      const float* e2 = t + (int64_t{y1} * side_ + x0) * hid;
-      const float* e3 = t + (int64_t{y1} * side_ + x1) * hid;
+      const int32_t ids[4] = {y0 * side_ + x0, y0 * side_ + x1, y1 * side_ + x0, y1 * side_ + x1};
+      const float *e0, *e1, *e2, *e3;
+      if (table.bf16) {
+        embed_bf16(table.bf16, hid, ids, 4, corners.data());
+        e0 = corners.data(), e1 = e0 + hid, e2 = e1 + hid, e3 = e2 + hid;
+      } else {
+        e0 = table.f32 + ids[0] * hid, e1 = table.f32 + ids[1] * hid;
+        e2 = table.f32 + ids[2] * hid, e3 = table.f32 + ids[3] * hid;
+      }
       float* out = x + row * hid;
       // (e0·w0 + e1·w1 + e2·w2 + e3·w3) first, then added to x: the reference's order.
       for (int64_t c = 0; c < hid; ++c) out[c] += e0[c] * wt[0] + e1[c] * wt[1] + e2[c] * wt[2] + e3[c] * wt[3];
@@ -92,16 +98,19 @@ void VisionEncoder::add_position_embeddings(const ImageGrid& g, float* x, Thread
   });
 }
 
-// x += proj(attention(rope(q), rope(k), v)) ; x += fc2(act(fc1(LN(x)))).
-// On entry s.xn holds norm1(x) (the previous block, or encode(), fused it with
-// its residual add); on return s.tmp holds the MLP output not yet added to x.
-void VisionEncoder::block(const VisionBlockWeights& w, float* x, int64_t n, const float* cos, const float* sin,
-                          const std::vector<int64_t>& segments, Scratch& s, ThreadPool& pool) const {
-  const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = config_.head_dim();
+// The two halves of a block: x += proj(attention(rope(q), rope(k), v)), then
+// x += fc2(act(fc1(LN(x)))).
+// On entry s.xn_ holds norm1(x) (the previous block's MLP half, or embed(),
+// fused it with its residual add); on return it holds norm2(x).
+void VisionEncoder::attention_half(const VisionBlockWeights& w, VisionEncoding& s, ThreadPool& pool) const {
+  const int64_t n = s.n_, hid = config_.hidden_size, heads = config_.num_heads, hd = config_.head_dim();
   const float eps = static_cast<float>(config_.layer_norm_eps);
-  float* xn = s.xn.data();    // [n, hidden]
-  float* qkv = s.qkv.data();  // [n, (q|k|v), heads, hd]
-  float* tmp = s.tmp.data();  // [n, hidden]
+  float* x = s.x_.data();      // [n, hidden]
+  float* xn = s.xn_.data();    // [n, hidden]
+  float* qkv = s.qkv_.data();  // [n, (q|k|v), heads, hd]
+  float* tmp = s.tmp_.data();  // [n, hidden]
+  const float* cos = s.cos_.data();
+  const float* sin = s.sin_.data();
   matmul(xn, n, w.qkv.w, w.qkv.b(), qkv, pool);
   parallel_rows(pool, n, [&](int64_t b, int64_t e) {
     const int64_t half = hd / 2;
@@ -115,20 +124,37 @@ void VisionEncoder::block(const VisionBlockWeights& w, float* x, int64_t n, cons
   p.q_stride = p.kv_stride = 3 * hid;
   p.out_stride = hid;
   p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  attention_segments(qkv, qkv + hid, qkv + 2 * hid, xn, p, segments.data(), static_cast<int64_t>(segments.size()) - 1,
-                     pool);
+  attention_segments(qkv, qkv + hid, qkv + 2 * hid, xn, p, s.segments_.data(),
+                     static_cast<int64_t>(s.segments_.size()) - 1, pool);
   matmul(xn, n, w.proj.w, w.proj.b(), tmp, pool);
   add_layer_norm(x, tmp, w.norm2, eps, xn, n, hid, pool);
+}
+
+// On return s.xn_ holds the next block's norm1(x): the MLP's residual add is
+// fused with it (a plain add after the last block).
+void VisionEncoder::mlp_half(int b, VisionEncoding& s, ThreadPool& pool) const {
+  const VisionBlockWeights& w = w_.blocks[b];
+  const int64_t n = s.n_, hid = config_.hidden_size;
+  const float eps = static_cast<float>(config_.layer_norm_eps);
+  float* x = s.x_.data();
+  float* xn = s.xn_.data();
+  float* tmp = s.tmp_.data();
   // The MLP runs in row chunks so its [rows, intermediate] buffer stays bounded
   // for very large images.
   const int64_t inter = config_.intermediate_size, chunk = kMlpChunk;
-  float* h1 = s.h1.data();
+  float* h1 = s.h1_.data();
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t rows = std::min(chunk, n - r0);
     matmul(xn + r0 * hid, rows, w.fc1.w, w.fc1.b(), h1, pool);
-    parallel_rows(pool, rows, [&](int64_t b, int64_t e) { activation(config_.hidden_act, h1 + b * inter, (e - b) * inter); });
+    parallel_rows(pool, rows, [&](int64_t rb, int64_t re) { activation(config_.hidden_act, h1 + rb * inter, (re - rb) * inter); });
     matmul(h1, rows, w.fc2.w, w.fc2.b(), tmp + r0 * hid, pool);
   }
+  if (b + 1 == config_.depth) {
+    parallel_rows(pool, n, [&](int64_t rb, int64_t re) { add(x + rb * hid, tmp + rb * hid, x + rb * hid, (re - rb) * hid); });
+  } else {
+    add_layer_norm(x, tmp, w_.blocks[b + 1].norm1, eps, xn, n, hid, pool);
+  }
+  if (s.trace_) s.trace_->blocks.push_back(s.x_);
 }
 
 // Qwen3VLVisionPatchMerger: each group of merge² consecutive patch rows becomes
@@ -153,93 +179,135 @@ void VisionEncoder::merge(const MergerWeights& w, bool postshuffle_norm, const f
   matmul(h1.data(), rows, w.fc2.w, w.fc2.b(), out, pool);
 }
 
-VisionFeatures VisionEncoder::encode(std::span<const VisionInput> images, ThreadPool& pool, VisionTrace* trace) const {
-  const int64_t hid = config_.hidden_size, out_hid = config_.out_hidden_size;
+VisionEncoding VisionEncoder::begin(std::span<const VisionInput> images, VisionTrace* trace) const {
   const int m = config_.spatial_merge_size;
-  const int64_t patch_dim = w_.patch_embed.w.cols();
-  VisionFeatures f;
-  int64_t n = 0;
+  const double hid = config_.hidden_size, inter = config_.intermediate_size;
+  VisionEncoding s;
+  s.images_.assign(images.begin(), images.end());
+  s.trace_ = trace;
+  double attention = 0;  // QKᵀ and PV within each frame, summed over the images
   for (const VisionInput& img : images) {
     const ImageGrid& g = img.grid;
     if (g.t < 1 || g.h < m || g.w < m || g.h % m || g.w % m)
       fail("image grid ", g.t, "x", g.h, "x", g.w, " is not a positive multiple of the merge size ", m);
-    n += g.patches();
-    f.image_tokens.push_back(g.tokens(m));
-    f.tokens += g.tokens(m);
+    s.n_ += g.patches();
+    s.out_.image_tokens.push_back(g.tokens(m));
+    s.out_.tokens += g.tokens(m);
+    attention += 2 * static_cast<double>(g.patches()) * (double(g.h) * g.w) * hid;
   }
-  if (n == 0) return f;
+  if (s.n_ == 0) return s;
 
-  // Patch embedding over all images at once: [n, patch_dim] · Wᵀ + b.
+  // Multiply-adds ×2 of each piece; they add up to flops().
+  const double n = static_cast<double>(s.n_), rows = static_cast<double>(s.out_.tokens);
+  const double wide = hid * m * m;
+  const double merger = 2 * rows * (wide * wide + wide * config_.out_hidden_size);
+  using Kind = VisionEncoding::Kind;
+  s.plan_.push_back({Kind::Embed, 0, 2 * n * static_cast<double>(w_.patch_embed.w.cols()) * hid});
+  const std::vector<int>& ds_index = config_.deepstack_visual_indexes;
+  for (int b = 0; b < config_.depth; ++b) {
+    s.plan_.push_back({Kind::Attention, b, 2 * (n * 4 * hid * hid + attention)});
+    s.plan_.push_back({Kind::Mlp, b, 2 * n * 2 * hid * inter});
+    for (size_t k = 0; k < ds_index.size(); ++k)
+      if (ds_index[k] == b) s.plan_.push_back({Kind::DeepStack, static_cast<int>(k), merger});
+  }
+  s.plan_.push_back({Kind::Merger, 0, merger});
+  s.out_.deepstack.resize(ds_index.size());
+  return s;
+}
+
+// Patch embedding over all images at once ([n, patch_dim] · Wᵀ + b), the
+// position embeddings, the rotary tables and attention segments, and the
+// first block's norm1.
+void VisionEncoder::embed(VisionEncoding& s, ThreadPool& pool) const {
+  const int64_t n = s.n_, hid = config_.hidden_size;
+  const int m = config_.spatial_merge_size;
+  const int64_t patch_dim = w_.patch_embed.w.cols();
   std::vector<float> pixels;
-  const float* px = images[0].pixels;
-  if (images.size() > 1) {
+  const float* px = s.images_[0].pixels;
+  if (s.images_.size() > 1) {
     pixels.reserve(n * patch_dim);
-    for (const VisionInput& img : images) pixels.insert(pixels.end(), img.pixels, img.pixels + img.grid.patches() * patch_dim);
+    for (const VisionInput& img : s.images_) pixels.insert(pixels.end(), img.pixels, img.pixels + img.grid.patches() * patch_dim);
     px = pixels.data();
   }
-  std::vector<float> x(n * hid);
-  matmul(px, n, w_.patch_embed.w, w_.patch_embed.b(), x.data(), pool);
-  if (trace) trace->patch_embed = x;
+  s.x_.resize(n * hid);
+  float* x = s.x_.data();
+  matmul(px, n, w_.patch_embed.w, w_.patch_embed.b(), x, pool);
+  if (s.trace_) s.trace_->patch_embed = s.x_;
 
-  // Position embeddings, rotary tables and attention segments (one per frame:
-  // cu_seqlens in transformers).
   const int64_t half = config_.head_dim() / 2;
-  std::vector<float> cos(n * half), sin(n * half);
-  std::vector<int64_t> segments{0};
-  {
-    std::vector<int32_t> rows, cols;
-    rows.reserve(n);
-    cols.reserve(n);
-    int64_t off = 0;
-    for (const VisionInput& img : images) {
-      const ImageGrid& g = img.grid;
-      add_position_embeddings(g, x.data() + off * hid, pool);
-      for (int t = 0; t < g.t; ++t) {
-        for (int by = 0; by < g.h / m; ++by)
-          for (int bx = 0; bx < g.w / m; ++bx)
-            for (int iy = 0; iy < m; ++iy)
-              for (int ix = 0; ix < m; ++ix) {
-                rows.push_back(by * m + iy);
-                cols.push_back(bx * m + ix);
-              }
-        segments.push_back(segments.back() + int64_t{g.h} * g.w);
-      }
-      off += g.patches();
+  s.cos_.resize(n * half);
+  s.sin_.resize(n * half);
+  s.segments_.assign(1, 0);
+  std::vector<int32_t> rows, cols;
+  rows.reserve(n);
+  cols.reserve(n);
+  int64_t off = 0;
+  for (const VisionInput& img : s.images_) {
+    const ImageGrid& g = img.grid;
+    add_position_embeddings(g, x + off * hid, pool);
+    for (int t = 0; t < g.t; ++t) {
+      for (int by = 0; by < g.h / m; ++by)
+        for (int bx = 0; bx < g.w / m; ++bx)
+          for (int iy = 0; iy < m; ++iy)
+            for (int ix = 0; ix < m; ++ix) {
+              rows.push_back(by * m + iy);
+              cols.push_back(bx * m + ix);
+            }
+      s.segments_.push_back(s.segments_.back() + int64_t{g.h} * g.w);
     }
-    rope_.fill(rows.data(), cols.data(), n, cos.data(), sin.data());
+    off += g.patches();
   }
-  if (trace) trace->patch_embed_pos = x;
+  rope_.fill(rows.data(), cols.data(), n, s.cos_.data(), s.sin_.data());
+  if (s.trace_) s.trace_->patch_embed_pos = s.x_;
 
-  Scratch scratch;
-  scratch.xn.resize(n * hid);
-  scratch.qkv.resize(n * 3 * hid);
-  scratch.tmp.resize(n * hid);
-  scratch.h1.resize(std::min<int64_t>(n, kMlpChunk) * config_.intermediate_size);
-  const std::vector<int>& ds_index = config_.deepstack_visual_indexes;
-  f.deepstack.resize(ds_index.size());
+  s.xn_.resize(n * hid);
+  s.qkv_.resize(n * 3 * hid);
+  s.tmp_.resize(n * hid);
+  s.h1_.resize(std::min<int64_t>(n, kMlpChunk) * config_.intermediate_size);
   const float eps = static_cast<float>(config_.layer_norm_eps);
-  if (config_.depth > 0) add_layer_norm(x.data(), nullptr, w_.blocks[0].norm1, eps, scratch.xn.data(), n, hid, pool);
-  for (int b = 0; b < config_.depth; ++b) {
-    block(w_.blocks[b], x.data(), n, cos.data(), sin.data(), segments, scratch, pool);
-    // The MLP's residual, fused with the next block's first norm.
-    const bool last = b + 1 == config_.depth;
-    if (last) {
-      parallel_rows(pool, n, [&](int64_t rb, int64_t re) {
-        add(x.data() + rb * hid, scratch.tmp.data() + rb * hid, x.data() + rb * hid, (re - rb) * hid);
-      });
-    } else {
-      add_layer_norm(x.data(), scratch.tmp.data(), w_.blocks[b + 1].norm1, eps, scratch.xn.data(), n, hid, pool);
+  if (config_.depth > 0) add_layer_norm(x, nullptr, w_.blocks[0].norm1, eps, s.xn_.data(), n, hid, pool);
+}
+
+void VisionEncoder::step(VisionEncoding& s, ThreadPool& pool) const {
+  if (s.done()) fail("VisionEncoder::step: the encoding has no piece left (", s.plan_.size(), " done)");
+  const VisionEncoding::Piece piece = s.plan_[s.next_];
+  const int64_t out_hid = config_.out_hidden_size;
+  switch (piece.kind) {
+    case VisionEncoding::Kind::Embed:
+      embed(s, pool);
+      break;
+    case VisionEncoding::Kind::Attention:
+      attention_half(w_.blocks[piece.index], s, pool);
+      break;
+    case VisionEncoding::Kind::Mlp:
+      mlp_half(piece.index, s, pool);
+      break;
+    case VisionEncoding::Kind::DeepStack: {
+      std::vector<float>& out = s.out_.deepstack[piece.index];
+      out.resize(s.out_.tokens * out_hid);
+      merge(w_.deepstack[piece.index], true, s.x_.data(), s.n_, out.data(), pool);
+      break;
     }
-    if (trace) trace->blocks.push_back(x);
-    for (size_t k = 0; k < ds_index.size(); ++k) {
-      if (ds_index[k] != b) continue;
-      f.deepstack[k].resize(f.tokens * out_hid);
-      merge(w_.deepstack[k], true, x.data(), n, f.deepstack[k].data(), pool);
-    }
+    case VisionEncoding::Kind::Merger:
+      s.out_.embeds.resize(s.out_.tokens * out_hid);
+      merge(w_.merger, false, s.x_.data(), s.n_, s.out_.embeds.data(), pool);
+      break;
   }
-  f.embeds.resize(f.tokens * out_hid);
-  merge(w_.merger, false, x.data(), n, f.embeds.data(), pool);
+  ++s.next_;
+}
+
+VisionFeatures VisionEncoder::finish(VisionEncoding& s) const {
+  if (!s.done())
+    fail("VisionEncoder::finish: the encoding is not complete (", s.next_, " of ", s.plan_.size(), " pieces run)");
+  VisionFeatures f = std::move(s.out_);
+  s = VisionEncoding{};
   return f;
+}
+
+VisionFeatures VisionEncoder::encode(std::span<const VisionInput> images, ThreadPool& pool, VisionTrace* trace) const {
+  VisionEncoding s = begin(images, trace);
+  while (!s.done()) step(s, pool);
+  return finish(s);
 }
 
 double VisionEncoder::flops(std::span<const ImageGrid> grids) const {

@@ -76,6 +76,7 @@ class Binder {
       std::memcpy(tmp.data(), t->data, tmp.size() * 2);  // the mapping may be unaligned
       bf16_to_f32(tmp.data(), out.data(), static_cast<int64_t>(out.size()));
     }
+    release_pages(static_cast<const uint8_t*>(t->data), t->nbytes);
     return out;
   }
 
@@ -139,6 +140,7 @@ class Binder {
       m = WeightMatrix::from_bf16(bf16.data(), rows, cols, options_.format, options_.pool);
       converted_ = true;
     }
+    if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
     done_bytes_ += t.nbytes;
     if (converted_ && options_.progress) options_.progress(done_bytes_, total_bytes_);
     return m;
@@ -229,7 +231,7 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
                                       {vh, vc.in_channels, vc.temporal_patch_size, vc.patch_size, vc.patch_size}, vh,
                                       patch_dim);
   v.patch_embed.bias = b.vec(vp + "patch_embed.proj.bias", {vh});
-  v.pos_embed = b.vec(vp + "pos_embed.weight", {vc.num_position_embeddings, vh});
+  v.pos_embed = b.embedding(vp + "pos_embed.weight", vc.num_position_embeddings, vh);
   for (int i = 0; i < vc.depth; ++i) {
     const std::string p = cat(vp, "blocks.", i, ".");
     VisionBlockWeights blk;

@@ -50,7 +50,7 @@ struct MergerWeights {
 
 struct VisionWeights {
   Linear patch_embed;              // Conv3d as [hidden, in_channels*temporal*patch*patch]
-  std::vector<float> pos_embed;    // [num_position_embeddings, hidden]
+  Embedding pos_embed;             // [num_position_embeddings, hidden], read in place
   std::vector<VisionBlockWeights> blocks;
   MergerWeights merger;
   std::vector<MergerWeights> deepstack;  // one per deepstack_visual_indexes entry
@@ -75,6 +75,9 @@ struct TextWeights {
 
 struct WeightLoadOptions {
   WeightFormat format = WeightFormat::BF16;
+  // Given to every BF16 matrix (prefill/vision products, matmul.h); other
+  // formats ignore it.
+  MatmulPrecision precision = MatmulPrecision::Exact;
   ThreadPool* pool = nullptr;  // parallelises conversion
   // Called after each converted matrix with (bytes done, bytes total) of
   // source weights; lets the CLI print progress for slow conversions.

@@ -17,17 +17,27 @@ void check(const AttentionParams& p) {
     fail("attention: token stride smaller than heads x head_dim");
 }
 
-}  // namespace
-
-void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-               ThreadPool& pool) {
+// Few queries: stream K/V once per kv head (decode). Many: tiles.
+template <class T>
+void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   check(p);
   if (p.nq <= 0) return;
-  // Few queries: stream K/V once per kv head (decode). Many: tiles.
   if (p.nq < 16)
     simd::attention_rows(q, k, v, out, p, pool);
   else
     simd::attention_tiled(q, k, v, out, p, pool);
+}
+
+}  // namespace
+
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+               ThreadPool& pool) {
+  dispatch(q, k, v, out, p, pool);
+}
+
+void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+               ThreadPool& pool) {
+  dispatch(q, k, v, out, p, pool);
 }
 
 void attention_segments(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,

@@ -3,12 +3,23 @@
 #include "ops/matmul.h"
 
 #include "ops/scalar.h"
+#include "ops/simd_gemm_bf16.h"
 #include "ops/simd_matmul.h"
 #include "util/error.h"
 
 namespace qvl {
 
 const char* matmul_simd_target() { return simd::matmul_target(); }
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::Fast ? "fast" : "exact"; }
+
+MatmulPrecision parse_matmul_precision(const std::string& name) {
+  if (name == "exact") return MatmulPrecision::Exact;
+  if (name == "fast") return MatmulPrecision::Fast;
+  fail("unknown matmul precision '", name, "' (expected exact or fast)");
+}
+
+bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported(); }
 
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool) {
@@ -17,7 +28,9 @@ void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const
     fail("matmul: stride too small (ldx ", ldx, " < k ", w.cols(), " or ldy ", ldy, " < n ", w.rows(), ")");
   simd::MatmulArgs a{x, m, ldx, &w, bias, y, ldy};
   if (m <= simd::kSmallM)
-    simd::matmul_small_m(a, pool);
+    simd::matmul_small_m(a, pool);  // memory-bound: always exact
+  else if (w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast && simd::gemm_bf16_supported())
+    simd::gemm_bf16(a, pool);
   else
     simd::matmul_gemm(a, pool);
 }

@@ -36,20 +36,41 @@ namespace qvl {
 //   (d_x = max|x| / 127 in f32, code = round(x / d_x) in [-127, 127]; error
 //   <= d_x/2 per element), so each group is an exact integer dot product:
 //   y = Σ_groups d·d_x · Σ_j q_j·qx_j, summed in f32 (AVX-512 VNNI vpdpbusd
-//   where available). The same rounding is used for every m (GEMM: in f32).
+//   where available), for every m: decode and prefill/vision (GEMM) run the
+//   same integer dot products.
 //   Error of y against the same product with f32 weights and exact x,
 //   measured by bench/ops_report (normal weights, uniform x in [-1, 1], m=8,
 //   n=2048, k=2048 and 6144): relative L2 error q8 0.65-0.67 % (weights
 //   alone ~0.5 %, x rounding ~0.4 %), q4 8.5-8.7 %; worst single output
 //   error / RMS of outputs: q8 2.6 %, q4 38 %.
-//   Kernels (simd_matmul.cpp) agree with the scalar twin (scalar.cpp) to f32
-//   rounding; tests/ops hold them together.
+//   Kernels (simd_matmul_quant.cpp) agree with the scalar twin (scalar.cpp)
+//   to f32 rounding; tests/ops hold them together.
 //
 // For m <= 8 (batched decode) every output row is bit-identical to the same
-// x row multiplied alone (m = 1), for every format.
+// x row multiplied alone (m = 1), for every format; for q8 and q4, for every m
+// (prefill and decode agree exactly).
 enum class WeightFormat { F32, BF16, Q8, Q4 };
 const char* weight_format_name(WeightFormat f);           // "f32", "bf16", "q8", "q4"
 WeightFormat parse_weight_format(const std::string& name);  // throws qvl::Error
+
+// How prefill and vision products (m > 8 rows of x) with BF16 weights are
+// computed. Exact (the default): as above, x in f32, every product exact.
+// Fast (opt-in, --precision fast): x rounded to bf16 (round to nearest even,
+// f32 denormals to zero) and multiplied by the bf16 weights with AVX-512 BF16
+// vdpbf16ps, summed in f32 - what PyTorch bf16 and llama.cpp's BF16 type do;
+// twice the multiply throughput of f32 FMA. Relative L2 error of one product
+// against the exact one: 0.15 % measured (bench/ops_report "error" rows,
+// m=256 n=2048 k=2048 and 6144; worst output error / RMS of outputs 0.7 %);
+// tests/ops bound it at 0.3 %. Decode (m <= 8) and every other format ignore
+// it and stay exact; so does a CPU without AVX512-BF16
+// (matmul_fast_bf16_supported()).
+// Scalar twin: scalar::matmul_bf16_fast (scalar.h).
+enum class MatmulPrecision { Exact, Fast };
+const char* matmul_precision_name(MatmulPrecision p);            // "exact", "fast"
+MatmulPrecision parse_matmul_precision(const std::string& name);  // throws qvl::Error
+// Whether this CPU runs the fast bf16 kernel (AVX512-BF16); without it Fast
+// falls back to the exact path.
+bool matmul_fast_bf16_supported();
 
 // A weight matrix [rows = n, cols = k], row-major as Hugging Face stores it.
 // Views borrow memory (the mmap); converted matrices own theirs.
@@ -71,17 +92,23 @@ class WeightMatrix {
   int64_t cols() const { return cols_; }
   const void* data() const { return data_; }
   size_t bytes() const { return bytes_; }  // storage read per full pass
+  // The precision of large-m products (see MatmulPrecision); it only takes
+  // effect on BF16 matrices. Views share the data, not this setting.
+  MatmulPrecision precision() const { return precision_; }
+  void set_precision(MatmulPrecision p) { precision_ = p; }
 
  private:
   WeightFormat format_ = WeightFormat::F32;
+  MatmulPrecision precision_ = MatmulPrecision::Exact;
   int64_t rows_ = 0, cols_ = 0;
   const void* data_ = nullptr;
   size_t bytes_ = 0;
   std::shared_ptr<void> owned_;
 };
 
-// Name of the SIMD target matmul runs on here (e.g. "AVX3_DL" = AVX-512 with
-// VNNI; it may differ from the other kernels' target, see simd_matmul.cpp).
+// Name of the SIMD target the q8/q4 matmul runs on here (e.g. "AVX3_DL" =
+// AVX-512 with VNNI; it may differ from the other kernels' target, see
+// simd_matmul_quant.cpp).
 const char* matmul_simd_target();
 
 // y [m, w.rows()] (row stride ldy) = x [m, w.cols()] (row stride ldx) · Wᵀ (+ bias [w.rows()]).

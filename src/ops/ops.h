@@ -13,6 +13,14 @@ float bf16_to_f32(uint16_t v);
 uint16_t f32_to_bf16(float v);  // round to nearest even, as torch does
 void bf16_to_f32(const uint16_t* src, float* dst, int64_t n);
 
+// IEEE half precision (the f16 KV cache). f32_to_f16 rounds to nearest even
+// and saturates at ±65504 (a finite value never becomes inf); NaN stays NaN.
+// f16_to_f32 is exact. The bulk forms give the same bits as the scalar ones.
+uint16_t f32_to_f16(float v);
+float f16_to_f32(uint16_t v);
+void f32_to_f16(const float* src, uint16_t* dst, int64_t n);
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n);
+
 // out[i, :] = table[ids[i], :] for a bf16 table [vocab, dim].
 void embed_bf16(const uint16_t* table, int64_t dim, const int32_t* ids, int64_t n, float* out);
 
@@ -50,6 +58,11 @@ struct AttentionParams {
   int64_t q_pos0 = 0;
 };
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+               ThreadPool& pool);
+// The same with K/V stored in f16 (ops above): each element is widened
+// exactly before any arithmetic, so the result equals attention() on the
+// widened K/V, bit for bit.
+void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
                ThreadPool& pool);
 
 // Bidirectional attention within segments (several images in one call):

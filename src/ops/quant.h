@@ -34,6 +34,10 @@ inline int64_t q4_row_bytes(int64_t cols) { return padded_cols(cols) / 2; }
 // q8: group data byte t is element t as int8 (8 units).
 // q4: group data byte t holds element t (low nibble) and t + 16 (high
 //     nibble), each as code + 8 (4 units).
+// Every kernel reads this layout as stored, for every m: decode streams the
+// blocks once; the GEMM (prefill, vision) applies tiles of blocks held in L2
+// to chunks of x rows (simd_matmul_quant.cpp), with the same integer dot
+// products, so nothing is dequantized or repacked per call.
 struct View {
   const uint8_t* codes;
   const uint16_t* scales;
@@ -120,7 +124,8 @@ void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, ui
 // Activations quantized for the integer dot products of q8/q4 weights, one
 // row of x [k]: per group of 32, d = max|x| / 127 (f32), code =
 // clamp(round(x · (1 / d)), -127, 127) (0 where d == 0), partial last group
-// zero-padded; sum = Σ codes of the group.
+// zero-padded; sum = Σ codes of the group. Every m quantizes x this way, row
+// by row (each row's codes depend on that row alone).
 struct XRow {
   int8_t* codes;  // [groups · 32]
   float* scales;  // [groups]

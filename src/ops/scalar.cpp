@@ -163,6 +163,40 @@ void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const
   matmul_rows(x, m, ldx, w, bias, y, ldy, 0, w.rows());
 }
 
+uint16_t round_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint32_t mag = bits & 0x7fffffffu;
+  if (mag > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
+  if (mag < 0x00800000u) return static_cast<uint16_t>((bits >> 16) & 0x8000);  // zero, denormal
+  if (mag == 0x7f800000u) return static_cast<uint16_t>(bits >> 16);             // infinity
+  bits += 0x7fffu + ((bits >> 16) & 1);  // round to nearest, ties to even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+void matmul_bf16_fast(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
+                      int64_t ldy) {
+  if (w.format() != WeightFormat::BF16) fail("matmul_bf16_fast: weights are ", weight_format_name(w.format()), ", not bf16");
+  const int64_t k = w.cols(), n = w.rows(), kp = (k + 1) / 2;
+  const uint16_t* wd = static_cast<const uint16_t*>(w.data());
+  auto daz = [](uint16_t b) { return (b & 0x7f80) == 0 ? static_cast<uint16_t>(b & 0x8000) : b; };
+  std::vector<float> xr(static_cast<size_t>(2 * kp));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < 2 * kp; ++c) xr[c] = c < k ? qvl::bf16_to_f32(round_bf16(x[i * ldx + c])) : 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint16_t* wr = wd + j * k;
+      float acc = 0;
+      for (int64_t p = 0; p < kp; ++p) {
+        const float w0 = qvl::bf16_to_f32(daz(wr[2 * p]));
+        const float w1 = 2 * p + 1 < k ? qvl::bf16_to_f32(daz(wr[2 * p + 1])) : 0.0f;
+        acc += xr[2 * p + 1] * w1;
+        acc += xr[2 * p] * w0;
+      }
+      y[i * ldy + j] = acc + (bias ? bias[j] : 0.0f);
+    }
+  }
+}
+
 void attention_row(const float* q, const float* k, const float* v, float* out, int64_t kv_begin, int64_t kv_end,
                    int64_t head_dim, int64_t kv_stride, float scale) {
   // Online softmax (Milakov & Gimelshein 2018): running max m, running sum l.

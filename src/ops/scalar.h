@@ -28,6 +28,19 @@ void matmul_rows(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, 
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy);
 
+// x rounded to bf16 as AVX-512 BF16's vcvtne2ps2bf16 does (Intel SDM,
+// convert_fp32_to_bfloat16): NaN quieted, zero and denormals to a signed
+// zero, otherwise round to nearest even.
+uint16_t round_bf16(float v);
+// The specification of MatmulPrecision::Fast (simd_gemm_bf16.cpp):
+// y = round_bf16(x) · Wᵀ (+ bias) for BF16 W. Per output, k is taken in
+// pairs (an odd k padded with a zero) summed in f32 in order, each pair as
+// vdpbf16ps does (Intel SDM): acc += x[2p+1]·w[2p+1], then acc += x[2p]·w[2p]
+// (a product of two bf16 is exact in f32), denormal weights read as zero.
+// Unlike vdpbf16ps, a denormal sum is not flushed to zero (|difference| <= 2^-126).
+void matmul_bf16_fast(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
+                      int64_t ldy);
+
 // One query against kv positions [kv_begin, kv_end) for one head, online softmax.
 void attention_row(const float* q, const float* k, const float* v, float* out, int64_t kv_begin, int64_t kv_end,
                    int64_t head_dim, int64_t kv_stride, float scale);

@@ -14,8 +14,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "ops/scratch.h"
 #include "ops/simd_attention.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -27,6 +29,34 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// K/V elements are f32 or IEEE f16 (uint16_t bits); f16 is widened exactly on
+// load, so every kernel computes the same numbers as on widened f32 K/V.
+template <class T>
+HWY_INLINE VF LoadKV(DF d, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(d, p);
+  } else {
+    const hn::Rebind<hwy::float16_t, DF> d16;
+    return hn::PromoteTo(d, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+}
+HWY_INLINE float ScalarKV(float x) { return x; }
+HWY_INLINE float ScalarKV(uint16_t x) { return f16_to_f32(x); }
+
+// dst[0..n) = src widened to f32.
+template <class T>
+void Widen(const T* src, float* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, src, sizeof(float) * n);
+  } else {
+    const DF d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    int64_t i = 0;
+    for (; i + N <= n; i += N) hn::StoreU(LoadKV(d, src + i), d, dst + i);
+    for (; i < n; ++i) dst[i] = ScalarKV(src[i]);
+  }
+}
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
 constexpr int kKV = 4;  // kv vectors per score micro-tile (x 4 query rows)
@@ -68,34 +98,37 @@ float MaxOf(const float* x, int64_t n) {
 }
 
 // y[0..n) = y * a + x * b  (b may be 0 to just scale)
-void ScaleAdd(float* y, float a, const float* x, float b, int64_t n) {
+template <class T = float>
+void ScaleAdd(float* y, float a, const T* x, float b, int64_t n) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const VF va = hn::Set(d, a), vb = hn::Set(d, b);
   int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(hn::LoadU(d, x + i), vb, hn::Mul(hn::LoadU(d, y + i), va)), d, y + i);
-  for (; i < n; ++i) y[i] = y[i] * a + x[i] * b;
+  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(LoadKV(d, x + i), vb, hn::Mul(hn::LoadU(d, y + i), va)), d, y + i);
+  for (; i < n; ++i) y[i] = y[i] * a + ScalarKV(x[i]) * b;
 }
 
-float Dot(const float* a, const float* b, int64_t n) {
+template <class T>
+float Dot(const float* a, const T* b, int64_t n) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   VF s0 = hn::Zero(d), s1 = hn::Zero(d);
   int64_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadKV(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), LoadKV(d, b + i + N), s1);
   }
-  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadKV(d, b + i), s0);
   float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) s += a[i] * b[i];
+  for (; i < n; ++i) s += a[i] * ScalarKV(b[i]);
   return s;
 }
 
 // ------------------------------------------------------------ tiled
 
-HWY_INLINE void Prefetch(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 64 / sizeof(float)) hwy::Prefetch(p + i);
+template <class T>
+HWY_INLINE void Prefetch(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) hwy::Prefetch(p + i);
 }
 
 // 2^x for x <= 0: half the work of a general exp, which is a tenth of the
@@ -223,8 +256,8 @@ void OutRows(const float* p, int64_t ps, int64_t bk, const float* v, int64_t vs,
 
 // Scores are kept in base 2: queries are pre-multiplied by scale·log2(e), so
 // softmax weights are 2^(s - max) (the same numbers as e^(scale·q·k - max)).
-void AttentionTiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-                    ThreadPool& pool) {
+template <class T>
+void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t tile = kKV * N;  // key positions per packed tile / score micro-tile
@@ -239,21 +272,30 @@ void AttentionTiled(const float* q, const float* k, const float* v, float* out, 
   // each head's value rows packed densely, so a block of rows is not
   // kv_stride (often a multiple of 4 KB) apart, where they would share L1 sets.
   thread_local std::vector<float> kt_buf, vp_buf;
-  kt_buf.resize(static_cast<size_t>(p.kv_heads * tiles * dh * tile));
-  vp_buf.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
+  fit_scratch(kt_buf, static_cast<size_t>(p.kv_heads * tiles * dh * tile));
+  fit_scratch(vp_buf, static_cast<size_t>(p.kv_heads * p.nkv * dh));
   float* kt = kt_buf.data();
   float* vp = vp_buf.data();
   // One item per tile of positions, all heads: the rows of a tile (a few
   // hundred KB) stay in L2 while each head's 16 KB tile is written in L1.
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> krow_buf;  // one K row widened (f16 K/V)
+    krow_buf.resize(static_cast<size_t>(dh));
     for (int64_t jt = b; jt < e; ++jt) {
       const int64_t j0 = jt * tile, j1 = std::min(p.nkv, j0 + tile);
       for (int64_t h = 0; h < p.kv_heads; ++h) {
         float* dst = kt + (h * tiles + jt) * dh * tile;
         for (int64_t j = j0; j < j1; ++j) {
-          const float* src = k + j * p.kv_stride + h * dh;
+          const T* ksrc = k + j * p.kv_stride + h * dh;
+          const float* src;
+          if constexpr (std::is_same_v<T, float>) {
+            src = ksrc;
+          } else {
+            Widen(ksrc, krow_buf.data(), dh);
+            src = krow_buf.data();
+          }
           for (int64_t c = 0; c < dh; ++c) dst[c * tile + (j - j0)] = src[c];
-          std::memcpy(vp + (h * p.nkv + j) * dh, v + j * p.kv_stride + h * dh, sizeof(float) * dh);
+          Widen(v + j * p.kv_stride + h * dh, vp + (h * p.nkv + j) * dh, dh);
         }
         if (j1 - j0 < tile)
           for (int64_t c = 0; c < dh; ++c) std::fill(dst + c * tile + (j1 - j0), dst + (c + 1) * tile, 0.0f);
@@ -335,8 +377,8 @@ constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 // order (a row of all kv heads is one contiguous run; walking one head's rows
 // kv_stride apart would touch a new page per row and miss the TLB). Items
 // leave partial (max, sum, unnormalised output) per head, merged at the end.
-void AttentionRows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-                   ThreadPool& pool) {
+template <class T>
+void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   constexpr int64_t kBlock = 64, kChunk = 512;
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
   const int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
@@ -361,7 +403,7 @@ void AttentionRows(const float* q, const float* k, const float* v, float* out, c
       for (int64_t j0 = lo; j0 < hi; j0 += kBlock) {
         const int64_t bk = std::min(kBlock, hi - j0);
         for (int64_t t = 0; t < bk; ++t) {
-          const float* krow = k + (j0 + t) * p.kv_stride;
+          const T* krow = k + (j0 + t) * p.kv_stride;
           if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride, p.kv_heads * dh);
           for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
             for (int64_t g = 0; g < group; ++g) {
@@ -378,7 +420,7 @@ void AttentionRows(const float* q, const float* k, const float* v, float* out, c
           if (corr != 1.0f) ScaleAdd(o + h * dh, corr, o + h * dh, 0.0f, dh);
         }
         for (int64_t t = 0; t < bk; ++t) {
-          const float* vrow = v + (j0 + t) * p.kv_stride;
+          const T* vrow = v + (j0 + t) * p.kv_stride;
           for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
             for (int64_t g = 0; g < group; ++g) {
               const int64_t h = kvh * group + g;
@@ -411,6 +453,23 @@ void AttentionRows(const float* q, const float* k, const float* v, float* out, c
   });
 }
 
+void AttentionTiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                    ThreadPool& pool) {
+  AttentionTiledT(q, k, v, out, p, pool);
+}
+void AttentionTiledF16(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                       ThreadPool& pool) {
+  AttentionTiledT(q, k, v, out, p, pool);
+}
+void AttentionRows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
+                   ThreadPool& pool) {
+  AttentionRowsT(q, k, v, out, p, pool);
+}
+void AttentionRowsF16(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                      ThreadPool& pool) {
+  AttentionRowsT(q, k, v, out, p, pool);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace simd
 }  // namespace qvl
@@ -421,6 +480,8 @@ namespace qvl::simd {
 
 HWY_EXPORT(AttentionTiled);
 HWY_EXPORT(AttentionRows);
+HWY_EXPORT(AttentionTiledF16);
+HWY_EXPORT(AttentionRowsF16);
 
 void attention_tiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                      ThreadPool& pool) {
@@ -429,6 +490,15 @@ void attention_tiled(const float* q, const float* k, const float* v, float* out,
 void attention_rows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                     ThreadPool& pool) {
   HWY_DYNAMIC_DISPATCH(AttentionRows)(q, k, v, out, p, pool);
+}
+
+void attention_tiled(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                     ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionTiledF16)(q, k, v, out, p, pool);
+}
+void attention_rows(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                    ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionRowsF16)(q, k, v, out, p, pool);
 }
 
 }  // namespace qvl::simd

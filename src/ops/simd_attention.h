@@ -13,5 +13,10 @@ void attention_tiled(const float* q, const float* k, const float* v, float* out,
 // all query heads of its GQA group; vectorised along head_dim.
 void attention_rows(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                     ThreadPool& pool);
+// The same with f16 K/V (widened exactly on load).
+void attention_tiled(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                     ThreadPool& pool);
+void attention_rows(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+                    ThreadPool& pool);
 
 }  // namespace qvl::simd

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/ops.h"
 #include "ops/simd_elementwise.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -231,6 +232,37 @@ void Rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t str
   }
 }
 
+// f32 -> f16 as ops.h specifies (round to nearest even, saturating at
+// ±65504, NaN kept). x86 converts with F16C (vcvtps2ph rounds to nearest even
+// in the default MXCSR mode); Highway's portable DemoteTo truncates, so other
+// targets use the scalar specification.
+void F32ToF16(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR && !defined(HWY_DISABLE_F16C)
+  const DF d;
+  const hn::Rebind<hwy::float16_t, DF> d16;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF hi = hn::Set(d, 65504.0f), lo = hn::Set(d, -65504.0f);
+  for (; i + N <= n; i += N) {
+    const VF v = hn::LoadU(d, src + i);
+    const VF c = hn::IfThenElse(hn::IsNaN(v), v, hn::Min(hn::Max(v, lo), hi));
+    hn::StoreU(hn::DemoteTo(d16, c), d16, reinterpret_cast<hwy::float16_t*>(dst + i));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = qvl::f32_to_f16(src[i]);
+}
+
+// f16 -> f32 is exact on every target.
+void F16ToF32(const uint16_t* src, float* dst, int64_t n) {
+  const DF d;
+  const hn::Rebind<hwy::float16_t, DF> d16;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::PromoteTo(d, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(src + i))), d, dst + i);
+  for (; i < n; ++i) dst[i] = qvl::f16_to_f32(src[i]);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace simd
 }  // namespace qvl
@@ -248,6 +280,8 @@ HWY_EXPORT(SiluMul);
 HWY_EXPORT(AddKernel);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(Rope);
+HWY_EXPORT(F32ToF16);
+HWY_EXPORT(F16ToF32);
 
 void bf16_to_f32(const uint16_t* src, float* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(Bf16ToF32)(src, dst, n); }
 void rms_norm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps) {
@@ -268,6 +302,9 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t str
           const float* sin) {
   HWY_DYNAMIC_DISPATCH(Rope)(x, tokens, heads, head_dim, stride, cos, sin);
 }
+
+void f32_to_f16(const float* src, uint16_t* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16)(src, dst, n); }
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32)(src, dst, n); }
 
 }  // namespace qvl::simd
 #endif

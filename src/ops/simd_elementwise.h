@@ -6,6 +6,8 @@
 namespace qvl::simd {
 
 void bf16_to_f32(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16(const float* src, uint16_t* dst, int64_t n);
+void f16_to_f32(const uint16_t* src, float* dst, int64_t n);
 void rms_norm(const float* x, const float* weight, float* out, int64_t rows, int64_t dim, float eps);
 void layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
                 float eps);

@@ -22,6 +22,11 @@ constexpr int64_t kSmallM = 8;
 void matmul_small_m(const MatmulArgs& a, ThreadPool& pool);
 // Larger m: register-blocked outer-product tiles (prefill; compute-bound).
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
-const char* matmul_target();  // the dispatched target's name
+// Both forward q8/q4 weights to this (simd_matmul_quant.cpp): integer dot
+// products on x rounded to 8 bits per group, every m.
+void matmul_quant(const MatmulArgs& a, ThreadPool& pool);
+// The dispatched target's name (that of matmul_quant, the only matmul file
+// that compiles AVX3_DL).
+const char* matmul_target();
 
 }  // namespace qvl::simd

@@ -48,6 +48,8 @@ void ServerCore::register_info_routes() {
                 {"max_image_bytes", options.media.max_image_bytes},
                 {"max_body_bytes", options.max_body_bytes},
                 {"context_size", ctx},
+                {"kv_type", kv_type_name(engine->params().resolved_kv_type())},
+                {"matmul_precision", engine->model().fast_matmul() ? "fast" : "exact"},  // in effect (--precision)
                 {"default_max_tokens",
                  options.default_max_tokens > 0 ? options.default_max_tokens
                                                 : f.generation.max_new_tokens.value_or(static_cast<int>(ctx))},

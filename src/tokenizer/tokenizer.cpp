@@ -14,6 +14,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/json_scan.h"
+#include "tokenizer/packed_strings.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode.h"
@@ -32,9 +33,13 @@ struct Tokenizer::Impl {
   bool nfc = false;
   std::deque<AddedToken> added;  // stable addresses: the matchers point into it
   AddedTokenMatcher raw_matcher, normalized_matcher;
-  std::vector<std::string> bytes_of;  // by id: the bytes a token decodes to
   std::vector<uint8_t> known, special;  // by id
+  // While loading (released once packed):
+  std::vector<std::string> bytes_of;               // by id: the bytes a token decodes to
   std::unordered_map<std::string, int32_t> id_of;  // vocabulary string or added content
+  // After loading:
+  PackedStrings token_bytes;  // bytes_of
+  PackedIndex token_ids;      // id_of
 
   // Tokens of words already encoded, shared by all calls and threads. Bounded:
   // once full it keeps what it has (as the `tokenizers` BPE cache does).
@@ -251,6 +256,10 @@ void Tokenizer::Impl::load(const json& j, const ModelLists& lists) {
     fail(source, ": decoder \"", d, "\" is not supported (qvl implements ByteLevel)");
   load_model(field(j, "model", source), lists);
   load_added(j.value("added_tokens", json()), id_of.size());
+  token_bytes.assign(bytes_of);
+  token_ids.assign(id_of);
+  std::vector<std::string>().swap(bytes_of);
+  std::unordered_map<std::string, int32_t>().swap(id_of);
 }
 
 // Text outside added tokens: normalize, then look for the added tokens that
@@ -430,19 +439,18 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
     // Unknown ids decode to nothing, as in `tokenizers` (id_to_token is None).
     if (id < 0 || static_cast<size_t>(id) >= impl_->known.size() || !impl_->known[id]) continue;
     if (skip_special && impl_->special[id]) continue;
-    bytes += impl_->bytes_of[id];
+    bytes += impl_->token_bytes[id];
   }
   return utf8::lossy(bytes);
 }
 
 std::string Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= impl_->known.size() || !impl_->known[id]) return {};
-  return impl_->bytes_of[id];
+  return std::string(impl_->token_bytes[id]);
 }
 
 int32_t Tokenizer::token_id(std::string_view token) const {
-  auto it = impl_->id_of.find(std::string(token));
-  return it == impl_->id_of.end() ? -1 : it->second;
+  return impl_->token_ids.find(token);
 }
 
 bool Tokenizer::is_special(int32_t id) const {

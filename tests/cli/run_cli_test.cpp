@@ -105,6 +105,13 @@ TEST(RunCli, BadWeightsFormatIsAUsageError) {
   EXPECT_NE(r.err.find("--weights"), std::string::npos) << r.err;
 }
 
+TEST(RunCli, BadKvTypeIsAUsageError) {
+  Outcome r = qvl("run " + kModel + "--prompt hi --kv-type q8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("f16"), std::string::npos) << r.err;  // names the choices
+}
+
 TEST(RunCli, UnreadableImageNamesTheFile) {
   Outcome r = qvl("run " + kModel + "--prompt hi --image /nonexistent/x.png");
   EXPECT_EQ(r.code, 1);

@@ -59,10 +59,15 @@ std::vector<float> prefill(Model& model, const Prompt& p, KvCache& cache, int64_
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-class BatchedDecode : public ::testing::TestWithParam<WeightFormat> {};
+struct Case {
+  WeightFormat format;
+  KvType kv;
+};
+
+class BatchedDecode : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
-  Model& model = golden::tiny(GetParam());
+  Model& model = golden::tiny(GetParam().format);
   TextDecoder& text = model.text();
   const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
   std::vector<Prompt> prompts;
@@ -74,7 +79,7 @@ TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
   // Reference: each sequence alone, [b][step] hidden and logits.
   std::vector<std::vector<std::vector<float>>> want_h(b), want_l(b);
   for (size_t s = 0; s < b; ++s) {
-    KvCache cache = text.make_cache(512);
+    KvCache cache = text.make_cache(512, GetParam().kv);
     std::vector<float> logits = prefill(model, prompts[s], cache, text.max_batch());
     for (int step = 0; step < kSteps; ++step) {
       const int32_t tok = static_cast<int32_t>(golden::argmax(logits.data(), vocab));
@@ -90,7 +95,7 @@ TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
   std::vector<KvCache> caches;
   std::vector<std::vector<float>> logits(b);
   for (size_t s = 0; s < b; ++s) {
-    caches.push_back(text.make_cache(512));
+    caches.push_back(text.make_cache(512, GetParam().kv));
     logits[s] = prefill(model, prompts[s], caches[s], text.max_batch());
   }
   std::vector<int> done(b, 0);
@@ -123,12 +128,12 @@ TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
 }
 
 TEST_P(BatchedDecode, PrefillChunkSizeDoesNotChangeTheBits) {
-  Model& model = golden::tiny(GetParam());
+  Model& model = golden::tiny(GetParam().format);
   TextDecoder& text = model.text();
   for (const auto& p : golden::manifest()["prompts"]) {
     SCOPED_TRACE(p["name"].get<std::string>());
     const Prompt prompt = prepare(model, p);
-    KvCache a = text.make_cache(512), b = text.make_cache(512);
+    KvCache a = text.make_cache(512, GetParam().kv), b = text.make_cache(512, GetParam().kv);
     ASSERT_GE(text.max_batch(), 48 + 15);  // so the decoder does not cut these pieces again
     const std::vector<float> whole = prefill(model, prompt, a, 48);
     for (int64_t chunk : {16, 24, 40}) {
@@ -153,8 +158,13 @@ TEST(BatchedDecodeErrors, RefusesTwoSequencesOnOneCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, BatchedDecode,
-                         ::testing::Values(WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4),
-                         [](const auto& info) { return std::string(weight_format_name(info.param)); });
+                         ::testing::Values(Case{WeightFormat::F32, KvType::F32}, Case{WeightFormat::BF16, KvType::F32},
+                                           Case{WeightFormat::Q8, KvType::F32}, Case{WeightFormat::Q4, KvType::F32},
+                                           Case{WeightFormat::BF16, KvType::F16}, Case{WeightFormat::Q8, KvType::F16}),
+                         [](const auto& info) {
+                           return std::string(weight_format_name(info.param.format)) + "_kv_" +
+                                  kv_type_name(info.param.kv);
+                         });
 
 }  // namespace
 }  // namespace qvl

@@ -45,5 +45,28 @@ TEST(KvCache, CopyPrefixRefusesOtherShapesAndMissingRows) {
   EXPECT_THROW(dst.copy_prefix(src, 11), Error);   // the source holds 10
 }
 
+TEST(KvCache, F16CacheHalvesTheBytesAndCopiesItsOwnType) {
+  KvCache f32(2, 16, 8), f16(2, 16, 8, KvType::F16), f16b(2, 16, 8, KvType::F16);
+  EXPECT_EQ(f16.bytes_per_position() * 2, f32.bytes_per_position());
+  EXPECT_EQ(f16.reserved_bytes() * 2, f32.reserved_bytes());
+  for (int l = 0; l < 2; ++l)
+    for (int64_t i = 0; i < 16 * 8; ++i) {
+      f16.k16(l)[i] = static_cast<uint16_t>(l * 1000 + i);
+      f16.v16(l)[i] = static_cast<uint16_t>(30000 + l * 1000 + i);
+    }
+  f16.set_size(16);
+  f16b.copy_prefix(f16, 5);
+  for (int l = 0; l < 2; ++l)
+    for (int64_t i = 0; i < 5 * 8; ++i) {
+      ASSERT_EQ(f16b.k16(l)[i], f16.k16(l)[i]);
+      ASSERT_EQ(f16b.v16(l)[i], f16.v16(l)[i]);
+    }
+  fill(f32, 4, 1);
+  EXPECT_THROW(f16b.copy_prefix(f32, 2), Error);  // other element type
+  EXPECT_EQ(parse_kv_type("f16"), KvType::F16);
+  EXPECT_EQ(parse_kv_type("f32"), KvType::F32);
+  EXPECT_THROW(parse_kv_type("q8"), Error);
+}
+
 }  // namespace
 }  // namespace qvl

@@ -23,7 +23,8 @@ struct PromptRun {
   std::vector<std::vector<float>> gen_logits;  // full logits per step (when kept)
 };
 
-inline PromptRun run_prompt(Model& model, const nlohmann::json& p, int steps, bool keep_trace, bool keep_gen_logits) {
+inline PromptRun run_prompt(Model& model, const nlohmann::json& p, int steps, bool keep_trace, bool keep_gen_logits,
+                            KvType kv = KvType::F32) {
   const File& f = file(p["file"]);
   PromptRun r;
   r.ids = ids_of(f["input_ids"]);
@@ -39,7 +40,7 @@ inline PromptRun run_prompt(Model& model, const nlohmann::json& p, int steps, bo
   r.positions = rope_index(r.ids, grids, c.image_token_id, c.vision.spatial_merge_size);
   const std::vector<int64_t> rows = image_rows(r.ids, c.image_token_id);
   TextDecoder& text = model.text();
-  KvCache cache = text.make_cache(512);
+  KvCache cache = text.make_cache(512, kv);
   const int64_t n = static_cast<int64_t>(r.ids.size()), h = c.text.hidden_size, vocab = c.text.vocab_size;
   TextInput in{r.ids.data(), r.positions.pos.data(), n, rows.data(), &r.vision};
   r.hidden.resize(n * h);

@@ -55,8 +55,9 @@ TEST_P(TextGolden, EveryPromptCase) {
       model.text().logits(r.hidden.data() + r0 * hid, rows, logits.data(), golden::pool());
       for (int64_t i = 0; i < rows; ++i) {
         const float* row = logits.data() + i * vocab;
-        if (every_position)
+        if (every_position) {
           ASSERT_EQ(golden::argmax(row, vocab), top.i[(r0 + i) * 8]) << "top-1 at prompt position " << r0 + i;
+        }
         for (int64_t s = 0; s < sel.numel(); ++s) {
           if (sel.i[s] != r0 + i) continue;
           std::vector<float> want(f["logits_sel"].f.begin() + s * vocab, f["logits_sel"].f.begin() + (s + 1) * vocab);

@@ -3,9 +3,6 @@
 // /metrics counts them; the answer is the one a cold `qvl run` gives.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-
 #include "server_process.h"
 
 namespace qvl::test {
@@ -29,21 +26,6 @@ json post(ServerProcess& s, const json& body) {
   return json::parse(r->body);
 }
 
-// `qvl run` in a fresh process (cold caches): the reference answer.
-std::string cold_answer(const std::string& system, const std::string& question, int max_tokens) {
-  const std::string cmd = std::string(QVL_BINARY) + " run --model " + kTinyModel +
-                          " --threads 1 --temperature 0 --output-format json --max-tokens " +
-                          std::to_string(max_tokens) + " --system '" + system + "' --prompt '" + question +
-                          "' --image " + kFixtures + "/golden/images/gradient_320x240.png";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  EXPECT_EQ(pclose(p), 0) << cmd;
-  return json::parse(out).at("text").get<std::string>();
-}
-
 TEST(Caches, SecondRequestAboutTheSameImageShowsCacheHits) {
   ServerProcess s({"--parallel", "2"});
   const std::string image = png_data_uri("gradient_320x240");
@@ -58,7 +40,10 @@ TEST(Caches, SecondRequestAboutTheSameImageShowsCacheHits) {
   const json second = post(s, ask(system_and_user("Answer in French.", "Describe it.", image), 8));
   EXPECT_EQ(second["timings"]["image_cache_hits"], 1);
   EXPECT_EQ(second["timings"]["image_cache_misses"], 0);
-  EXPECT_EQ(second["choices"][0]["message"]["content"], cold_answer("Answer in French.", "Describe it.", 8));
+  EXPECT_EQ(second["choices"][0]["message"]["content"],
+            run_answer({"--system", "Answer in French.", "--prompt", "Describe it.", "--image",
+                        kFixtures + "/golden/images/gradient_320x240.png"},
+                       8));
 
   // A follow-up in the first conversation reuses its whole prefix (image included).
   json conversation = system_and_user("Be brief.", "What is in this image?", image);

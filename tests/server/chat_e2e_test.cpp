@@ -3,9 +3,6 @@
 // shapes; and each kind of bad request gets its status and error object.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-
 #include "server_process.h"
 
 namespace qvl::test {
@@ -13,18 +10,9 @@ namespace {
 
 using json = nlohmann::json;
 
-// `qvl run` in JSON mode: the reference answer for the same prompt and image.
-std::string run_answer(const std::string& prompt, const std::string& image, int max_tokens) {
-  std::string cmd = std::string(QVL_BINARY) + " run --model " + kTinyModel + " --threads 1 --temperature 0 --max-tokens " +
-                    std::to_string(max_tokens) + " --output-format json --prompt '" + prompt + "'";
-  if (!image.empty()) cmd += " --image " + kFixtures + "/golden/images/" + image + ".png";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  EXPECT_EQ(pclose(p), 0) << cmd;
-  return json::parse(out).at("text").get<std::string>();
+// `qvl run`'s answer for the same prompt and fixture image.
+std::string answer_of(const std::string& prompt, const std::string& image, int max_tokens) {
+  return run_answer({"--prompt", prompt, "--image", kFixtures + "/golden/images/" + image + ".png"}, max_tokens);
 }
 
 class Chat : public ::testing::Test {
@@ -39,7 +27,7 @@ class Chat : public ::testing::Test {
 ServerProcess* Chat::server_ = nullptr;
 
 TEST_F(Chat, NonStreamedAnswerEqualsQvlRun) {
-  const std::string expected = run_answer("What is in this image?", "gradient_320x240", 16);
+  const std::string expected = answer_of("What is in this image?", "gradient_320x240", 16);
   auto c = server_->client();
   auto r = post_json(c, "/v1/chat/completions",
                      chat_body("What is in this image?", png_data_uri("gradient_320x240"), 16));
@@ -61,7 +49,7 @@ TEST_F(Chat, NonStreamedAnswerEqualsQvlRun) {
 }
 
 TEST_F(Chat, StreamedAnswerEqualsQvlRun) {
-  const std::string expected = run_answer("Describe it.", "gradient_320x240", 24);
+  const std::string expected = answer_of("Describe it.", "gradient_320x240", 24);
   auto c = server_->client();
   json body = chat_body("Describe it.", png_data_uri("gradient_320x240"), 24);
   body["stream"] = true;
@@ -120,6 +108,7 @@ TEST_F(Chat, ModelsTokenizeDetokenizeAndThePage) {
   const json jc = json::parse(cfg->body);
   EXPECT_EQ(jc["max_pixels"], 1048576);
   EXPECT_EQ(jc["patch_size"], 16);
+  EXPECT_EQ(jc["kv_type"], "f32");  // exact with bf16 weights
   auto missing = c.Get("/no/such/file.js");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "../cli/run_qvl.h"
+
 namespace qvl::test {
 
 inline const std::string kFixtures = QVL_FIXTURES_DIR;
@@ -224,6 +226,17 @@ bool eventually(Pred pred, int ms = 5000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return pred();
+}
+
+// `qvl run` greedy in a fresh process (cold caches) with the tiny model and
+// `args` (prompt, image, system...): the reference answer's text.
+inline std::string run_answer(std::vector<std::string> args, int max_tokens) {
+  const std::vector<std::string> base = {"run", "--model", kTinyModel, "--threads", "1", "--temperature", "0",
+                                         "--output-format", "json", "--max-tokens", std::to_string(max_tokens)};
+  args.insert(args.begin(), base.begin(), base.end());
+  const QvlResult r = run_qvl(args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out).at("text").get<std::string>();
 }
 
 }  // namespace qvl::test

@@ -1,0 +1,438 @@
+// Highway kernels for q8/q4 weights (see simd_matmul.h), every m: x is
+// rounded to 8 bits per group (quant::XRow) and each group's exact integer
+// dot product is scaled by both scales and summed in f32. Compiled once per
+// SIMD target and chosen at run time.
+//
+// The weights are interleaved by blocks of 16 rows (quant.h), so a thread
+// reads one sequential stream and a 64-byte vector holds 4 bytes of each of
+// the 16 rows: with AVX-512 VNNI, vpdpbusd multiplies it by 4 x codes
+// broadcast to all lanes, lane r accumulating row r; AVX2/AVX-512 without
+// VNNI do the same on 8 rows with vpmaddubsw + vpmaddwd; other targets use
+// portable Highway code. One block kernel (QBlock*) applies a block of 16
+// weight rows to M x rows.
+//
+// Small m (decode, m <= kSmallM): every block is read once and applied to all
+// m rows (memory-bound). Larger m (prefill, vision; compute-bound): threads
+// claim tiles of blocks small enough to stay in L2 and apply each tile to x
+// in chunks of up to kSmallM rows, with the same block kernels. With VNNI
+// the kernel does 8 vpdpbusd (512 multiply-adds) per x row and group for 3
+// f32 operations, so it runs at the same speed for 4 to 16 rows per chunk
+// (measured on Zen 4): 8 it is, as for decode.
+//
+// Every output value is computed the same way whatever m is and whichever
+// chunk its row falls in (per x row and group: an integer dot product
+// started at corr, converted to f32, times sw·sx, added to the row's f32
+// accumulator, groups in order), so every output row is bit-identical to the
+// same x row multiplied alone (m = 1), for every m.
+//
+// AVX3_DL (AVX-512 with VNNI) is compiled here only: it is the one target
+// whose code differs (the integer dot product), so the other ops files are
+// spared the extra compile.
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL
+#endif
+#include "ops/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/simd_matmul_quant.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/cache_control.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "ops/quant.h"
+#include "ops/scalar.h"
+#include "ops/scratch.h"
+#include "ops/simd_matmul.h"
+#include "ops/simd_quant.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qvl {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// x rows quantized (quant::XRow): codes of row i, group g at
+// codes + i·row_stride + g·group_stride; scales and corr at [i·srow + g·sgroup].
+// corr = -offset · Σ codes removes the offset of unsigned weight codes (VNNI:
+// q8 as q + 128, q4 as q + 8; vpmaddubsw: q4). Decode keeps x row-major; the
+// GEMM packs each chunk of rows group-major, so a block kernel reads x as one
+// sequential stream.
+struct XQ {
+  const int8_t* codes;
+  const float* scales;
+  const int32_t* corrs;
+  int64_t row_stride, group_stride;  // bytes, for codes
+  int64_t srow, sgroup;              // elements, for scales and corrs
+  const int8_t* code(int64_t i, int64_t g) const { return codes + i * row_stride + g * group_stride; }
+  float scale(int64_t i, int64_t g) const { return scales[i * srow + g * sgroup]; }
+  int32_t corr(int64_t i, int64_t g) const { return corrs[i * srow + g * sgroup]; }
+};
+
+constexpr int64_t kRB = quant::kBlockRows;
+constexpr int64_t kQPrefetchBytes = 2048;
+
+#if HWY_TARGET == HWY_AVX3_DL
+// One block of 16 weight rows against M x rows: out[i·16 + r]. Each 64-byte
+// unit vector holds 4 bytes of every row, so int32 lane r is row r: vpdpbusd
+// multiplies the unsigned weight bytes (q8 flipped to q + 128, q4 nibbles as
+// stored, q + 8) by 4 signed x codes broadcast to all lanes, and each lane
+// starts at corr to remove the offset. One conversion, scale and FMA per
+// x row and group covers all 16 rows.
+// Highway 1.0.3's AVX3_DL attributes name AVX-VNNI but not AVX512-VNNI
+// (which its CPU check for AVX3_DL requires, and MatmulSmallQuant checks
+// again): added here, so this function is called, not inlined.
+template <int M, bool kQ8>
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVnni(const quant::View& v, int64_t b,
+                                                                                   const XQ& xq, float* out) {
+  const int64_t G = v.groups;
+  const int64_t bgb = v.block_group_bytes();
+  const uint8_t* codes = v.codes + b * G * bgb;
+  const uint16_t* sc = v.scales + b * G * kRB;
+  __m512 acc[M];
+  for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  constexpr int kChains = 4;
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t p = 0; p < bgb; p += 64) _mm_prefetch(reinterpret_cast<const char*>(codes) + kQPrefetchBytes + p, _MM_HINT_T0);
+    if ((g & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(sc + g * kRB) + 512, _MM_HINT_T0);
+    const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRB)));
+    // w[t] pairs with x codes 4t..4t+3 of the group.
+    __m512i w[8];
+    if (kQ8) {
+      for (int t = 0; t < 8; ++t) w[t] = _mm512_xor_si512(_mm512_loadu_si512(codes + t * 64), flip);
+    } else {
+      for (int t = 0; t < 4; ++t) {
+        const __m512i raw = _mm512_loadu_si512(codes + t * 64);
+        w[t] = _mm512_and_si512(raw, low4);
+        w[t + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      }
+    }
+    codes += bgb;
+    // 4 x codes of row i broadcast to every lane (a load, folded into vpdpbusd).
+    auto xv = [&](int i, int t) { return _mm512_broadcastd_epi32(_mm_loadu_si32(xq.code(i, g) + 4 * t)); };
+    auto scale = [&](int i, __m512i dot) {
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sw, _mm512_set1_ps(xq.scale(i, g))),
+                               acc[i]);
+    };
+    // Integer sums are exact, so how the chains are split changes nothing.
+    if (M <= 2) {  // two chains per row hide the latency when few rows share the weights
+      for (int i = 0; i < M; ++i) {
+        __m512i d0 = _mm512_set1_epi32(xq.corr(i, g)), d1 = _mm512_setzero_si512();
+        for (int t = 0; t < 8; t += 2) {
+          d0 = _mm512_dpbusd_epi32(d0, w[t], xv(i, t));
+          d1 = _mm512_dpbusd_epi32(d1, w[t + 1], xv(i, t + 1));
+        }
+        scale(i, _mm512_add_epi32(d0, d1));
+      }
+    } else {
+      // Rows 4 at a time, their chains interleaved so that independent
+      // vpdpbusd sit next to each other in the instruction stream. Unrolled
+      // so the accumulators stay in registers.
+#pragma GCC unroll 16
+      for (int i0 = 0; i0 < M; i0 += kChains) {
+        __m512i dot[kChains];
+        for (int j = 0; j < kChains; ++j)
+          if (i0 + j < M) dot[j] = _mm512_set1_epi32(xq.corr(i0 + j, g));
+        for (int t = 0; t < 8; ++t)
+          for (int j = 0; j < kChains; ++j)
+            if (i0 + j < M) dot[j] = _mm512_dpbusd_epi32(dot[j], w[t], xv(i0 + j, t));
+        for (int j = 0; j < kChains; ++j)
+          if (i0 + j < M) scale(i0 + j, dot[j]);
+      }
+    }
+  }
+  for (int i = 0; i < M; ++i) _mm512_storeu_ps(out + i * kRB, acc[i]);
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// x86 without VNNI: the same lane-per-row scheme on 256-bit vectors (8 rows
+// each, two halves per block) with vpmaddubsw (unsigned x signed bytes ->
+// saturating 16-bit pair sums) and vpmaddwd by ones (-> 32-bit). No sum may
+// saturate: q4 nibbles (<= 15) times codes (<= 127) give pairs <= 3810, and
+// the 8 units of a group add to <= 30480 in 16 bits; q8 uses |q| as the
+// unsigned side and moves q's sign onto x (pairs <= 2·127·127 = 32258), each
+// unit widened to 32 bits at once.
+template <int M, bool kQ8>
+HWY_INLINE void QBlockMaddubs(const quant::View& v, int64_t b, const XQ& xq, float* out) {
+  const int64_t G = v.groups;
+  const int64_t bgb = v.block_group_bytes();
+  const uint8_t* codes = v.codes + b * G * bgb;
+  const uint16_t* sc = v.scales + b * G * kRB;
+  __m256 acc[M][2];
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t p = 0; p < bgb; p += 64) hwy::Prefetch(codes + kQPrefetchBytes + p);
+    for (int h = 0; h < 2; ++h) {
+      const __m256 sw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + g * kRB + h * 8)));
+      // Unit t of rows 8h..8h+7 (32 bytes); w[t] pairs with x codes 4t..4t+3.
+      auto unit = [&](int t) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t * kRB + h * 8) * quant::kUnit));
+      };
+      for (int i = 0; i < M; ++i) {
+        const int8_t* xc = xq.code(i, g);
+        auto xv = [&](int t) { return _mm256_broadcastd_epi32(_mm_loadu_si32(xc + 4 * t)); };
+        __m256i dot;
+        if (kQ8) {
+          dot = _mm256_setzero_si256();
+          for (int t = 0; t < 8; ++t) {
+            const __m256i q = unit(t);
+            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xv(t), q));
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(p, ones));
+          }
+        } else {
+          __m256i s16 = _mm256_setzero_si256();
+          for (int t = 0; t < 4; ++t) {
+            const __m256i raw = unit(t);
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(raw, low4), xv(t)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), xv(t + 4)));
+          }
+          dot = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(xq.corr(i, g)));
+        }
+        acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sw, _mm256_set1_ps(xq.scale(i, g))),
+                                    acc[i][h]);
+      }
+    }
+    codes += bgb;
+  }
+  for (int i = 0; i < M; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + i * kRB + h * 8, acc[i][h]);
+}
+#endif
+
+// Portable: each row's group data gathered from its units, then per row the
+// integer dot product from 16-bit products (PromoteTo +
+// ReorderWidenMulAccumulate), scaled and summed in f32 per group.
+template <int M, bool kQ8>
+HWY_INLINE void QBlockGeneric(const quant::View& v, int64_t b, const XQ& xq, float* out) {
+  const hn::CappedTag<int16_t, 16> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  const hn::Rebind<uint8_t, decltype(d16)> du8;
+  const hn::Rebind<uint16_t, decltype(d16)> du16;
+  using VI = hn::Vec<decltype(d32)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d16));
+  const int64_t G = v.groups, gb = quant::group_bytes(kQ8), bgb = v.block_group_bytes();
+  const uint8_t* codes = v.codes + b * G * bgb;
+  const uint16_t* sc = v.scales + b * G * kRB;
+  float acc[M][kRB] = {};
+  alignas(64) uint8_t rows[kRB][quant::kGroup];
+  alignas(64) int16_t xw[M][quant::kGroup];
+  for (int64_t g = 0; g < G; ++g) {
+    const uint8_t* bg = codes + g * bgb;
+    for (int64_t p = 0; p < bgb; p += 64) hwy::Prefetch(bg + kQPrefetchBytes + p);
+    for (int64_t r = 0; r < kRB; ++r)
+      for (int64_t t = 0; t < gb; t += quant::kUnit)
+        std::memcpy(&rows[r][t], bg + (t / quant::kUnit * kRB + r) * quant::kUnit, quant::kUnit);
+    for (int i = 0; i < M; ++i)
+      for (int64_t j = 0; j < quant::kGroup; j += L)
+        hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, xq.code(i, g) + j)), d16,
+                  &xw[i][j]);
+    for (int64_t r = 0; r < kRB; ++r) {
+      VI dot0[M], dot1[M];
+      for (int i = 0; i < M; ++i) dot0[i] = dot1[i] = hn::Zero(d32);
+      if (kQ8) {
+        for (int64_t j = 0; j < quant::kGroup; j += L) {
+          const auto w = hn::PromoteTo(d16, hn::Load(d8, reinterpret_cast<const int8_t*>(&rows[r][j])));
+          for (int i = 0; i < M; ++i) dot0[i] = hn::ReorderWidenMulAccumulate(d32, w, hn::Load(d16, &xw[i][j]), dot0[i], dot1[i]);
+        }
+      } else {
+        const auto eight = hn::Set(d16, 8);
+        for (int64_t j = 0; j < quant::kGroup / 2; j += L) {
+          const auto raw = hn::BitCast(d16, hn::PromoteTo(du16, hn::Load(du8, &rows[r][j])));
+          const auto lo = hn::Sub(hn::And(raw, hn::Set(d16, 15)), eight);
+          const auto hi = hn::Sub(hn::ShiftRight<4>(raw), eight);
+          for (int i = 0; i < M; ++i) {
+            dot0[i] = hn::ReorderWidenMulAccumulate(d32, lo, hn::Load(d16, &xw[i][j]), dot0[i], dot1[i]);
+            dot0[i] = hn::ReorderWidenMulAccumulate(d32, hi, hn::Load(d16, &xw[i][j + quant::kGroup / 2]), dot0[i], dot1[i]);
+          }
+        }
+      }
+      const float dw = quant::f16_to_f32(sc[g * kRB + r]);
+      for (int i = 0; i < M; ++i) {
+        const int32_t dot = hn::GetLane(hn::SumOfLanes(d32, hn::Add(dot0[i], dot1[i])));
+        acc[i][r] += static_cast<float>(dot) * (dw * xq.scale(i, g));
+      }
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int64_t r = 0; r < kRB; ++r) out[i * kRB + r] = acc[i][r];
+}
+
+template <int M, bool kQ8>
+HWY_INLINE void QBlock(const quant::View& v, int64_t b, const XQ& xq, float* out, bool vnni) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (vnni) return QBlockVnni<M, kQ8>(v, b, xq, out);
+#else
+  (void)vnni;
+#endif
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  QBlockMaddubs<M, kQ8>(v, b, xq, out);
+#else
+  QBlockGeneric<M, kQ8>(v, b, xq, out);
+#endif
+}
+
+// Blocks [b0, b1) against M x rows; y rows start at y (row stride ldy).
+template <int M, bool kQ8>
+void QRange(const quant::View& v, const XQ& xq, int64_t b0, int64_t b1, int64_t n, const float* bias, float* y,
+            int64_t ldy, bool vnni) {
+  for (int64_t b = b0; b < b1; ++b) {
+    float out[M * kRB];
+    QBlock<M, kQ8>(v, b, xq, out, vnni);
+    for (int64_t r = 0; r < kRB && b * kRB + r < n; ++r) {
+      const float bb = bias ? bias[b * kRB + r] : 0.0f;
+      for (int i = 0; i < M; ++i) y[i * ldy + b * kRB + r] = out[i * kRB + r] + bb;
+    }
+  }
+}
+
+// QRange for m rows, 1 <= m <= M.
+template <int M, bool kQ8>
+void QRangeRows(int64_t m, const quant::View& v, const XQ& xq, int64_t b0, int64_t b1, int64_t n, const float* bias,
+                float* y, int64_t ldy, bool vnni) {
+  if constexpr (M > 1) {
+    if (m < M) return QRangeRows<M - 1, kQ8>(m, v, xq, b0, b1, n, bias, y, ldy, vnni);
+  }
+  QRange<M, kQ8>(v, xq, b0, b1, n, bias, y, ldy, vnni);
+}
+
+// Scalable vectors (SVE, RVV) may hold fewer lanes than the tags' bound,
+// which the group arithmetic assumes; such targets use the scalar twin.
+static bool LanesAreFixed() {
+  const hn::CappedTag<int16_t, 16> d16;
+  return hn::Lanes(d16) == hn::MaxLanes(d16);
+}
+
+// Bytes of weights in a GEMM tile, and of x codes in a panel: a tile is
+// applied to a panel of x from L2 (1 MB per core on Zen 4, 512 KB+ on most
+// x86).
+constexpr int64_t kTileBytes = 256 << 10;
+
+void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
+  if (!LanesAreFixed()) {
+    return pool.parallel_for(a.w->rows(), [&](int64_t b, int64_t e, int) {
+      scalar::matmul_rows(a.x, a.m, a.ldx, *a.w, a.bias, a.y, a.ldy, b, e);
+    });
+  }
+  const int64_t k = a.w->cols(), n = a.w->rows(), m = a.m;
+  const quant::View v = quant::view(*a.w);
+  const int64_t G = v.groups, blocks = quant::row_blocks(n);
+  const int32_t offset = v.q8 ? 128 : 8;
+#if HWY_TARGET == HWY_AVX3_DL
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+#else
+  constexpr bool vnni = false;
+#endif
+  auto range = [&](int64_t rows, const XQ& x, int64_t b0, int64_t b1, float* y) {
+    if (v.q8)
+      QRangeRows<kSmallM, true>(rows, v, x, b0, b1, n, a.bias, y, a.ldy, vnni);
+    else
+      QRangeRows<kSmallM, false>(rows, v, x, b0, b1, n, a.bias, y, a.ldy, vnni);
+  };
+  // Row stride 64 bytes past whole groups, so x rows do not all share L1 sets.
+  const int64_t cs = G * quant::kGroup + 64;
+  thread_local std::vector<int8_t> codes_buf;
+  thread_local std::vector<float> scales_buf;
+  thread_local std::vector<int32_t> corr_buf;
+  fit_scratch(codes_buf, static_cast<size_t>(m * cs));
+  fit_scratch(scales_buf, static_cast<size_t>(m * G));
+  fit_scratch(corr_buf, static_cast<size_t>(m * G));
+  // The caller's buffers, which workers fill (in a lambda, a thread_local
+  // name would be the worker's own).
+  int8_t* codes = codes_buf.data();
+  float* scales = scales_buf.data();
+  int32_t* corr = corr_buf.data();
+  auto quantize = [&](int64_t i, int8_t* c, float* s, int32_t* sum) {
+    simd::quantize_x(a.x + i * a.ldx, k, {c, s, sum});
+    for (int64_t g = 0; g < G; ++g) sum[g] *= -offset;  // Σ codes -> corr
+  };
+
+  if (m <= kSmallM) {
+    for (int64_t i = 0; i < m; ++i) quantize(i, codes + i * cs, scales + i * G, corr + i * G);
+    const XQ xq{codes, scales, corr, cs, quant::kGroup, G, 1};
+    pool.parallel_for(blocks, [&](int64_t b0, int64_t b1, int) { range(m, xq, b0, b1, a.y); });
+    return;
+  }
+
+  // GEMM. x in chunks of at most kSmallM rows, of nearly equal size (100
+  // rows: 13 chunks of 7-8, not 12 of 8 and one of 4, which would use each
+  // weight vector only 4 times), each packed group-major, codes
+  // [group][row][32] and scales, corr [group][row], so a block kernel reads
+  // the chunk as one sequential stream (measured: 1.5-2x faster than rows
+  // kSmallM apart at k = 6144, whose chunk does not fit L1).
+  const int64_t chunks = (m + kSmallM - 1) / kSmallM;
+  auto chunk_begin = [&](int64_t c) { return c * m / chunks; };
+  auto chunk_x = [&](int64_t c) {
+    const int64_t i0 = chunk_begin(c), rows = chunk_begin(c + 1) - i0;
+    return XQ{codes + i0 * G * quant::kGroup, scales + i0 * G, corr + i0 * G, quant::kGroup, rows * quant::kGroup, 1, rows};
+  };
+  pool.parallel_for(chunks, [&](int64_t c0, int64_t c1, int) {
+    thread_local std::vector<int8_t> row_codes;  // this worker's own
+    thread_local std::vector<float> row_scales;
+    thread_local std::vector<int32_t> row_corr;
+    row_codes.resize(static_cast<size_t>(G * quant::kGroup));
+    row_scales.resize(static_cast<size_t>(G));
+    row_corr.resize(static_cast<size_t>(G));
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t i0 = chunk_begin(c), rows = chunk_begin(c + 1) - i0;
+      for (int64_t r = 0; r < rows; ++r) {
+        quantize(i0 + r, row_codes.data(), row_scales.data(), row_corr.data());
+        for (int64_t g = 0; g < G; ++g) {
+          const int64_t at = i0 * G + g * rows + r;  // chunk_x's layout
+          std::memcpy(codes + at * quant::kGroup, row_codes.data() + g * quant::kGroup, quant::kGroup);
+          scales[at] = row_scales[static_cast<size_t>(g)];
+          corr[at] = row_corr[static_cast<size_t>(g)];
+        }
+      }
+    }
+  });
+  // Work items: (panel of x chunks, tile of weight blocks), panel by panel, so
+  // a thread's tile and the panel it is applied to (kTileBytes each) stay in
+  // L2 together; the weights stream once per panel, from L3 when they fit.
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / (G * v.block_group_bytes()), 1, 16);
+  const int64_t tiles = (blocks + tile - 1) / tile;
+  const int64_t panel = std::max<int64_t>(1, kTileBytes / (kSmallM * G * quant::kGroup));  // chunks
+  const int64_t items = (chunks + panel - 1) / panel * tiles;
+  // Threads claim items one at a time, so a thread the OS deschedules (the
+  // machine may be shared) delays only its current item.
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
+    for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      const int64_t b0 = item % tiles * tile, b1 = std::min(blocks, b0 + tile);
+      const int64_t c0 = item / tiles * panel, c1 = std::min(chunks, c0 + panel);
+      for (int64_t c = c0; c < c1; ++c)
+        range(chunk_begin(c + 1) - chunk_begin(c), chunk_x(c), b0, b1, a.y + chunk_begin(c) * a.ldy);
+    }
+  });
+}
+
+const char* TargetName() {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (!__builtin_cpu_supports("avx512vnni")) return "AVX3_DL without VNNI";
+#endif
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace qvl
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qvl::simd {
+
+HWY_EXPORT(MatmulQuant);
+void matmul_quant(const MatmulArgs& a, ThreadPool& pool) { HWY_DYNAMIC_DISPATCH(MatmulQuant)(a, pool); }
+
+HWY_EXPORT(TargetName);
+const char* matmul_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace qvl::simd
+#endif

@@ -1,0 +1,158 @@
+// The Vision stage cut into pieces between other runs' decode steps
+// (Engine::step of several runs), on the fixture model: the other stream gets
+// a token in every step while an image is encoded, the image's answer is the
+// same bits as when it runs alone, a run alone encodes in one step, and a run
+// cancelled mid-encode leaves the engine healthy.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+
+#include "engine/engine.h"
+#include "image/image.h"
+
+namespace qvl {
+namespace {
+
+const std::string kFixtures = QVL_FIXTURES_DIR;
+
+std::shared_ptr<const Image> image(const std::string& png) {
+  return std::make_shared<Image>(load_image(kFixtures + "/golden/images/" + png));
+}
+
+GenerateRequest request(std::shared_ptr<const Image> img, const std::string& text, int64_t max_tokens) {
+  GenerateRequest r;
+  Message m{"user", {}};
+  if (img) m.parts.push_back({"", img});
+  m.parts.push_back({text, nullptr});
+  r.messages.push_back(std::move(m));
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+std::unique_ptr<Engine> make_engine(WeightFormat format) {
+  EngineParams p;
+  p.model_dir = kFixtures + "/tiny-qwen3vl";
+  p.weights = format;
+  p.threads = 2;
+  p.ctx_size = 2 * 512;
+  p.slots = 2;
+  p.batch = 64;
+  p.interleave_batch = 16;
+  return Engine::create(p);
+}
+
+// B: text only, long enough to decode through A's whole encode. A: an image.
+GenerateRequest text_request() { return request(nullptr, "Tell me a long story about a lighthouse.", 120); }
+GenerateRequest image_request() { return request(image("banker_464x336.png"), "What is in this image?", 12); }
+
+std::vector<int32_t> alone(Engine& e, const GenerateRequest& r) {
+  e.reset();
+  std::vector<int32_t> t = e.generate(r).token_ids;
+  e.reset();
+  return t;
+}
+
+// Steps `run` alone until it is decoding.
+void until_decoding(Engine& e, Engine::Run& run) {
+  while (e.run_stage(run) != Engine::RunStage::Decode) ASSERT_TRUE(e.step(run));
+}
+
+Engine::StepResult step_both(Engine& e, Engine::Run& b, Engine::Run& a) {
+  Engine::Run* both[2] = {&b, &a};
+  const std::vector<Engine::StepResult> s = e.step(both);
+  if (s[0].error) std::rethrow_exception(s[0].error);
+  if (s[1].error) std::rethrow_exception(s[1].error);
+  EXPECT_TRUE(s[0].more);  // B is far from its end
+  return s[1];
+}
+
+void finish(Engine& e, Engine::Run& run) {
+  while (e.step(run)) {
+  }
+}
+
+class VisionInterleave : public ::testing::TestWithParam<WeightFormat> {};
+
+TEST_P(VisionInterleave, OtherStreamGetsATokenEveryStepAndTokensAreUnchanged) {
+  auto e = make_engine(GetParam());
+  const GenerateRequest ra = image_request(), rb = text_request();
+  const std::vector<int32_t> want_a = alone(*e, ra), want_b = alone(*e, rb);
+  GenerateCallbacks cb;
+  Engine::RunPtr b = e->begin(rb, cb, 0);
+  until_decoding(*e, *b);
+  Engine::RunPtr a = e->begin(ra, cb, 1);
+  int vision_steps = 0;
+  while (e->run_stage(*a) == Engine::RunStage::Vision) {
+    const int64_t before = e->run_tokens(*b);
+    ASSERT_TRUE(step_both(*e, *b, *a).more);
+    EXPECT_EQ(e->run_tokens(*b), before + 1) << "B got no token in vision step " << vision_steps;
+    ++vision_steps;
+  }
+  // The encode was spread over several steps (one piece each here: the
+  // fixture's pieces cost more than a 16-token prefill piece).
+  EXPECT_GT(vision_steps, 2);
+  while (e->run_stage(*a) != Engine::RunStage::Done) {
+    if (!step_both(*e, *b, *a).more) break;
+  }
+  finish(*e, *b);
+  const GenerateResult got_a = e->end(*a), got_b = e->end(*b);
+  EXPECT_EQ(got_a.token_ids, want_a);
+  EXPECT_EQ(got_b.token_ids, want_b);
+  EXPECT_EQ(got_a.timings.image_cache_misses, 1);
+  EXPECT_GT(got_a.timings.vision_ms, 0);
+}
+
+TEST_P(VisionInterleave, RunAloneEncodesInOneStep) {
+  auto e = make_engine(GetParam());
+  const GenerateRequest ra = image_request();
+  GenerateCallbacks cb;
+  Engine::RunPtr a = e->begin(ra, cb, 0);
+  ASSERT_EQ(e->run_stage(*a), Engine::RunStage::Vision);
+  ASSERT_TRUE(e->step(*a));
+  EXPECT_EQ(e->run_stage(*a), Engine::RunStage::Prefill);
+}
+
+TEST_P(VisionInterleave, CancelledMidEncodeLeavesTheEngineHealthy) {
+  auto e = make_engine(GetParam());
+  GenerateRequest ra = image_request();
+  const GenerateRequest rb = text_request();
+  const std::vector<int32_t> want_a = alone(*e, ra), want_b = alone(*e, rb);
+  std::atomic<bool> cancel{false};
+  ra.cancel = &cancel;
+  GenerateCallbacks cb;
+  Engine::RunPtr b = e->begin(rb, cb, 0);
+  until_decoding(*e, *b);
+  Engine::RunPtr a = e->begin(ra, cb, 1);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(step_both(*e, *b, *a).more);
+    ASSERT_EQ(e->run_stage(*a), Engine::RunStage::Vision);  // still encoding
+  }
+  cancel = true;
+  EXPECT_FALSE(step_both(*e, *b, *a).more);
+  EXPECT_EQ(e->run_stage(*a), Engine::RunStage::Done);
+  const GenerateResult cancelled = e->end(*a);
+  a.reset();
+  EXPECT_EQ(cancelled.finish_reason, "cancelled");
+  EXPECT_TRUE(cancelled.token_ids.empty());
+  EXPECT_EQ(e->image_cache_stats().entries, 0u);  // a partial encode is never cached
+  finish(*e, *b);
+  EXPECT_EQ(e->end(*b).token_ids, want_b);
+
+  // The same image again, on the slot the cancelled run had: encoded afresh.
+  const GenerateRequest again = image_request();
+  Engine::RunPtr a2 = e->begin(again, cb, 1);
+  finish(*e, *a2);
+  const GenerateResult r = e->end(*a2);
+  EXPECT_EQ(r.token_ids, want_a);
+  EXPECT_EQ(r.timings.image_cache_misses, 1);
+  EXPECT_EQ(e->image_cache_stats().entries, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, VisionInterleave, ::testing::Values(WeightFormat::F32, WeightFormat::BF16),
+                         [](const auto& info) { return std::string(weight_format_name(info.param)); });
+
+}  // namespace
+}  // namespace qvl
