@@ -1,6 +1,4 @@
 // qvl: one binary that is the engine, the CLI and the server.
-#include <malloc.h>
-
 #include <cstring>
 #include <iostream>
 
@@ -39,14 +37,6 @@ void print_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef __GLIBC__
-  // A fixed threshold: buffers of 1 MiB and more (vision activations, prefill
-  // scratch) are mapped on their own and go back to the system when freed.
-  // glibc's default threshold grows to 32 MiB after the first large free (the
-  // weight conversion's), after which such buffers stay resident in the heap
-  // and add to the peak of every later phase.
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-#endif
   if (argc < 2) {
     print_help();
     return 2;

@@ -605,6 +605,13 @@ std::unique_ptr<Engine> Engine::create(const EngineParams& params) {
   // Loading freed many small blocks (tokenizer JSON, conversion scratch) that
   // would otherwise stay resident in the heap for the server's lifetime.
   malloc_trim(0);
+  // From here on buffers of 1 MiB and more (vision activations, prefill
+  // scratch) are mapped on their own and go back to the system when freed.
+  // glibc's adaptive threshold has grown to 32 MiB by now (the loading's large
+  // frees), under which such buffers would stay resident in the heap and add
+  // to the peak of every later phase. (Fixed from the start instead, the
+  // loading's growing vectors would take fresh pages each time: +30 ms.)
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
   // Fault the mapped weights in on a background thread now that loading is
   // done: an idle server is warm by its first request (no-op for q8/q4).

@@ -18,7 +18,6 @@
 // Highway 1.0.3 has no vdpbf16ps, so this is hand intrinsics in functions
 // compiled for AVX512-BF16, called only when the CPU has it
 // (gemm_bf16_supported); elsewhere matmul() takes the exact path.
-#include "ops/scratch.h"
 #include "ops/simd_gemm_bf16.h"
 
 #include <algorithm>
@@ -153,7 +152,7 @@ void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {
   const int64_t tm = mvt * kLanes;
   const int64_t tiles = (m + tm - 1) / tm;
   thread_local std::vector<uint32_t> xt_buf;
-  fit_scratch(xt_buf, static_cast<size_t>(tiles * tm * kp));
+  xt_buf.resize(static_cast<size_t>(tiles * tm * kp));
   uint32_t* xt = xt_buf.data();
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
     thread_local std::vector<uint32_t> row;

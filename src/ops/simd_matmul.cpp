@@ -29,7 +29,6 @@
 
 #include "ops/quant.h"
 #include "ops/scalar.h"
-#include "ops/scratch.h"
 #include "ops/simd_matmul.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -291,7 +290,7 @@ void MatmulGemm(const MatmulArgs& a, ThreadPool& pool) {
   const int64_t tm = mvt * lanes;
   const int64_t tiles = (m + tm - 1) / tm;
   thread_local std::vector<float> xt_buf;
-  fit_scratch(xt_buf, static_cast<size_t>(tiles * tm * k));
+  xt_buf.resize(static_cast<size_t>(tiles * tm * k));
   float* xt = xt_buf.data();
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) PackX(a.x, m, a.ldx, k, t * tm, tm, xt + t * tm * k);

@@ -46,7 +46,6 @@
 
 #include "ops/quant.h"
 #include "ops/scalar.h"
-#include "ops/scratch.h"
 #include "ops/simd_matmul.h"
 #include "ops/simd_quant.h"
 
@@ -341,9 +340,9 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   thread_local std::vector<int8_t> codes_buf;
   thread_local std::vector<float> scales_buf;
   thread_local std::vector<int32_t> corr_buf;
-  fit_scratch(codes_buf, static_cast<size_t>(m * cs));
-  fit_scratch(scales_buf, static_cast<size_t>(m * G));
-  fit_scratch(corr_buf, static_cast<size_t>(m * G));
+  codes_buf.resize(static_cast<size_t>(m * cs));
+  scales_buf.resize(static_cast<size_t>(m * G));
+  corr_buf.resize(static_cast<size_t>(m * G));
   // The caller's buffers, which workers fill (in a lambda, a thread_local
   // name would be the worker's own).
   int8_t* codes = codes_buf.data();
