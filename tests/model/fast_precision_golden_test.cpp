@@ -32,15 +32,7 @@ Model& tiny_fast() {
   return *m;
 }
 
-// sqrt(Σ(got - want)²) / sqrt(Σ want²)
-double rel_rms(const float* got, const std::vector<float>& want) {
-  double se = 0, sw = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    se += (double(got[k]) - want[k]) * (double(got[k]) - want[k]);
-    sw += double(want[k]) * want[k];
-  }
-  return std::sqrt(se / sw);
-}
+using golden::rel_rms;
 
 // Relative rms error against the reference, measured on the public fixtures
 // (Zen 4): patch embedding (one product) 0.0003-0.0021; merger and DeepStack

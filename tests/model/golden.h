@@ -114,6 +114,16 @@ inline ::testing::AssertionResult close(const std::string& stage, const float* g
                                        << ", rtol " << rtol << ")";
 }
 
+// sqrt(Σ(got - want)²) / sqrt(Σ want²) over want.size() values.
+inline double rel_rms(const float* got, const std::vector<float>& want) {
+  double se = 0, sw = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    se += (double(got[k]) - want[k]) * (double(got[k]) - want[k]);
+    sw += double(want[k]) * want[k];
+  }
+  return std::sqrt(se / sw);
+}
+
 inline double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
   for (size_t k = 0; k < n; ++k) m = std::max(m, std::fabs(double(a[k]) - b[k]));

@@ -24,14 +24,9 @@ TEST(KvF16Golden, LogitsStayCloseToTheReference) {
     const golden::File& f = golden::file(p["file"]);
     const golden::PromptRun r = golden::run_prompt(model, p, 16, false, false, KvType::F16);
     const std::vector<float>& want = f["logits_last"].f;
-    double max_abs = 0, se = 0, sw = 0;
-    for (int64_t k = 0; k < vocab; ++k) {
-      const double d = double(r.logits_last[k]) - want[k];
-      max_abs = std::max(max_abs, std::fabs(d));
-      se += d * d;
-      sw += double(want[k]) * want[k];
-    }
-    const double rel = std::sqrt(se / sw);
+    ASSERT_EQ(static_cast<int64_t>(want.size()), vocab);
+    const double max_abs = golden::max_abs_diff(r.logits_last.data(), want.data(), want.size());
+    const double rel = golden::rel_rms(r.logits_last.data(), want);
     const golden::Tensor& gen = f["generated_ids"];
     const golden::Tensor& margin = f["gen_margin"];
     int equal = 0;

@@ -28,14 +28,7 @@ struct Bound {
   double end_to_end;     // relative rms error of logits_last (a sanity bound)
 };
 
-double rel_rms(const float* got, const std::vector<float>& want) {
-  double se = 0, sw = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    se += (double(got[k]) - want[k]) * (double(got[k]) - want[k]);
-    sw += double(want[k]) * want[k];
-  }
-  return std::sqrt(se / sw);
-}
+using golden::rel_rms;
 
 class QuantGolden : public ::testing::TestWithParam<Bound> {};
 
