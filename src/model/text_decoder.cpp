@@ -26,7 +26,7 @@ TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, i
 // pieces are no larger, so they do not make it reallocate every step).
 void TextDecoder::ensure_rows(int64_t n) {
   if (rows_ > kKeepRows && n <= kKeepRows) {
-    for (std::vector<float>* v : {&x_, &xn_, &q_, &attn_, &gate_, &up_, &cos_, &sin_, &k_, &v_})
+    for (std::vector<float>* v : {&x_, &xn_, &q_, &gate_, &up_, &cos_, &sin_, &k_, &v_})
       std::vector<float>().swap(*v);
     rows_ = 0;
   }
@@ -35,7 +35,6 @@ void TextDecoder::ensure_rows(int64_t n) {
   x_.resize(n * h);
   xn_.resize(n * h);
   q_.resize(n * q_dim_);
-  attn_.resize(n * q_dim_);
   gate_.resize(n * im);
   up_.resize(n * im);
   cos_.resize(n * config_.head_dim / 2);
@@ -155,11 +154,11 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.causal = true;
     p.q_pos0 = s.p0;
     if (f16)
-      attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &attn_[s.row * q_dim_], p, pool);
+      attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
     else
-      attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &attn_[s.row * q_dim_], p, pool);
+      attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &q_[s.row * q_dim_], p, pool);
   }
-  matmul(attn_.data(), n, w.o.w, w.o.b(), xn_.data(), pool);
+  matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool);  // attention wrote its output over q
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 

@@ -95,8 +95,7 @@ class TextDecoder {
   // Scratch, [rows_, …]:
   std::vector<float> x_;     // [B, hidden] residual stream
   std::vector<float> xn_;    // [B, hidden] normed input of a sub-block
-  std::vector<float> q_;     // [B, heads*head_dim]
-  std::vector<float> attn_;  // [B, heads*head_dim]
+  std::vector<float> q_;     // [B, heads*head_dim] queries, then the attention output (in place)
   std::vector<float> gate_;  // [B, intermediate]
   std::vector<float> up_;    // [B, intermediate]
   std::vector<float> cos_, sin_;  // [B, head_dim/2]

@@ -49,6 +49,8 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t str
 // stride kv_stride), out [nq, q_heads, d] (token stride out_stride).
 // GQA: q head h reads kv head h / (q_heads / kv_heads).
 // causal: query i sits at kv position q_pos0 + i and sees kv positions <= that.
+// out may be q itself (same stride): each query head is read in full before
+// its output is written.
 struct AttentionParams {
   int64_t nq = 0, nkv = 0;
   int64_t q_heads = 0, kv_heads = 0, head_dim = 0;

@@ -104,6 +104,42 @@ TEST(Attention, SegmentsAttendOnlyWithinThemselves) {
   }
 }
 
+// The decoder writes the attention output over its queries: out == q must
+// give the same bits as a separate output, on the decode (rows) and tiled
+// paths, with f32 and f16 K/V.
+TEST(Attention, OutputOverTheQueriesEqualsASeparateOutput) {
+  ThreadPool pool(2);
+  for (const Case cs : {Case{1, 600, 16, 8, 128, true, 599}, Case{7, 130, 4, 1, 32, false, 0},
+                        Case{40, 300, 4, 2, 64, true, 260}, Case{97, 97, 2, 1, 72, true, 0}}) {
+    AttentionParams p;
+    p.nq = cs.nq, p.nkv = cs.nkv, p.q_heads = cs.qh, p.kv_heads = cs.kvh, p.head_dim = cs.d;
+    p.q_stride = p.out_stride = cs.qh * cs.d + 4, p.kv_stride = cs.kvh * cs.d;
+    p.scale = 1.0f / std::sqrt(float(cs.d)), p.causal = cs.causal, p.q_pos0 = cs.q_pos0;
+    const auto q = testing::random_floats(p.nq * p.q_stride, 21, -2, 2);
+    const auto k = testing::random_floats(p.nkv * p.kv_stride, 22, -2, 2);
+    const auto v = testing::random_floats(p.nkv * p.kv_stride, 23);
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
+    f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+    for (bool f16 : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "nq " << cs.nq << (f16 ? " f16" : " f32"));
+      std::vector<float> separate(q.size(), 0.0f), inplace = q;
+      if (f16) {
+        attention(q.data(), k16.data(), v16.data(), separate.data(), p, pool);
+        attention(inplace.data(), k16.data(), v16.data(), inplace.data(), p, pool);
+      } else {
+        attention(q.data(), k.data(), v.data(), separate.data(), p, pool);
+        attention(inplace.data(), k.data(), v.data(), inplace.data(), p, pool);
+      }
+      for (int64_t i = 0; i < p.nq; ++i)
+        for (int64_t c = 0; c < p.q_heads * p.head_dim; ++c) {
+          const size_t at = static_cast<size_t>(i * p.q_stride + c);
+          ASSERT_EQ(inplace[at], separate[at]) << "row " << i << " col " << c;
+        }
+    }
+  }
+}
+
 TEST(Attention, RejectsBadHeadCounts) {
   ThreadPool pool(1);
   AttentionParams p;
