@@ -118,11 +118,10 @@ void concurrent_decode_figures(Model& model, ThreadPool& pool, KvType kv, int64_
 // layers' projections and MLP (lm_head runs for the last token only) plus
 // causal attention (QKᵀ and PV over the positions each token sees).
 double text_prefill_flops(const TextConfig& c, int64_t n, int64_t past) {
-  const double h = c.hidden_size, q = double(c.num_attention_heads) * c.head_dim;
-  const double kv = double(c.num_key_value_heads) * c.head_dim;
-  const double per_token = h * (q + 2 * kv) + q * h + 3 * h * c.intermediate_size;
+  const double q = double(c.num_attention_heads) * c.head_dim;
   const double seen = double(n) * past + double(n) * (n + 1) / 2;  // key positions summed over the n queries
-  return c.num_hidden_layers * (2 * per_token * n + 2 * 2 * q * seen) + 2 * h * c.vocab_size;
+  return text_matmul_flops_per_token(c) * double(n) + c.num_hidden_layers * 2 * 2 * q * seen +
+         2.0 * c.hidden_size * c.vocab_size;
 }
 
 // Time to first token of a second question about the same 448x448 image
@@ -133,30 +132,22 @@ double text_prefill_flops(const TextConfig& c, int64_t n, int64_t past) {
 void repeat_image_figures(Engine& engine, nlohmann::ordered_json& j) {
   engine.reset();
   const std::shared_ptr<Image> img = synthetic_image(448, 448);
-  auto request = [](std::vector<Message> messages, int64_t max_tokens) {
-    GenerateRequest r;
-    r.messages = std::move(messages);
-    r.sampling.temperature = 0;
-    r.max_tokens = max_tokens;
-    r.ignore_eos = true;
-    return r;
-  };
   std::vector<Message> conversation = {{"user", {{"", img}, {"Describe this image.", nullptr}}}};
-  const GenerateResult first = engine.generate(request(conversation, 16));
+  const GenerateResult first = engine.generate(greedy_request(conversation, 16));
   conversation.push_back({"assistant", {{first.text, nullptr}}});
   conversation.push_back({"user", {{"What colors are in it?", nullptr}}});
-  const GenerateResult followup = engine.generate(request(conversation, 1));
+  const GenerateResult followup = engine.generate(greedy_request(conversation, 1));
   j["followup_first_token_ms_448x448"] = followup.timings.first_token_ms;
   j["followup_cached_tokens_448x448"] = followup.cached_tokens;
   j["followup_prompt_tokens_448x448"] = followup.prompt_tokens;
   j["followup_prefill_ms_448x448"] = followup.timings.prefill_ms;  // the new tokens: most of the first-token time
 
   const GenerateResult repeat =
-      engine.generate(request({{"user", {{"", img}, {"Is there any text in this picture?", nullptr}}}}, 1));
+      engine.generate(greedy_request({{"user", {{"", img}, {"Is there any text in this picture?", nullptr}}}}, 1));
   j["repeat_image_first_token_ms_448x448"] = repeat.timings.first_token_ms;
   j["repeat_image_cached_tokens_448x448"] = repeat.cached_tokens;
 
-  const GenerateResult other = engine.generate(request(
+  const GenerateResult other = engine.generate(greedy_request(
       {{"system", {{"You are a careful assistant.", nullptr}}}, {"user", {{"", img}, {"What is this?", nullptr}}}}, 1));
   j["repeat_image_other_prefix_first_token_ms_448x448"] = other.timings.first_token_ms;
   j["repeat_image_other_prefix_vision_ms_448x448"] = other.timings.vision_ms;

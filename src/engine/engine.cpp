@@ -38,16 +38,6 @@ int64_t prefill_piece(int64_t done, int64_t todo, int64_t batch, int64_t piece) 
   return left - len < kMinPiece ? left : len;
 }
 
-// Multiply-adds ×2 per prompt token of the text layers' projections and MLP
-// (attention and lm_head left out): a Vision step among other runs does
-// about as much work as a prefill piece of `interleave_batch` tokens, so an
-// image holds the other streams up no longer than a long prompt does.
-double text_flops_per_token(const TextConfig& c) {
-  const double h = c.hidden_size, q = double(c.num_attention_heads) * c.head_dim;
-  const double kv = double(c.num_key_value_heads) * c.head_dim;
-  return 2.0 * c.num_hidden_layers * (h * (q + 2 * kv) + q * h + 3 * h * c.intermediate_size);
-}
-
 }  // namespace
 
 // One KV cache and the conversation it holds. generate() uses slot 0; a
@@ -97,7 +87,11 @@ struct Engine::Impl {
         image_cache(p.image_cache_bytes),
         key_seed(uint64_t{std::random_device{}()} << 32 | std::random_device{}()) {
     for (int i = 0; i < std::max(1, p.slots); ++i) slots.push_back({model->text().make_cache(slot_ctx(), p.resolved_kv_type()), {}, {}});
-    vision_budget = text_flops_per_token(model->config().text) * static_cast<double>(std::max(p.interleave_batch, kMinPiece));
+    // A Vision step among other runs does about as much work as a prefill
+    // piece of `interleave_batch` tokens, so an image holds the other streams
+    // up no longer than a long prompt does.
+    vision_budget = text_matmul_flops_per_token(model->config().text) *
+                    static_cast<double>(std::max(p.interleave_batch, kMinPiece));
     eos = model->folder().generation.eos_token_ids;
     if (eos.empty()) {
       for (const char* t : {"<|im_end|>", "<|endoftext|>"})
@@ -585,6 +579,15 @@ GenerateResult Engine::end(Run& r) {
   r.res.text = r.stops.text();
   r.res.completion_tokens = static_cast<int64_t>(r.res.token_ids.size());
   return std::move(r.res);
+}
+
+GenerateRequest greedy_request(std::vector<Message> messages, int64_t max_tokens) {
+  GenerateRequest r;
+  r.messages = std::move(messages);
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.max_tokens = max_tokens;
+  return r;
 }
 
 std::unique_ptr<Engine> Engine::create(const EngineParams& params) {

@@ -85,6 +85,10 @@ struct GenerateRequest {
   const std::atomic<bool>* cancel = nullptr;  // checked before every step
 };
 
+// Greedy, ignoring EOS, exactly max_tokens long: the request benchmarks and
+// tests replay to compare runs token for token.
+GenerateRequest greedy_request(std::vector<Message> messages, int64_t max_tokens);
+
 struct GenerateCallbacks {
   // UTF-8-complete text pieces as they are decided; return false to stop.
   std::function<bool(std::string_view piece)> on_text;

@@ -10,6 +10,12 @@
 
 namespace qvl {
 
+double text_matmul_flops_per_token(const TextConfig& c) {
+  const double h = c.hidden_size, q = double(c.num_attention_heads) * c.head_dim;
+  const double kv = double(c.num_key_value_heads) * c.head_dim;
+  return 2.0 * c.num_hidden_layers * (h * (q + 2 * kv) + q * h + 3 * h * c.intermediate_size);
+}
+
 TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, int64_t max_batch)
     : config_(config), w_(weights), rope_(config), max_batch_(std::max<int64_t>(1, max_batch)) {
   if (config.hidden_act != "silu" && !config.hidden_act.empty())
@@ -83,7 +89,6 @@ void TextDecoder::forward_batch(std::span<const int32_t> ids, std::span<const Po
   const TextInput in{ids.data(), pos.data(), b};
   for (int64_t begin = 0; begin < b; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, b - begin);
-    ensure_rows(n);
     segs_.clear();
     for (int64_t i = 0; i < n; ++i) segs_.push_back({caches[begin + i], i, 1, caches[begin + i]->size()});
     forward_chunk(in, begin, n, segs_, pool, hidden, nullptr);

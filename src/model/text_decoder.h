@@ -42,6 +42,11 @@ struct TextTrace {
   std::vector<std::vector<float>> after_layer;  // after it (the input of layer i+1)
 };
 
+// Multiply-adds ×2 per token of the layers' projections and MLP (attention
+// scores and lm_head not included): a prefill's work, for throughput figures
+// and scheduling.
+double text_matmul_flops_per_token(const TextConfig& c);
+
 class TextDecoder {
  public:
   TextDecoder(const TextConfig& config, const TextWeights& weights, int64_t max_batch);

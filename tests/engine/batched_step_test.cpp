@@ -9,35 +9,21 @@
 #include <memory>
 
 #include "engine/engine.h"
+#include "engine_fixtures.h"
 #include "image/image.h"
 #include "util/error.h"
 
 namespace qvl {
 namespace {
 
-const std::string kFixtures = QVL_FIXTURES_DIR;
-
-std::shared_ptr<const Image> image(const std::string& png) {
-  return std::make_shared<Image>(load_image(kFixtures + "/golden/images/" + png));
-}
-
-GenerateRequest request(std::vector<std::shared_ptr<const Image>> images, const std::string& text, int64_t max_tokens) {
-  GenerateRequest r;
-  Message m{"user", {}};
-  for (auto& img : images) m.parts.push_back({"", img});
-  m.parts.push_back({text, nullptr});
-  r.messages.push_back(std::move(m));
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.max_tokens = max_tokens;
-  return r;
-}
+using namespace engine_test;
 
 std::vector<GenerateRequest> requests() {
-  return {request({image("gradient_320x240.png")}, "What is in this image?", 12),
-          request({}, "Tell me a story about a lighthouse.", 16),
-          request({image("text_400x128.png"), image("tall_120x600.png")}, "Compare the two pictures.", 10),
-          request({image("odd_313x97.png")}, "Read it.", 14)};
+  return {user_request({fixture_image("gradient_320x240.png")}, "What is in this image?", 12),
+          user_request({}, "Tell me a story about a lighthouse.", 16),
+          user_request({fixture_image("text_400x128.png"), fixture_image("tall_120x600.png")},
+                       "Compare the two pictures.", 10),
+          user_request({fixture_image("odd_313x97.png")}, "Read it.", 14)};
 }
 
 std::unique_ptr<Engine> make_engine(WeightFormat format) {

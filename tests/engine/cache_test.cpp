@@ -4,33 +4,18 @@
 // the first conversation's K/V, with exactly the greedy tokens of a cold run.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
 #include "engine/engine.h"
 #include "engine/image_cache.h"
 #include "image/image.h"
+#include "engine_fixtures.h"
 #include "image/preprocess.h"
 
 namespace qvl {
 namespace {
 
-const std::string kFixtures = QVL_FIXTURES_DIR;
+using namespace engine_test;
 
-const nlohmann::json& manifest() {
-  static const nlohmann::json m = [] {
-    std::ifstream f(kFixtures + "/golden/manifest.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return nlohmann::json::parse(ss.str());
-  }();
-  return m;
-}
-
-std::shared_ptr<const Image> image(const std::string& name) {
-  return std::make_shared<Image>(load_image(kFixtures + "/golden/images/" + name + ".png"));
-}
+std::shared_ptr<const Image> image(const std::string& name) { return fixture_image(name + ".png"); }
 
 std::shared_ptr<ImageFeatures> features(size_t floats) {
   auto f = std::make_shared<ImageFeatures>();
@@ -119,14 +104,6 @@ std::unique_ptr<Engine> make_engine(int slots, size_t image_cache_bytes = size_t
   return Engine::create(p);
 }
 
-GenerateRequest greedy(std::vector<Message> messages, int64_t max_tokens) {
-  GenerateRequest r;
-  r.messages = std::move(messages);
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.max_tokens = max_tokens;
-  return r;
-}
 
 std::vector<Message> ask(const std::string& system, std::shared_ptr<const Image> img, const std::string& question) {
   std::vector<Message> m;
@@ -148,13 +125,13 @@ GenerateResult run_on(Engine& e, const GenerateRequest& req, std::vector<int> sl
 TEST(EngineCache, SameImageInAnotherSlotSkipsTheVisionEncoder) {
   auto e = make_engine(2);
   const auto img = image("gradient_320x240");
-  const GenerateRequest second = greedy(ask("Answer in French.", img, "What colors are there?"), 12);
+  const GenerateRequest second = greedy_request(ask("Answer in French.", img, "What colors are there?"), 12);
   const GenerateResult cold = run_on(*e, second, {0});
   EXPECT_EQ(cold.timings.image_cache_misses, 1);
   EXPECT_EQ(cold.timings.image_cache_hits, 0);
 
   e->reset();  // forgets the K/V and the image embeddings
-  const GenerateResult first = run_on(*e, greedy(ask("Be brief.", img, "What is in this image?"), 4), {0});
+  const GenerateResult first = run_on(*e, greedy_request(ask("Be brief.", img, "What is in this image?"), 4), {0});
   EXPECT_EQ(first.timings.image_cache_misses, 1);
   // The system prompts differ, so the image is in the recomputed part of the
   // second request: its embeddings come from the cache.
@@ -190,9 +167,9 @@ TEST(EngineCache, FollowUpInAnotherSlotCopiesTheConversationPrefix) {
     full.push_back(std::move(msg));
   }
   auto e = make_engine(2);
-  run_on(*e, greedy({full.begin(), full.begin() + 2}, 4), {0});
+  run_on(*e, greedy_request({full.begin(), full.begin() + 2}, 4), {0});
   // Slot 1 is empty: the prefix (system, image, first question) comes from slot 0.
-  const GenerateResult r = run_on(*e, greedy(full, 16), {1});
+  const GenerateResult r = run_on(*e, greedy_request(full, 16), {1});
   EXPECT_GT(r.cached_tokens, 80);
   EXPECT_LT(r.cached_tokens, r.prompt_tokens);
   EXPECT_EQ(r.timings.image_cache_hits + r.timings.image_cache_misses, 0);  // the image was in the prefix
@@ -203,16 +180,16 @@ TEST(EngineCache, BeginPicksTheFreeSlotHoldingThePrefix) {
   auto e = make_engine(3);
   const auto img = image("tiny_40x36");
   int used = -1;
-  run_on(*e, greedy(ask("", img, "Describe it."), 2), {1}, &used);
+  run_on(*e, greedy_request(ask("", img, "Describe it."), 2), {1}, &used);
   EXPECT_EQ(used, 1);
-  run_on(*e, greedy(ask("", image("odd_313x97"), "Describe it."), 2), {2}, &used);
+  run_on(*e, greedy_request(ask("", image("odd_313x97"), "Describe it."), 2), {2}, &used);
   // The same conversation again goes where it is cached...
-  const GenerateResult again = run_on(*e, greedy(ask("", img, "Describe it."), 2), {0, 1, 2}, &used);
+  const GenerateResult again = run_on(*e, greedy_request(ask("", img, "Describe it."), 2), {0, 1, 2}, &used);
   EXPECT_EQ(used, 1);
   EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1);
   // ...and an unrelated one to the least recently used slot (0, never used),
   // keeping the others' prefixes.
-  run_on(*e, greedy({{"user", {{"Write a haiku about autumn.", nullptr}}}}, 2), {0, 1, 2}, &used);
+  run_on(*e, greedy_request({{"user", {{"Write a haiku about autumn.", nullptr}}}}, 2), {0, 1, 2}, &used);
   EXPECT_EQ(used, 0);
 }
 
@@ -223,13 +200,13 @@ TEST(EngineCache, EvictionAndOtherPreprocessingMiss) {
   size_t a_bytes = 0;
   {
     auto probe = make_engine(1);
-    run_on(*probe, greedy(ask("", a, "What is it?"), 1), {0});
+    run_on(*probe, greedy_request(ask("", a, "What is it?"), 1), {0});
     a_bytes = probe->image_cache_stats().bytes;
   }
   auto e = make_engine(1, a_bytes * 3 / 2);
   auto misses = [&](std::shared_ptr<const Image> img, const std::string& system) {
     // A different system prompt each time keeps the KV prefix from covering the image.
-    return run_on(*e, greedy(ask(system, std::move(img), "What is it?"), 1), {0}).timings.image_cache_misses;
+    return run_on(*e, greedy_request(ask(system, std::move(img), "What is it?"), 1), {0}).timings.image_cache_misses;
   };
   EXPECT_EQ(misses(a, "one"), 1);
   EXPECT_EQ(misses(a, "two"), 0);

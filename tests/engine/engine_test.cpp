@@ -7,10 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "engine_fixtures.h"
 #include "image/image.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -19,17 +17,7 @@
 namespace qvl {
 namespace {
 
-const std::string kFixtures = QVL_FIXTURES_DIR;
-
-const nlohmann::json& manifest() {
-  static const nlohmann::json m = [] {
-    std::ifstream f(kFixtures + "/golden/manifest.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return nlohmann::json::parse(ss.str());
-  }();
-  return m;
-}
+using namespace engine_test;
 
 const nlohmann::json& prompt_case(const std::string& name) {
   for (const auto& p : manifest()["prompts"])
@@ -49,8 +37,7 @@ Engine& engine() {
 }
 
 std::shared_ptr<const Image> image(const std::string& name) {
-  const std::string png = manifest()["images"][name]["png"];
-  return std::make_shared<Image>(load_image(kFixtures + "/golden/images/" + png));
+  return fixture_image(manifest()["images"][name]["png"]);
 }
 
 // The manifest's messages with images loaded from the PNG files.
@@ -72,14 +59,6 @@ std::vector<Message> messages_of(const nlohmann::json& p) {
   return out;
 }
 
-GenerateRequest greedy(std::vector<Message> messages, int64_t max_tokens) {
-  GenerateRequest r;
-  r.messages = std::move(messages);
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.max_tokens = max_tokens;
-  return r;
-}
 
 std::vector<int32_t> ids(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
@@ -90,7 +69,7 @@ TEST_P(EngineGolden, GreedyTokensFromImageFiles) {
   engine().reset();
   const std::vector<Message> msgs = messages_of(p);
   EXPECT_EQ(static_cast<int64_t>(engine().prompt_tokens(msgs).size()), p["num_tokens"].get<int64_t>());
-  GenerateResult r = engine().generate(greedy(msgs, 16));
+  GenerateResult r = engine().generate(greedy_request(msgs, 16));
   EXPECT_EQ(r.token_ids, ids(p["generated_ids"]));
   EXPECT_EQ(r.text, p["generated_text_skip_special"].get<std::string>());
   EXPECT_EQ(r.prompt_tokens, p["num_tokens"].get<int64_t>());
@@ -107,14 +86,14 @@ TEST(Engine, SecondTurnReusesTheCachedPrefix) {
   std::vector<Message> full = messages_of(p);
   std::vector<Message> first(full.begin(), full.begin() + 2);  // system + user(image, text)
   engine().reset();
-  GenerateResult r1 = engine().generate(greedy(first, 4));
+  GenerateResult r1 = engine().generate(greedy_request(first, 4));
   EXPECT_EQ(r1.cached_tokens, 0);
-  GenerateResult r2 = engine().generate(greedy(full, 16));
+  GenerateResult r2 = engine().generate(greedy_request(full, 16));
   EXPECT_GT(r2.cached_tokens, 80);  // system + image + first question
   EXPECT_LT(r2.cached_tokens, r2.prompt_tokens);
   EXPECT_EQ(r2.token_ids, ids(p["generated_ids"]));
   // The same request again recomputes only its last token.
-  GenerateResult r3 = engine().generate(greedy(full, 16));
+  GenerateResult r3 = engine().generate(greedy_request(full, 16));
   EXPECT_EQ(r3.cached_tokens, r3.prompt_tokens - 1);
   EXPECT_EQ(r3.token_ids, ids(p["generated_ids"]));
 }
@@ -123,9 +102,9 @@ TEST(Engine, DifferentImageInvalidatesThePrefix) {
   const nlohmann::json& p = prompt_case("image_question");
   std::vector<Message> msgs = messages_of(p);
   engine().reset();
-  engine().generate(greedy(msgs, 2));
+  engine().generate(greedy_request(msgs, 2));
   msgs[0].parts[0].image = image("tall_120x600");
-  GenerateResult r = engine().generate(greedy(msgs, 2));
+  GenerateResult r = engine().generate(greedy_request(msgs, 2));
   EXPECT_EQ(r.cached_tokens, 4);  // <|im_start|> user \n <|vision_start|>
 }
 
@@ -138,7 +117,7 @@ TEST(Engine, StreamsTheSameTextItReturns) {
     streamed += piece;
     return true;
   };
-  GenerateResult r = engine().generate(greedy(messages_of(p), 16), cb);
+  GenerateResult r = engine().generate(greedy_request(messages_of(p), 16), cb);
   EXPECT_EQ(streamed, r.text);
 }
 
@@ -147,7 +126,7 @@ TEST(Engine, StopStringEndsTheAnswer) {
   const std::string full = p["generated_text_skip_special"];
   const std::string stop = "UNIX";  // inside the golden continuation
   ASSERT_NE(full.find(stop), std::string::npos);
-  GenerateRequest req = greedy(messages_of(p), 16);
+  GenerateRequest req = greedy_request(messages_of(p), 16);
   req.stop = {stop};
   GenerateResult r = engine().generate(req);
   EXPECT_EQ(r.finish_reason, "stop");
@@ -176,7 +155,7 @@ TEST(Engine, EosFromGenerationConfigStopsUnlessIgnored) {
   ep.threads = 2;
   ep.ctx_size = 256;
   auto e = Engine::create(ep);
-  GenerateRequest req = greedy(messages_of(p), 16);
+  GenerateRequest req = greedy_request(messages_of(p), 16);
   req.ignore_eos = false;
   GenerateResult r = e->generate(req);
   EXPECT_EQ(r.finish_reason, "stop");
@@ -189,7 +168,7 @@ TEST(Engine, EosFromGenerationConfigStopsUnlessIgnored) {
 
 TEST(Engine, CancelledBeforeTheFirstToken) {
   std::atomic<bool> cancel{true};
-  GenerateRequest req = greedy(messages_of(prompt_case("text_only")), 16);
+  GenerateRequest req = greedy_request(messages_of(prompt_case("text_only")), 16);
   req.cancel = &cancel;
   GenerateResult r = engine().generate(req);
   EXPECT_EQ(r.finish_reason, "cancelled");
@@ -200,7 +179,7 @@ TEST(Engine, CallbackCanStopGeneration) {
   GenerateCallbacks cb;
   int pieces = 0;
   cb.on_text = [&](std::string_view) { return ++pieces < 3; };
-  GenerateResult r = engine().generate(greedy(messages_of(prompt_case("text_only")), 16), cb);
+  GenerateResult r = engine().generate(greedy_request(messages_of(prompt_case("text_only")), 16), cb);
   EXPECT_EQ(r.finish_reason, "cancelled");
   EXPECT_LT(r.completion_tokens, 16);
 }
@@ -240,7 +219,7 @@ TEST(Engine, PromptLargerThanContextNamesTheNumbers) {
   p.ctx_size = 32;
   auto small = Engine::create(p);
   try {
-    small->generate(greedy(messages_of(prompt_case("image_question")), 4));
+    small->generate(greedy_request(messages_of(prompt_case("image_question")), 4));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     const std::string msg = e.what();

@@ -9,28 +9,13 @@
 #include <memory>
 
 #include "engine/engine.h"
+#include "engine_fixtures.h"
 #include "image/image.h"
 
 namespace qvl {
 namespace {
 
-const std::string kFixtures = QVL_FIXTURES_DIR;
-
-std::shared_ptr<const Image> image(const std::string& png) {
-  return std::make_shared<Image>(load_image(kFixtures + "/golden/images/" + png));
-}
-
-GenerateRequest request(std::shared_ptr<const Image> img, const std::string& text, int64_t max_tokens) {
-  GenerateRequest r;
-  Message m{"user", {}};
-  if (img) m.parts.push_back({"", img});
-  m.parts.push_back({text, nullptr});
-  r.messages.push_back(std::move(m));
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.max_tokens = max_tokens;
-  return r;
-}
+using namespace engine_test;
 
 std::unique_ptr<Engine> make_engine(WeightFormat format) {
   EngineParams p;
@@ -45,8 +30,10 @@ std::unique_ptr<Engine> make_engine(WeightFormat format) {
 }
 
 // B: text only, long enough to decode through A's whole encode. A: an image.
-GenerateRequest text_request() { return request(nullptr, "Tell me a long story about a lighthouse.", 120); }
-GenerateRequest image_request() { return request(image("banker_464x336.png"), "What is in this image?", 12); }
+GenerateRequest text_request() { return user_request({}, "Tell me a long story about a lighthouse.", 120); }
+GenerateRequest image_request() {
+  return user_request({fixture_image("banker_464x336.png")}, "What is in this image?", 12);
+}
 
 std::vector<int32_t> alone(Engine& e, const GenerateRequest& r) {
   e.reset();
