@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tokenizer/py_json.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -42,6 +43,15 @@ std::string normalise(std::string_view src) {
   }
   return out;
 }
+
+// The template's literal text around the tool list.
+constexpr const char* kToolsHead =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr const char* kToolsTail =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
 
 uint64_t fnv1a(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64-bit offset basis and prime
@@ -97,27 +107,60 @@ ChatTemplate ChatTemplate::from_source(const std::string& source) {
        "; refusing rather than render it differently from Hugging Face");
 }
 
-// Transcribes the template's branches without tools (qvl sends none) and with
-// add_vision_id unset: system text first if messages[0] is a system message;
-// then each user/assistant/tool message; a system message later than the first
-// renders nothing, as in the template.
-std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+// Transcribes the template's branches with add_vision_id unset. With tools,
+// the system turn is the first system message's text (if any) and "\n\n",
+// then the "# Tools" block; without, the first system message alone. Then
+// each user/assistant/tool message; a system message is rendered only in
+// first position, as in the template.
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const std::vector<std::string>& tools,
+                                 bool add_generation_prompt) const {
   if (messages.empty()) fail("chat template: no messages to render");
   std::string out;
-  if (messages[0].role == "system") {
+  if (!tools.empty()) {
+    out += "<|im_start|>system\n";
+    if (messages[0].role == "system") {
+      append_text_only(out, messages[0], 0);
+      out += "\n\n";
+    }
+    out += kToolsHead;
+    for (size_t t = 0; t < tools.size(); ++t) {
+      out += '\n';
+      try {
+        out += python_json_dumps_text(tools[t]);
+      } catch (const Error& e) {
+        fail("chat template: tool ", t, " is not JSON: ", e.what());
+      }
+    }
+    out += kToolsTail;
+  } else if (messages[0].role == "system") {
     out += "<|im_start|>system\n";
     append_text_only(out, messages[0], 0);
     out += "<|im_end|>\n";
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
+    if (!m.tool_calls.empty() && m.role != "assistant")
+      fail("chat template: message ", i, " (", m.role, ") has tool calls; only assistant messages make them");
     if (m.role == "user") {
       out += "<|im_start|>user\n";
       append_content(out, m);
       out += "<|im_end|>\n";
     } else if (m.role == "assistant") {
       out += "<|im_start|>assistant\n";
+      const size_t content_begin = out.size();
       append_text_only(out, m, i);
+      // `message.content` is truthy: qvl cannot tell a string from a list of
+      // parts, so it takes "has text" (a list of empty text parts, truthy in
+      // Jinja, is the one case rendered differently).
+      const bool has_content = out.size() > content_begin;
+      for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+        if ((k == 0 && has_content) || k > 0) out += '\n';
+        out += "<tool_call>\n{\"name\": \"";
+        out += m.tool_calls[k].name;
+        out += "\", \"arguments\": ";
+        out += m.tool_calls[k].arguments;
+        out += "}\n</tool_call>";
+      }
       out += "<|im_end|>\n";
     } else if (m.role == "tool") {
       // Consecutive tool results share one user turn.

@@ -2,10 +2,12 @@
 // model folder whose template this code does not recognise (by a fingerprint
 // of its text) is refused (from_source throws) rather than rendered
 // differently from Hugging Face. render() follows the template's branches for
-// system (first message only, text parts), user (text and images), assistant
-// (text) and tool messages; it throws on an unknown role, on an image in a
-// system or assistant message (the template would drop it silently) and on an
-// empty conversation.
+// tools (the system turn's "# Tools" block), system (first message only, text
+// parts), user (text and images), assistant (text, then its tool calls) and
+// tool messages (text and images; consecutive ones share one user turn); it
+// throws on an unknown role, on an image in a system or assistant message or a
+// tool call outside an assistant message (the template would drop them
+// silently), on a tool that is not JSON and on an empty conversation.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +23,20 @@ struct ChatPart {
   int image_tokens = 0;  // Kind::Image: how many <|image_pad|> it expands to
 };
 
+// A call in an assistant message of the history, rendered as
+//   <tool_call>\n{"name": "NAME", "arguments": ARGUMENTS}\n</tool_call>
+// with both fields inserted verbatim (the template renders a string
+// `arguments` as is; a client's object is serialised Python-style, see
+// py_json.h, before it gets here).
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::vector<ChatPart> parts;
+  std::vector<ChatToolCall> tool_calls;  // assistant messages only
 };
 
 class ChatTemplate {
@@ -35,7 +48,15 @@ class ChatTemplate {
   static uint64_t fingerprint(const std::string& source);
   // With image_tokens > 0 each image becomes <|vision_start|> + that many
   // <|image_pad|> + <|vision_end|>; with 0, one <|image_pad|> (as HF renders it).
-  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // `tools`: each tool object's JSON text as the client sent it (keys in the
+  // client's order); the template renders it `| tojson`, i.e. Python's
+  // json.dumps(tool, ensure_ascii=False). No tools: the template's branch
+  // without a "# Tools" block.
+  std::string render(const std::vector<ChatMessage>& messages, const std::vector<std::string>& tools,
+                     bool add_generation_prompt = true) const;
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const {
+    return render(messages, {}, add_generation_prompt);
+  }
 };
 
 }  // namespace qvl

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fixture.h"
+#include "tokenizer/py_json.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -130,7 +131,93 @@ TEST(ChatTemplate, ToolResultsShareOneUserTurn) {
             "\n<tool_response>\nr2\n</tool_response><|im_end|>\n");
 }
 
+// tests/fixtures/templates/tool_cases.json: prompts jinja2 rendered as
+// transformers does. Each tool goes in as JSON text in the fixture's key
+// order; an object `arguments` as the server passes it, serialised
+// Python-style; a string one as is.
+TEST(ChatTemplate, GoldenToolPrompts) {
+  using nlohmann::ordered_json;
+  const ordered_json golden = ordered_json::parse(read_file(fixture_path("templates/tool_cases.json")));
+  ASSERT_EQ(golden["cases"].size(), 4u);
+  for (const ordered_json& c : golden["cases"]) {
+    std::vector<std::string> tools;
+    for (const ordered_json& t : c["tools"]) tools.push_back(t.dump());
+    std::vector<ChatMessage> messages;
+    for (const ordered_json& m : c["messages"]) {
+      ChatMessage msg{m["role"], {}, {}};
+      if (m["content"].is_string()) {
+        msg.parts.push_back({ChatPart::Kind::Text, m["content"], 0});
+      } else {
+        for (const ordered_json& p : m["content"])
+          msg.parts.push_back(p["type"] == "image" ? ChatPart{ChatPart::Kind::Image, "", 0}
+                                                   : ChatPart{ChatPart::Kind::Text, p["text"], 0});
+      }
+      if (m.contains("tool_calls")) {
+        for (const ordered_json& tc : m["tool_calls"]) {
+          const ordered_json& f = tc["function"];
+          const ordered_json& a = f["arguments"];
+          msg.tool_calls.push_back({f["name"], a.is_string() ? a.get<std::string>() : python_json_dumps(a)});
+        }
+      }
+      messages.push_back(std::move(msg));
+    }
+    EXPECT_EQ(qwen_template().render(messages, tools), c["prompt"].get<std::string>()) << c["name"];
+  }
+}
+
+ChatToolCall call(std::string name, std::string args) { return {std::move(name), std::move(args)}; }
+
+const std::string kTool = R"({"type":"function","function":{"name":"f","parameters":{"type":"object"}}})";
+const std::string kToolsBlock =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
+    "signatures within <tools></tools> XML tags:\n<tools>\n"
+    R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}})"
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
+
+TEST(ChatTemplate, ToolsAfterSystemParts) {
+  std::vector<ChatMessage> m = {{"system", {text("Be "), text("brief.")}}, {"user", {text("hi")}}};
+  EXPECT_EQ(qwen_template().render(m, {kTool}),
+            "<|im_start|>system\nBe brief.\n\n" + kToolsBlock +
+                "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  // An empty system message still brings its "\n\n".
+  m[0].parts.clear();
+  EXPECT_EQ(qwen_template().render(m, {kTool}, false),
+            "<|im_start|>system\n\n\n" + kToolsBlock + "<|im_start|>user\nhi<|im_end|>\n");
+}
+
+TEST(ChatTemplate, AssistantToolCallsAndToolImages) {
+  // Text, then calls each on its own line; a tool result holds an image.
+  std::vector<ChatMessage> m = {
+      {"user", {text("q")}},
+      {"assistant", {text("Sure.")}, {call("f", R"({"a": 1})"), call("g", "{}")}},
+      {"tool", {text("see "), image(2)}},
+      {"tool", {text("ok")}},
+      {"assistant", {}, {call("f", R"({"b":[1,{"c":"}"}]})")}},
+  };
+  EXPECT_EQ(qwen_template().render(m, {kTool}, false),
+            "<|im_start|>system\n" + kToolsBlock +
+                "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\nSure.\n<tool_call>\n"
+                R"({"name": "f", "arguments": {"a": 1}})"
+                "\n</tool_call>\n<tool_call>\n"
+                R"({"name": "g", "arguments": {}})"
+                "\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nsee "
+                "<|vision_start|><|image_pad|><|image_pad|><|vision_end|>\n</tool_response>\n<tool_response>\nok"
+                "\n</tool_response><|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
+                R"({"name": "f", "arguments": {"b":[1,{"c":"}"}]}})"
+                "\n</tool_call><|im_end|>\n");
+  // Without tools the calls of the history still render.
+  std::vector<ChatMessage> h = {{"user", {text("q")}}, {"assistant", {text("")}, {call("f", "{}")}}};
+  EXPECT_EQ(qwen_template().render(h, false),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
+            R"({"name": "f", "arguments": {}})"
+            "\n</tool_call><|im_end|>\n");
+}
+
 TEST(ChatTemplate, RejectsWhatItCannotRender) {
+  EXPECT_THROW(qwen_template().render({{"user", {text("x")}, {call("f", "{}")}}}), Error);
+  EXPECT_THROW(qwen_template().render({{"user", {text("x")}}}, std::vector<std::string>{"{not json"}), Error);
   EXPECT_THROW(qwen_template().render({}), Error);
   EXPECT_THROW(qwen_template().render({{"robot", {text("x")}}}), Error);
   EXPECT_THROW(qwen_template().render({{"assistant", {image(4)}}}), Error);
