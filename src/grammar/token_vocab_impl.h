@@ -1,0 +1,33 @@
+// TokenVocab's byte trie. Internal to src/grammar.
+//
+// The trie is stored in preorder in one flat array: node i's subtree is
+// [i, end), its children start at i + 1. A mask computation is then one
+// forward scan that jumps over a subtree the grammar refuses
+// (TokenGrammar::Impl::compute_mask), touching memory in order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace qvl {
+
+struct TokenVocab::Impl {
+  struct TrieNode {
+    uint32_t end;        // one past the last node of this subtree
+    uint32_t tok_begin;  // the tokens spelled by the path to here: sorted_ids[tok_begin, tok_begin + tok_count)
+    uint16_t depth;      // bytes from the root (the root's children are at depth 1)
+    uint8_t byte;        // the byte on the edge into this node
+    uint8_t tok_count;
+  };
+
+  std::vector<std::string> bytes;   // [vocab]
+  std::vector<TrieNode> trie;       // [nodes], preorder, the root itself not stored
+  std::vector<int32_t> sorted_ids;  // [non-empty tokens], ordered by bytes
+  uint16_t max_depth = 0;           // the longest token, in bytes
+  size_t mask_words = 0;            // ceil(vocab / 64)
+};
+
+}  // namespace qvl
