@@ -1,0 +1,317 @@
+// POST /v1/responses (OpenAI's Responses API) on the chat-completions path:
+// the body is translated into a chat body (responses_request.h), prepared,
+// queued and run exactly like POST /v1/chat/completions, then answered as a
+// Response object or as the Responses stream of typed events. GET and DELETE
+// /v1/responses/{id} read and drop the responses kept for
+// previous_response_id (response_store.h).
+#include <chrono>
+
+#include "engine/tool_calls.h"
+#include "server/conn_probe.h"
+#include "server/response_store.h"
+#include "server/responses_json.h"
+#include "server/responses_request.h"
+#include "server/server_core.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace qvl {
+
+using ojson = nlohmann::ordered_json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kPollPeriod = 20ms;  // as routes_chat.cpp
+constexpr auto kHeartbeat = 10s;
+constexpr size_t kStoredResponses = 64;
+
+// The store entry of a finished response: the conversation it ends.
+ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, const ojson& response) {
+  ResponseStore::Entry e;
+  e.id = meta.id;
+  e.items = items;
+  for (const ojson& item : response["output"]) e.items.push_back(item);
+  e.response = response;
+  return e;
+}
+
+// The Responses event stream of one answer. The task's text is the model's
+// raw answer; with tools it goes through ToolCallParser, so text becomes a
+// message item's output_text deltas and each <tool_call> block a
+// function_call item whose arguments stream as they are written.
+struct ResponsesStream {
+  std::shared_ptr<Task> task;
+  ResponsesMeta meta;
+  ojson items;  // the request's conversation, for the store
+  bool keep = true;
+  bool parse_calls = false;
+  ConnectionProbe probe;
+  std::shared_ptr<RequestRecord> rec;
+  std::string request_id;
+  const ServerCore* core = nullptr;
+  std::shared_ptr<ResponseStore> store;
+  OutputIds ids;
+  ToolCallParser parser;
+
+  bool started = false;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+  int64_t sequence = 0;
+  std::string pending;             // events not written yet
+  ojson output = ojson::array();   // the items so far, as streamed
+  enum class Open { None, Message, Call } open = Open::None;
+  size_t messages = 0, calls = 0;  // items of each kind opened
+
+  void event(ojson e) {
+    e["sequence_number"] = sequence++;
+    pending += sse_event(e);
+  }
+  ojson& item() { return output.back(); }
+  int index() const { return static_cast<int>(output.size()) - 1; }
+
+  void open_message() {
+    close(/*status=*/"completed");
+    const std::string id = messages++ == 0 ? ids.message : "msg_" + ids.make();
+    output.push_back(message_item_json(id, "in_progress", ojson::array()));
+    open = Open::Message;
+    event({{"type", "response.output_item.added"}, {"output_index", index()}, {"item", item()}});
+    item()["content"].push_back(output_text_json(""));
+    event({{"type", "response.content_part.added"}, {"item_id", id}, {"output_index", index()}, {"content_index", 0},
+           {"part", item()["content"][0]}});
+  }
+
+  void text(const std::string& t) {
+    if (t.empty()) return;
+    // The "\n" between and after call blocks is no message of its own.
+    if (open != Open::Message && calls > 0 && t.find_first_not_of(" \t\r\n") == std::string::npos) return;
+    if (open != Open::Message) open_message();
+    item()["content"][0]["text"].get_ref<std::string&>() += t;
+    event({{"type", "response.output_text.delta"}, {"item_id", item()["id"]}, {"output_index", index()},
+           {"content_index", 0}, {"delta", t}, {"logprobs", ojson::array()}});
+  }
+
+  void call_begin(const std::string& name, const std::string& call_id) {
+    close("completed");
+    ToolCall call{call_id, name, ""};
+    output.push_back(function_call_item_json(ids.call(calls++), call, "in_progress"));
+    open = Open::Call;
+    event({{"type", "response.output_item.added"}, {"output_index", index()}, {"item", item()}});
+  }
+
+  void call_arguments(const std::string& piece) {
+    if (open != Open::Call || piece.empty()) return;
+    item()["arguments"].get_ref<std::string&>() += piece;
+    event({{"type", "response.function_call_arguments.delta"}, {"item_id", item()["id"]}, {"output_index", index()},
+           {"delta", piece}});
+  }
+
+  // Ends the open item with `status`.
+  void close(const char* status) {
+    if (open == Open::Message) {
+      ojson& part = item()["content"][0];
+      event({{"type", "response.output_text.done"}, {"item_id", item()["id"]}, {"output_index", index()},
+             {"content_index", 0}, {"text", part["text"]}, {"logprobs", ojson::array()}});
+      event({{"type", "response.content_part.done"}, {"item_id", item()["id"]}, {"output_index", index()},
+             {"content_index", 0}, {"part", part}});
+    } else if (open == Open::Call) {
+      event({{"type", "response.function_call_arguments.done"}, {"item_id", item()["id"]}, {"output_index", index()},
+             {"name", item()["name"]}, {"arguments", item()["arguments"]}});
+    } else {
+      return;
+    }
+    item()["status"] = status;
+    event({{"type", "response.output_item.done"}, {"output_index", index()}, {"item", item()}});
+    open = Open::None;
+  }
+
+  void on_events(const std::vector<ToolCallParser::Event>& events) {
+    for (const ToolCallParser::Event& e : events) {
+      switch (e.kind) {
+        case ToolCallParser::Event::Kind::Content: text(e.text); break;
+        case ToolCallParser::Event::Kind::CallBegin: call_begin(e.text, e.id); break;
+        case ToolCallParser::Event::Kind::CallArguments: call_arguments(e.text); break;
+      }
+    }
+  }
+
+  void push(const std::string& t) {
+    if (parse_calls) on_events(parser.push(t));
+    else text(t);
+  }
+
+  // The answer is complete: close what is open, add what the stream did not
+  // show (calls the parser could not see), and the final Response.
+  void finish(const GenerateResult& r) {
+    if (parse_calls) on_events(parser.finish());
+    const ResponseEnd end = response_end(r);
+    // A call cut short by max_output_tokens is not among the result's calls.
+    const bool cut = open == Open::Call && calls > r.tool_calls.size();
+    close(cut ? "incomplete" : end.status);
+    for (size_t i = calls; i < r.tool_calls.size(); ++i) {
+      call_begin(r.tool_calls[i].name, r.tool_calls[i].id);
+      call_arguments(r.tool_calls[i].arguments);
+      close("completed");
+    }
+    if (output.empty()) open_message();  // an empty answer is an empty message, as unstreamed
+    close(end.status);
+    for (ojson& it : output)
+      if (it["type"] == "message") it["status"] = end.status;
+    ojson response = response_json(meta, end.status, output, responses_usage_json(r), end.incomplete_details);
+    event({{"type", end.incomplete_details.is_null() ? "response.completed" : "response.incomplete"},
+           {"response", response}});
+    if (keep) store->put(store_entry(meta, items, response));
+  }
+
+  void fail(const ApiError& e) {
+    close("incomplete");
+    ojson response = response_json(meta, "failed", output, nullptr, nullptr, {{"code", e.code()}, {"message", e.what()}});
+    event({{"type", "response.failed"}, {"response", response}});
+  }
+};
+
+}  // namespace
+
+void ServerCore::register_responses_routes() {
+  auto store = std::make_shared<ResponseStore>(kStoredResponses);
+
+  http.Post("/v1/responses", [this, store](const httplib::Request& req, httplib::Response& res) {
+    auto rec = record(req);
+    rec->route = "/v1/responses";
+    try {
+      const ojson body = parse_json_body(req.body, json_limits);
+      ResponsesRequest rr = translate_responses_request(body, *store);
+      int64_t prompt_tokens = 0, image_tokens = 0;
+      ChatRequest cr;
+      try {
+        // The chat route's own preparation (parsing, images, the prompt's
+        // fit), on the translated body.
+        httplib::Request chat_req;
+        chat_req.body = dump_ordered(rr.chat);
+        cr = prepare_chat(chat_req, prompt_tokens, image_tokens);
+      } catch (const ApiError& e) {
+        throw rr.translate_error(e);
+      }
+      const std::string id = "resp_" + new_request_id() + new_request_id();
+      const ResponseMeta chat_meta{id, unix_now(), model_name, cr.image_ms, image_tokens};
+      ResponsesMeta meta{id, chat_meta.created, model_name, rr.echo};
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["stream"] = rr.stream;
+        rec->fields["images"] = cr.images;
+      }
+      const bool parse_calls = !cr.generate.tools.empty();
+      auto task = std::make_shared<Task>(std::move(cr.generate));
+      task->set_on_done([this, chat_meta, rec](const Task& t) { on_task_done(t, chat_meta, rec); });
+      submit(task);
+      const ConnectionProbe probe =
+          ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+      auto make_id = [this] { return new_request_id() + new_request_id(); };
+
+      if (!rr.stream) {
+        while (!task->wait_done(kPollPeriod))
+          if (probe.closed()) task->cancel(TaskOutcome::Cancelled);
+        if (task->outcome() != TaskOutcome::Succeeded) {
+          reply_error(res, task_error(*task, rec->id));
+          return;
+        }
+        const GenerateResult& r = task->result();
+        OutputIds ids{make_id, "msg_" + make_id(), {}};
+        const Tokenizer& tok = engine->tokenizer();
+        TokenText token_text = [&tok](int32_t t) { return tok.decode(std::span<const int32_t>(&t, 1)); };
+        const ResponseEnd end = response_end(r);
+        ojson response = response_json(meta, end.status, output_json(r, ids, rr.output_logprobs, token_text),
+                                       responses_usage_json(r), end.incomplete_details);
+        if (rr.store) store->put(store_entry(meta, rr.items, response));
+        res.status = 200;
+        res.set_content(dump_ordered(response), "application/json");
+        return;
+      }
+
+      auto st = std::make_shared<ResponsesStream>();
+      st->task = task;
+      st->meta = std::move(meta);
+      st->items = std::move(rr.items);
+      st->keep = rr.store;
+      st->parse_calls = parse_calls;
+      st->probe = probe;
+      st->rec = rec;
+      st->request_id = rec->id;
+      st->core = this;
+      st->store = store;
+      st->ids = OutputIds{make_id, "msg_" + make_id(), {}};
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      // As in routes_chat.cpp: no compression, which would hold the events back.
+      const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+      res.set_chunked_content_provider(
+          "text/event-stream; charset=utf-8",
+          [st](size_t, httplib::DataSink& sink) {
+            auto flush = [&] {
+              if (st->pending.empty()) return true;
+              st->last_write = std::chrono::steady_clock::now();
+              const bool ok = sink.write(st->pending.data(), st->pending.size());
+              st->pending.clear();
+              return ok;
+            };
+            Task& t = *st->task;
+            if (!st->started) {
+              st->started = true;
+              const ojson r = response_json(st->meta, "in_progress", ojson::array());
+              st->event({{"type", "response.created"}, {"response", r}});
+              st->event({{"type", "response.in_progress"}, {"response", r}});
+            }
+            std::string text = t.wait_text(kPollPeriod);
+            const bool done = t.done();
+            if (done) text += t.wait_text(0ms);  // what arrived between the two calls
+            st->push(text);
+            if (!flush()) {
+              t.cancel(TaskOutcome::Cancelled);
+              return false;
+            }
+            if (!done) {
+              if (st->probe.closed() ||
+                  (std::chrono::steady_clock::now() - st->last_write > kHeartbeat && !sink.write(": keep-alive\n\n", 14))) {
+                t.cancel(TaskOutcome::Cancelled);
+                return false;
+              }
+              return true;
+            }
+            if (t.outcome() == TaskOutcome::Succeeded) st->finish(t.result());
+            else st->fail(st->core->task_error(t, st->request_id));
+            flush();
+            sink.done();
+            return true;
+          },
+          [st](bool success) {
+            if (!success) st->task->cancel(TaskOutcome::Cancelled);
+          });
+    } catch (const ApiError& e) {
+      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
+      std::lock_guard lock(rec->mutex);
+      rec->fields["error"] = e.code();
+      reply_error(res, e);
+    }
+  });
+
+  const std::string path = R"(/v1/responses/([A-Za-z0-9_]+))";
+  auto not_found = [](httplib::Response& res, const std::string& id) {
+    reply_error(res, ApiError(404, "not_found",
+                              cat("no stored response has id '", id.substr(0, 80),
+                                  "' (the server keeps its last ", kStoredResponses, " responses in memory)"),
+                              "response_id"));
+  };
+  http.Get(path, [this, store, not_found](const httplib::Request& req, httplib::Response& res) {
+    record(req)->route = "/v1/responses/{id}";
+    auto e = store->get(req.matches[1]);
+    if (!e) return not_found(res, req.matches[1]);
+    res.status = 200;
+    res.set_content(dump_ordered(e->response), "application/json");
+  });
+  http.Delete(path, [this, store, not_found](const httplib::Request& req, httplib::Response& res) {
+    record(req)->route = "/v1/responses/{id}";
+    if (!store->erase(req.matches[1])) return not_found(res, req.matches[1]);
+    reply_json(res, 200, {{"id", req.matches[1]}, {"object", "response.deleted"}, {"deleted", true}});
+  });
+}
+
+}  // namespace qvl
