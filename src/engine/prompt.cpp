@@ -7,6 +7,13 @@ namespace qvl {
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                               const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed) {
+  return prepare_prompt(messages, {}, folder, chat_template, tokenizer, preprocess_options, key_seed);
+}
+
+PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::vector<Tool>& tools,
+                              const ModelFolder& folder, const ChatTemplate& chat_template,
+                              const Tokenizer& tokenizer, const PreprocessOptions& preprocess_options,
+                              std::optional<uint64_t> key_seed) {
   PreparedPrompt p;
   const ModelConfig& c = folder.config;
   const int merge = c.vision.spatial_merge_size;
@@ -32,9 +39,13 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelF
       }
       cm.parts.push_back(std::move(cp));
     }
+    for (const ToolCall& call : m.tool_calls) cm.tool_calls.push_back({call.name, call.arguments});
     chat.push_back(std::move(cm));
   }
-  p.ids = tokenizer.encode(chat_template.render(chat, true));
+  std::vector<std::string> definitions;
+  definitions.reserve(tools.size());
+  for (const Tool& t : tools) definitions.push_back(t.definition);
+  p.ids = tokenizer.encode(chat_template.render(chat, definitions, true));
   p.positions = rope_index(p.ids, p.grids, c.image_token_id, merge);
   p.image_row = image_rows(p.ids, c.image_token_id);
   p.token_key.assign(p.ids.size(), 0);

@@ -30,8 +30,16 @@ struct PreparedPrompt {
   std::vector<uint64_t> token_key;     // [L]: 0 for text, the image's key hash for its tokens
 };
 
-// `key_seed`: hash every image (image_key) with this seed; without it the
-// keys (and token_key) stay 0, for callers that only count tokens.
+// `tools`: the request's tools, each rendered from its `definition` (the
+// template's "# Tools" block; none: the template without it); the assistant
+// messages' tool_calls render as <tool_call> blocks (name and arguments text
+// verbatim). `key_seed`: hash every image (image_key) with this seed; without
+// it the keys (and token_key) stay 0, for callers that only count tokens.
+PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::vector<Tool>& tools,
+                              const ModelFolder& folder, const ChatTemplate& chat_template,
+                              const Tokenizer& tokenizer, const PreprocessOptions& preprocess_options,
+                              std::optional<uint64_t> key_seed);
+// Without tools.
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                               const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed);
