@@ -344,7 +344,8 @@ ResponsesRequest translate_responses_request(const ojson& body, const ResponseSt
   }
   ojson tool_choice_echo = "auto";
   if (const ojson* tc = field(body, "tool_choice")) {
-    chat["tool_choice"] = chat_tool_choice(*tc);
+    // "auto" or "none" without tools asks nothing (chat refuses a tool_choice without tools).
+    if (chat.contains("tools") || !(*tc == "auto" || *tc == "none")) chat["tool_choice"] = chat_tool_choice(*tc);
     tool_choice_echo = *tc;
   }
   if (const ojson* k = field(body, "top_logprobs")) {

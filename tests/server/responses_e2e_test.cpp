@@ -143,6 +143,28 @@ TEST_F(Responses, MaxOutputTokensMakesAnIncompleteResponse) {
   }
 }
 
+TEST_F(Responses, LogprobsWhenIncluded) {
+  const json r = respond({{"input", "Hello"},
+                          {"temperature", 0},
+                          {"max_output_tokens", 4},
+                          {"top_logprobs", 2},
+                          {"include", {"message.output_text.logprobs"}}});
+  const json& lp = r["output"][0]["content"][0]["logprobs"];
+  ASSERT_TRUE(lp.is_array()) << r.dump();
+  EXPECT_EQ(lp.size(), r["usage"]["output_tokens"].get<size_t>());
+  std::string text;
+  for (const json& t : lp) {
+    text += t["token"].get<std::string>();
+    EXPECT_LE(t["logprob"].get<double>(), 0);
+    EXPECT_EQ(t["top_logprobs"].size(), 2u) << t.dump();
+    EXPECT_EQ(t["bytes"].size(), t["token"].get<std::string>().size());
+  }
+  EXPECT_EQ(text, output_text(r));
+  // Without include, no logprobs.
+  const json plain = respond({{"input", "Hello"}, {"temperature", 0}, {"max_output_tokens", 4}});
+  EXPECT_FALSE(plain["output"][0]["content"][0].contains("logprobs"));
+}
+
 TEST_F(Responses, InstructionsAndImageItemsEqualChat) {
   const std::string uri = png_data_uri("gradient_320x240");
   const json c = chat({{{"role", "system"}, {"content", "Be brief."}},
