@@ -118,10 +118,13 @@ Node integer(GrammarBuilder& g) {
   });
 }
 
+// The exponent has at most two digits: every number stays a finite double,
+// which the parsers reading the answer need (nlohmann::json refuses 1e400).
 Node number(GrammarBuilder& g) {
   return g.impl().memo("json.number", [&] {
     const Node frac = g.sequence({g.literal("."), digits1(g)});
-    const Node exp = g.sequence({g.bytes_in({{'e', 'e'}, {'E', 'E'}}), optional(g, g.bytes_in({{'+', '+'}, {'-', '-'}})), digits1(g)});
+    const Node exp = g.sequence({g.bytes_in({{'e', 'e'}, {'E', 'E'}}), optional(g, g.bytes_in({{'+', '+'}, {'-', '-'}})),
+                                 g.repeat(digit(g), 1, 2)});
     return g.sequence({integer(g), optional(g, frac), optional(g, exp)});
   });
 }

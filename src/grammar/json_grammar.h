@@ -17,7 +17,7 @@ using Node = GrammarBuilder::Node;
 Node string_char(GrammarBuilder& g);  // one code point of a string's contents: UTF-8 or an escape
 Node string(GrammarBuilder& g);       // "…" with any contents
 Node integer(GrammarBuilder& g);      // -?(0|[1-9][0-9]*)
-Node number(GrammarBuilder& g);       // integer(\.[0-9]+)?([eE][+-]?[0-9]+)?
+Node number(GrammarBuilder& g);       // integer(\.[0-9]+)?([eE][+-]?[0-9]{1,2})?: a finite double
 Node value(GrammarBuilder& g);        // any JSON value
 Node object(GrammarBuilder& g);       // any JSON object
 Node colon(GrammarBuilder& g);        // ":" and an optional space

@@ -5,6 +5,7 @@
 // keys come in the schema's order; oneOf means exactly one.
 #pragma once
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -29,7 +30,8 @@ class SchemaValidator {
     if (t == "null") return v.is_null();
     if (t == "boolean") return v.is_boolean();
     if (t == "number") return v.is_number();
-    if (t == "integer") return v.is_number_integer();
+    // 1e2 or a 25-digit integer parse as doubles, yet are integers.
+    if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
     if (t == "string") return v.is_string();
     if (t == "array") return v.is_array();
     if (t == "object") return v.is_object();

@@ -50,9 +50,9 @@ inline std::string bpe_to_bytes(const std::string& s, const std::vector<int>& ma
   return out;
 }
 
-inline std::vector<std::string> qwen_token_bytes() {
-  std::ifstream in(std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl/tokenizer.json");
-  if (!in) throw std::runtime_error("vocab: cannot open tests/fixtures/tiny-qwen3vl/tokenizer.json");
+inline std::vector<std::string> qwen_token_bytes(const std::string& tokenizer_json) {
+  std::ifstream in(tokenizer_json);
+  if (!in) throw std::runtime_error("vocab: cannot open " + tokenizer_json);
   const nlohmann::json t = nlohmann::json::parse(in);
   const std::vector<int> map = unicode_to_byte();
   std::vector<std::string> bytes(kQwenVocab);
@@ -62,10 +62,13 @@ inline std::vector<std::string> qwen_token_bytes() {
   return bytes;
 }
 
-// Loaded once per process: parsing the 11 MB tokenizer takes a while.
+#ifdef QVL_FIXTURES_DIR
+// Loaded once per test process: parsing the 11 MB tokenizer takes a while.
 inline std::shared_ptr<const TokenVocab> qwen_vocab() {
-  static const std::shared_ptr<const TokenVocab> v = std::make_shared<TokenVocab>(qwen_token_bytes());
+  static const std::shared_ptr<const TokenVocab> v =
+      std::make_shared<TokenVocab>(qwen_token_bytes(std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl/tokenizer.json"));
   return v;
 }
+#endif
 
 }  // namespace qvl::test
