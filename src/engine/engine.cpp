@@ -4,18 +4,26 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
 #include <optional>
 #include <random>
 
+#include "engine/constraint.h"
 #include "engine/prompt.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
+#include "engine/tool_calls.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace qvl {
+
+struct Branch;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -92,6 +100,7 @@ struct Engine::Impl {
     // up no longer than a long prompt does.
     vision_budget = text_matmul_flops_per_token(model->config().text) *
                     static_cast<double>(std::max(p.interleave_batch, kMinPiece));
+    tool_call_open = tokenizer.token_id("<tool_call>");
     eos = model->folder().generation.eos_token_ids;
     if (eos.empty()) {
       for (const char* t : {"<|im_end|>", "<|endoftext|>"})
@@ -116,8 +125,30 @@ struct Engine::Impl {
   bool unit(Run& r, int64_t chunk, bool alone);
   double vision_budget = 0;  // multiply-adds ×2 per Vision step among other runs
   // The Decode stage (next_token, then decode): see below.
-  bool next_token(Run& r, int32_t& tok);
-  void decode(std::span<Run* const> runs, std::span<const int32_t> toks);
+  struct DecodeRow {
+    Run* run;
+    Branch* branch;
+    size_t index;  // the run's position in Engine::step's runs
+  };
+  bool next_token(Run& r, Branch& b, int32_t& tok);
+  void decode(std::span<const DecodeRow> rows, std::span<const int32_t> toks);
+  int32_t tool_call_open = -1;  // the <tool_call> token (Qwen's added token), -1 if the tokenizer has none
+  // Compiled constraints; the vocabulary as bytes is built on first use.
+  std::unique_ptr<ConstraintCache> constraint_cache;
+  std::mutex constraint_cache_mutex;
+  ConstraintCache& constraints() {
+    std::lock_guard lock(constraint_cache_mutex);
+    if (!constraint_cache) {
+      const int64_t vocab = model->config().text.vocab_size;
+      std::vector<std::string> bytes(static_cast<size_t>(vocab));
+      // Special tokens (<|im_end|>, <|image_pad|>, …) never spell text; added
+      // tokens that are not special (<tool_call>) do.
+      for (int64_t id = 0; id < vocab && id < static_cast<int64_t>(tokenizer.vocab_size()); ++id)
+        if (!tokenizer.is_special(static_cast<int32_t>(id))) bytes[id] = tokenizer.token_bytes(static_cast<int32_t>(id));
+      constraint_cache = std::make_unique<ConstraintCache>(std::make_shared<TokenVocab>(std::move(bytes)));
+    }
+    return *constraint_cache;
+  }
   // Batched decode scratch, grown once to the number of slots.
   std::vector<Pos3> batch_pos;
   std::vector<KvCache*> batch_caches;
@@ -127,7 +158,7 @@ struct Engine::Impl {
   // --ctx-size is shared out among the slots, so memory does not grow with them.
   int64_t slot_ctx() const { return params.ctx_size / std::max(1, params.slots); }
 
-  SamplerConfig sampler_config(const SamplingParams& s) const {
+  SamplerConfig sampler_config(const SamplingParams& s, std::span<const std::pair<int32_t, float>> bias = {}) const {
     const GenerationConfig& g = model->folder().generation;
     SamplerConfig c;
     const bool user_set = s.temperature || s.top_k || s.top_p || s.min_p;
@@ -142,6 +173,7 @@ struct Engine::Impl {
     c.presence_penalty = s.presence_penalty.value_or(0.0);
     c.frequency_penalty = s.frequency_penalty.value_or(0.0);
     c.seed = s.seed ? *s.seed : std::random_device{}();
+    c.logit_bias.assign(bias.begin(), bias.end());
     return c;
   }
 };
@@ -154,20 +186,44 @@ struct VisionJob {
   VisionEncoding encoding;
 };
 
-// One request in flight: prepared prompt, sampler, and where it is.
+// One answer being decoded: choice 0 decodes on the slot's own KV cache;
+// with n > 1 each other choice gets a cache of its own holding a copy of the
+// prompt's K/V (prefilled once), then its own tokens.
+struct Branch {
+  int index = 0;
+  Choice choice;  // what the answer has become (text set at the end)
+  Sampler sampler;
+  std::unique_ptr<KvCache> own_cache;  // choices after the first
+  KvCache* cache = nullptr;
+  std::vector<float> logits;      // [vocab]
+  std::vector<int32_t> context;   // prompt + generated (repetition penalty)
+  std::optional<StreamDecoder> stream;
+  StopStrings stops;
+  RepetitionGuard guard;
+  // The grammar in force: the whole answer's, or a tool-call block's while one is open.
+  std::optional<GrammarMatcher> matcher;
+  std::vector<int32_t> also_allowed;  // EOS when the whole answer's value is complete
+  TokenLogprob logprob;               // the last token's, when asked for
+  bool done = false;
+
+  Branch(int i, const GenerateRequest& r, SamplerConfig sc, int64_t vocab)
+      : index(i), sampler(std::move(sc), vocab), logits(vocab), stops(r.stop), guard(r.repetition_guard) {}
+};
+
+// One request in flight: prepared prompt, its answers, and where it is.
 struct Engine::Run {
   using Stage = Engine::RunStage;
   const GenerateRequest* req;
   const GenerateCallbacks* cb;
   Slot* slot;
   Clock::time_point start, decode_start;
-  GenerateResult res;
-  Sampler sampler;
+  GenerateResult res;  // prompt figures and timings; the choices are the branches'
   PreparedPrompt p;
+  std::shared_ptr<const Constraint> constraint;
   int64_t n = 0, c = 0;       // prompt length, reused prefix
   int64_t prefilled = 0;      // prompt tokens computed so far (from c)
   int64_t max_tokens = 0;
-  int64_t step = 0;
+  bool first_token = true;
   // The images of the recomputed part in prompt order: index into p.images
   // and their embeddings (from the image cache at begin, else computed by
   // the Vision step).
@@ -179,20 +235,21 @@ struct Engine::Run {
   VisionFeatures vision;      // the parts' rows, concatenated
   std::unique_ptr<VisionJob> vision_job;  // while the Vision stage is under way
   std::vector<int64_t> rows;  // [n - c] vision row per recomputed token, -1 for text
-  std::vector<float> logits;  // [vocab]
-  std::vector<int32_t> context;
-  std::optional<StreamDecoder> stream;
-  StopStrings stops;
-  RepetitionGuard guard;
+  std::vector<std::unique_ptr<Branch>> branches;  // [req->n]; [0] decodes on the slot's cache
   Stage stage = Stage::Vision;
+  bool stop_all = false;  // a callback asked to stop
 
-  Run(const GenerateRequest& r, const GenerateCallbacks& callbacks, Slot& s, SamplerConfig sc, int64_t vocab)
-      : req(&r), cb(&callbacks), slot(&s), start(Clock::now()), sampler(sc, vocab), logits(vocab), stops(r.stop),
-        guard(r.repetition_guard) {}
+  Run(const GenerateRequest& r, const GenerateCallbacks& callbacks, Slot& s)
+      : req(&r), cb(&callbacks), slot(&s), start(Clock::now()) {}
 
-  bool emit(const std::string& piece) {
-    if (piece.empty() || !cb->on_text) return true;
-    return cb->on_text(piece);
+  Branch& first() { return *branches[0]; }
+  bool emit(Branch& b, const std::string& piece, const TokenLogprob* lp) {
+    if (piece.empty() && !lp) return true;
+    bool go = true;
+    if (cb->on_delta) go = cb->on_delta(ChoiceDelta{b.index, piece, lp});
+    if (b.index == 0 && !piece.empty() && cb->on_text) go = cb->on_text(piece) && go;
+    if (!go) stop_all = true;
+    return go;
   }
 };
 
@@ -213,8 +270,8 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
   for (const int s : free_slots)
     if (s < 0 || s >= static_cast<int>(m.slots.size()))
       fail("sequence slot ", s, " does not exist (the engine has ", m.slots.size(), ")");
-  PreparedPrompt prepared =
-      prepare_prompt(req.messages, m.model->folder(), m.chat_template, m.tokenizer, m.preprocess_options(), m.key_seed);
+  PreparedPrompt prepared = prepare_prompt(req.messages, req.tools, m.model->folder(), m.chat_template, m.tokenizer,
+                                           m.preprocess_options(), m.key_seed);
 
   // The slot where this prompt reuses most and discards least of what is
   // cached (a follow-up lands on its conversation; an unrelated prompt on an
@@ -236,8 +293,17 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
   slot.last_used = ++m.use_clock;
   const ModelConfig& cfg = m.model->config();
   const int64_t ctx = slot.cache.capacity();
-  RunPtr run(new Run(req, cb, slot, m.sampler_config(req.sampling), cfg.text.vocab_size));
+  RunPtr run(new Run(req, cb, slot));
   Run& r = *run;
+  r.constraint = m.constraints().get(req);
+  {
+    const SamplerConfig sc = m.sampler_config(req.sampling, req.logit_bias);
+    for (int i = 0; i < std::max(1, req.n); ++i) {
+      SamplerConfig own = sc;
+      own.seed = sc.seed + static_cast<uint64_t>(i);  // distinct draws, reproducible from one seed
+      r.branches.push_back(std::make_unique<Branch>(i, req, own, cfg.text.vocab_size));
+    }
+  }
   r.start = start;
   r.p = std::move(prepared);
   r.res.timings.preprocess_ms = ms_since(r.start);
@@ -295,15 +361,19 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
     if (row >= 0) row -= rows_before;
   r.max_tokens = req.max_tokens > 0 ? req.max_tokens : m.model->folder().generation.max_new_tokens.value_or(0);
   if (r.max_tokens <= 0) r.max_tokens = ctx - n;
-  r.stream.emplace(m.tokenizer, true);
-  r.context = p.ids;
-  r.res.finish_reason = "length";
+  for (auto& b : r.branches) {
+    b->stream.emplace(m.tokenizer, true);
+    b->context = p.ids;
+    b->choice.finish_reason = "length";
+    b->cache = &slot.cache;
+    if (r.constraint && r.constraint->whole) b->matcher.emplace(r.constraint->whole);
+  }
   return run;
 }
 
 int Engine::run_slot(const Run& r) const { return static_cast<int>(r.slot - impl_->slots.data()); }
 Engine::RunStage Engine::run_stage(const Run& r) const { return r.stage; }
-int64_t Engine::run_tokens(const Run& r) const { return static_cast<int64_t>(r.res.token_ids.size()); }
+int64_t Engine::run_tokens(const Run& r) const { return static_cast<int64_t>(r.branches[0]->choice.token_ids.size()); }
 
 // The embeddings of the recomputed part's images: cached ones as they are;
 // the others (each distinct image once) preprocessed (the first piece), then
@@ -400,7 +470,7 @@ bool Engine::Impl::unit(Run& r, int64_t chunk, bool alone) {
       for (;;) {
         if (req.cancel && req.cancel->load()) {
           r.vision_job.reset();
-          r.res.finish_reason = "cancelled";
+          for (auto& b : r.branches) b->choice.finish_reason = "cancelled";
           r.stage = Run::Stage::Done;
           return false;
         }
@@ -416,7 +486,7 @@ bool Engine::Impl::unit(Run& r, int64_t chunk, bool alone) {
     }
     case Run::Stage::Prefill: {
       if (req.cancel && req.cancel->load()) {
-        r.res.finish_reason = "cancelled";
+        for (auto& b : r.branches) b->choice.finish_reason = "cancelled";
         r.stage = Run::Stage::Done;
         return false;
       }
@@ -434,7 +504,16 @@ bool Engine::Impl::unit(Run& r, int64_t chunk, bool alone) {
       slot.cached_ids.insert(slot.cached_ids.end(), r.p.ids.begin() + at, r.p.ids.begin() + at + len);
       slot.cached_keys.insert(slot.cached_keys.end(), r.p.token_key.begin() + at, r.p.token_key.begin() + at + len);
       if (r.prefilled == todo) {
-        text.logits(text.last_hidden(), 1, r.logits.data(), m.pool);
+        Branch& first = r.first();
+        text.logits(text.last_hidden(), 1, first.logits.data(), m.pool);
+        // The other choices start from the same prompt: its K/V copied, not computed again.
+        for (size_t i = 1; i < r.branches.size(); ++i) {
+          Branch& b = *r.branches[i];
+          b.own_cache = std::make_unique<KvCache>(text.make_cache(slot.cache.capacity(), slot.cache.type()));
+          b.own_cache->copy_prefix(slot.cache, slot.cache.size());
+          b.cache = b.own_cache.get();
+          b.logits = first.logits;
+        }
         r.stage = Run::Stage::Decode;
         // The image rows live in the KV cache now (and in the image cache when
         // it is on): this run's copy would only add to the peak memory.
@@ -453,62 +532,97 @@ bool Engine::Impl::unit(Run& r, int64_t chunk, bool alone) {
   return false;
 }
 
-// The Decode stage of one run up to its forward: sample the next token from
-// its logits and apply every rule that may end the answer. True, with `tok`
-// to feed back, when the run goes on. The single and the batched step both
-// come through here, so a rule added here holds for both.
-bool Engine::Impl::next_token(Run& r, int32_t& tok_out) {
-  Impl& m = *this;
-  Slot& slot = *r.slot;
+// The Decode stage of one answer up to its forward: sample the next token
+// from its logits (under its grammar's mask) and apply every rule that may
+// end it. True, with `tok` to feed back, when the answer goes on. The single
+// and the batched step both come through here, so a rule added here holds
+// for both.
+bool Engine::Impl::next_token(Run& r, Branch& b, int32_t& tok_out) {
   const GenerateRequest& req = *r.req;
   auto done = [&](const char* why) {
-    if (why) r.res.finish_reason = why;
-    r.stage = Run::Stage::Done;
+    if (why) b.choice.finish_reason = why;
+    b.done = true;
     return false;
   };
-  if (req.cancel && req.cancel->load()) return done("cancelled");
-  const int32_t tok = r.sampler.sample(r.logits.data(), r.context, r.res.token_ids);
-  if (r.step++ == 0) r.res.timings.first_token_ms = ms_since(r.start);
-  if (!req.ignore_eos && std::find(m.eos.begin(), m.eos.end(), tok) != m.eos.end()) return done("stop");
-  r.res.token_ids.push_back(tok);
-  r.context.push_back(tok);
-  const StopStrings::Result sr = r.stops.push(r.stream->push(tok));
-  if (!r.emit(sr.emit)) return done("cancelled");
+  if ((req.cancel && req.cancel->load()) || r.stop_all) return done("cancelled");
+  SampleStep step;
+  b.also_allowed.clear();
+  const Clock::time_point t = Clock::now();
+  const bool constrained = b.matcher.has_value();
+  if (b.matcher) {
+    step.allowed = b.matcher->allowed().words.data();
+    // The whole answer's value may end here: EOS joins the allowed tokens.
+    if (!r.constraint->block && b.matcher->complete()) b.also_allowed = eos;
+    step.also_allowed = b.also_allowed;
+  } else if (r.constraint && r.constraint->no_calls && tool_call_open >= 0) {
+    b.logits[tool_call_open] = -std::numeric_limits<float>::infinity();
+  }
+  step.top_logprobs = req.top_logprobs;
+  step.logprob = &b.logprob;
+  const int32_t tok = b.sampler.sample(b.logits.data(), b.context, b.choice.token_ids, step);
+  if (constrained) r.res.timings.constraint_ms += ms_since(t);
+  if (r.first_token && b.index == 0) {
+    r.first_token = false;
+    r.res.timings.first_token_ms = ms_since(r.start);
+  }
+  const bool eos_token = std::find(eos.begin(), eos.end(), tok) != eos.end();
+  if (eos_token && (!req.ignore_eos || b.matcher)) return done("stop");
+  b.choice.token_ids.push_back(tok);
+  b.context.push_back(tok);
+  if (req.top_logprobs >= 0) b.choice.logprobs.push_back(b.logprob);
+  bool value_complete = false;
+  const Clock::time_point ta = Clock::now();
+  if (b.matcher) {
+    if (!b.matcher->accept(tok)) fail("constrained decoding: the sampler chose token ", tok, ", which the grammar refuses");
+    if (b.matcher->complete() && !b.matcher->can_continue()) {
+      if (r.constraint->block) b.matcher.reset();  // the block is closed: free text again
+      else value_complete = true;
+    }
+  } else if (r.constraint && r.constraint->block && tok == tool_call_open) {
+    b.matcher.emplace(r.constraint->block);  // the model opened a call: it must be a valid one
+  }
+  if (constrained) r.res.timings.constraint_ms += ms_since(ta);
+  const StopStrings::Result sr = b.stops.push(b.stream->push(tok));
+  if (!r.emit(b, sr.emit, req.top_logprobs >= 0 ? &b.logprob : nullptr)) return done("cancelled");
   if (sr.stopped) return done("stop");
-  if (r.guard.push(tok)) {
-    r.res.repetition_period = r.guard.period();
+  if (value_complete) return done("stop");
+  if (b.guard.push(tok)) {
+    b.choice.repetition_period = b.guard.period();
     return done("repetition");
   }
-  if (static_cast<int64_t>(r.res.token_ids.size()) >= r.max_tokens || slot.cache.size() >= slot.cache.capacity())
+  if (static_cast<int64_t>(b.choice.token_ids.size()) >= r.max_tokens || b.cache->size() >= b.cache->capacity())
     return done(nullptr);
   tok_out = tok;
   return true;
 }
 
-// Feeds toks[i] to runs[i] (distinct slots) in one forward with M =
-// runs.size() rows through every matmul, and leaves each run's next logits.
-void Engine::Impl::decode(std::span<Run* const> runs, std::span<const int32_t> toks) {
+// Feeds toks[i] to answers[i] (distinct caches) in one forward with M =
+// answers.size() rows through every matmul, and leaves each one's next logits.
+void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32_t> toks) {
   TextDecoder& text = model->text();
-  const size_t b = runs.size();
+  const size_t b = rows.size();
   const int64_t hid = model->config().text.hidden_size, vocab = model->config().text.vocab_size;
   batch_pos.clear();
   batch_caches.clear();
-  for (Run* r : runs) {
-    batch_pos.push_back(generated_position(r->slot->cache.size(), r->p.positions.rope_delta));
-    batch_caches.push_back(&r->slot->cache);
+  for (const DecodeRow& row : rows) {
+    batch_pos.push_back(generated_position(row.branch->cache->size(), row.run->p.positions.rope_delta));
+    batch_caches.push_back(row.branch->cache);
   }
   if (batch_logits.size() < b * vocab) {
-    batch_hidden.resize(std::max(b, slots.size()) * hid);
-    batch_logits.resize(std::max(b, slots.size()) * vocab);
+    batch_hidden.resize(b * hid);
+    batch_logits.resize(b * vocab);
   }
   text.forward_batch(toks, batch_pos, batch_caches, pool, batch_hidden.data());
   text.logits(batch_hidden.data(), static_cast<int64_t>(b), batch_logits.data(), pool);
   for (size_t i = 0; i < b; ++i) {
-    Run& r = *runs[i];
-    std::copy_n(batch_logits.begin() + i * vocab, vocab, r.logits.begin());
-    r.slot->cached_ids.push_back(toks[i]);
-    r.slot->cached_keys.push_back(0);
-    ++r.res.timings.decode_tokens;
+    Run& r = *rows[i].run;
+    Branch& br = *rows[i].branch;
+    std::copy_n(batch_logits.begin() + i * vocab, vocab, br.logits.begin());
+    if (br.index == 0) {  // only the slot's own cache is a prefix for later requests
+      r.slot->cached_ids.push_back(toks[i]);
+      r.slot->cached_keys.push_back(0);
+      ++r.res.timings.decode_tokens;
+    }
   }
 }
 
@@ -526,32 +640,40 @@ std::vector<Engine::StepResult> Engine::step(std::span<Run* const> runs) {
       if (runs[i]->slot == runs[j]->slot) fail("Engine::step: runs ", j, " and ", i, " share a sequence slot");
   std::vector<StepResult> out(runs.size());
   // Decode first, so the tokens of running answers go out before a prefill
-  // chunk; a run whose prefill ends below starts decoding next round.
-  std::vector<Run*> batch;
+  // chunk; a run whose prefill ends below starts decoding next round. Every
+  // live answer of every decoding run is one row of the batched forward.
+  std::vector<Impl::DecodeRow> batch;
   std::vector<int32_t> toks;
-  std::vector<size_t> index;  // batch position -> runs position
   std::vector<bool> decoder(runs.size());
   bool decoding = false;
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i]->stage != Run::Stage::Decode) continue;
+    Run& r = *runs[i];
+    if (r.stage != Run::Stage::Decode) continue;
     decoder[i] = decoding = true;
     try {
-      int32_t tok = 0;
-      if (m.next_token(*runs[i], tok)) {
-        batch.push_back(runs[i]);
-        toks.push_back(tok);
-        index.push_back(i);
+      for (auto& b : r.branches) {
+        if (b->done) continue;
+        int32_t tok = 0;
+        if (m.next_token(r, *b, tok)) {
+          batch.push_back({&r, b.get(), i});
+          toks.push_back(tok);
+        }
       }
+      if (std::all_of(r.branches.begin(), r.branches.end(), [](const auto& b) { return b->done; }))
+        r.stage = Run::Stage::Done;
     } catch (...) {
+      // This run's rows are the batch's last ones: drop them, the others go on.
       out[i].error = std::current_exception();
+      std::erase_if(batch, [&](const Impl::DecodeRow& row) { return row.run == &r; });
+      toks.resize(batch.size());
     }
   }
   if (!batch.empty()) {
     try {
       m.decode(batch, toks);
-      for (size_t i : index) out[i].more = true;
+      for (const Impl::DecodeRow& row : batch) out[row.index].more = true;
     } catch (...) {
-      for (size_t i : index) out[i].error = std::current_exception();
+      for (const Impl::DecodeRow& row : batch) out[row.index].error = std::current_exception();
     }
   }
   // A long prompt is cut into short chunks while others decode, so their
@@ -571,14 +693,32 @@ std::vector<Engine::StepResult> Engine::step(std::span<Run* const> runs) {
 }
 
 GenerateResult Engine::end(Run& r) {
-  if (r.stage == Run::Stage::Decode || r.stage == Run::Stage::Done) {
-    if (!r.stops.stopped()) r.emit(r.stops.finish(r.stream->finish()));
-    if (r.decode_start != Clock::time_point{}) r.res.timings.decode_ms = ms_since(r.decode_start);
+  const bool decoded = r.stage == Run::Stage::Decode || r.stage == Run::Stage::Done;
+  if (decoded && r.decode_start != Clock::time_point{}) r.res.timings.decode_ms = ms_since(r.decode_start);
+  GenerateResult res = std::move(r.res);
+  res.completion_tokens = 0;
+  for (auto& bp : r.branches) {
+    Branch& b = *bp;
+    if (decoded && !b.stops.stopped()) r.emit(b, b.stops.finish(b.stream->finish()), nullptr);
+    if (!b.done && b.choice.finish_reason == "length") b.choice.finish_reason = "cancelled";
+    Choice c = std::move(b.choice);
+    c.text = b.stops.text();
+    if (!r.req->tools.empty()) {
+      // The calls the answer made, and the text around them.
+      ToolCallParser parser;
+      parser.push(c.text);
+      parser.finish();
+      c.tool_calls = parser.calls();
+      if (!c.tool_calls.empty()) {
+        c.text = parser.content();
+        if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+      }
+    }
+    res.completion_tokens += static_cast<int64_t>(c.token_ids.size());
+    if (b.index == 0) static_cast<Choice&>(res) = std::move(c);
+    else res.more_choices.push_back(std::move(c));
   }
-  if (r.stage != Run::Stage::Done && r.res.finish_reason == "length") r.res.finish_reason = "cancelled";
-  r.res.text = r.stops.text();
-  r.res.completion_tokens = static_cast<int64_t>(r.res.token_ids.size());
-  return std::move(r.res);
+  return res;
 }
 
 GenerateRequest greedy_request(std::vector<Message> messages, int64_t max_tokens) {
@@ -656,10 +796,32 @@ size_t Engine::kv_cache_reserved_bytes() const {
 
 SamplerConfig Engine::sampler_config(const SamplingParams& sampling) const { return impl_->sampler_config(sampling); }
 
+void Engine::validate(const GenerateRequest& r) {
+  constexpr int kMaxChoices = 16;  // each is a row of every decode step and a copy of the prompt's K/V
+  if (r.n < 1 || r.n > kMaxChoices) throw FieldError("n", cat("'n' must be in [1, ", kMaxChoices, "], got ", r.n));
+  if (r.top_logprobs < -1 || r.top_logprobs > 20)
+    throw FieldError("top_logprobs", cat("'top_logprobs' must be in [0, 20], got ", r.top_logprobs));
+  const int64_t vocab = impl_->model->config().text.vocab_size;
+  for (const auto& [id, bias] : r.logit_bias) {
+    if (id < 0 || id >= vocab)
+      throw FieldError("logit_bias", cat("logit_bias names token ", id, ", outside the vocabulary [0, ", vocab, ")"));
+    if (!std::isfinite(bias)) throw FieldError("logit_bias", cat("logit_bias for token ", id, " is not a finite number"));
+  }
+  for (size_t i = 0; i < r.tools.size(); ++i) {
+    if (r.tools[i].name.empty()) throw FieldError(cat("tools[", i, "].function.name"), "a tool needs a name");
+    for (size_t j = 0; j < i; ++j)
+      if (r.tools[j].name == r.tools[i].name)
+        throw FieldError(cat("tools[", i, "].function.name"), cat("two tools are named '", r.tools[i].name, "'"));
+  }
+  if (r.tool_choice != ToolChoice::Auto && r.tool_choice != ToolChoice::None && r.tools.empty())
+    throw FieldError("tool_choice", "tool_choice asks for a tool call but the request has no tools");
+  impl_->constraints().get(r);  // compiles (and caches) the grammars, or names what cannot be enforced
+}
+
 // Counting needs only each image's size: no pixels are touched, so this is
 // cheap on a request's thread and the engine preprocesses each image once.
-std::vector<int32_t> Engine::prompt_tokens(const std::vector<Message>& messages) {
-  return prepare_prompt(messages, impl_->model->folder(), impl_->chat_template, impl_->tokenizer,
+std::vector<int32_t> Engine::prompt_tokens(const std::vector<Message>& messages, const std::vector<Tool>& tools) {
+  return prepare_prompt(messages, tools, impl_->model->folder(), impl_->chat_template, impl_->tokenizer,
                         impl_->preprocess_options(), std::nullopt)
       .ids;
 }

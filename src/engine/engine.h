@@ -70,9 +70,42 @@ struct MessagePart {
   std::shared_ptr<const Image> image;  // an image part
 };
 
+// A function call, as the model wrote it (Qwen3-VL's <tool_call> block) or
+// as a client replays it in an assistant message of the history.
+struct ToolCall {
+  std::string id;         // "call_…" (the engine assigns one to each call it parses)
+  std::string name;
+  std::string arguments;  // JSON text (an object for every call the engine parses)
+};
+
 struct Message {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::vector<MessagePart> parts;
+  std::vector<ToolCall> tool_calls;  // assistant messages of the history
+};
+
+// A function the model may call. `definition` is the tool object as the
+// client sent it (JSON text, keys in the client's order), which the chat
+// template renders as is; `parameters` the JSON Schema of its arguments
+// (JSON text, "" for none: any object).
+struct Tool {
+  std::string name;
+  std::string definition;
+  std::string parameters;
+};
+
+// auto: the model decides; once it opens a <tool_call> block, the block is
+// constrained to a valid call of one of the tools. none: tools are shown but
+// never called (no block may open). required: at least one call, and nothing
+// else. function: exactly the function `tool_choice_name`.
+enum class ToolChoice { Auto, None, Required, Function };
+
+// Output constraint of response_format. JsonSchema: `schema` is the JSON
+// Schema text (keys in the client's order: objects are generated in it).
+struct ResponseFormat {
+  enum class Type { Text, JsonObject, JsonSchema };
+  Type type = Type::Text;
+  std::string schema;
 };
 
 struct GenerateRequest {
@@ -83,15 +116,38 @@ struct GenerateRequest {
   bool ignore_eos = false;
   RepetitionGuardOptions repetition_guard;  // stops an answer caught in a loop (finish_reason "repetition")
   const std::atomic<bool>* cancel = nullptr;  // checked before every step
+
+  int n = 1;  // choices from one prompt: prefilled once, decoded together (seeds seed, seed+1, …)
+  ResponseFormat response_format;
+  std::vector<Tool> tools;
+  ToolChoice tool_choice = ToolChoice::Auto;
+  std::string tool_choice_name;     // ToolChoice::Function
+  bool parallel_tool_calls = true;  // false: at most one call per answer
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits before sampling
+  int top_logprobs = -1;  // -1: no logprobs; 0..20: each token's logprob and that many alternatives
 };
+
+// TokenLogprob (sampler.h): what top_logprobs reports per token.
 
 // Greedy, ignoring EOS, exactly max_tokens long: the request benchmarks and
 // tests replay to compare runs token for token.
 GenerateRequest greedy_request(std::vector<Message> messages, int64_t max_tokens);
 
+// What one decided token adds to one choice's answer: the text it makes
+// safe to show (UTF-8 complete, clear of stop strings; may be empty) and,
+// when logprobs were asked for, that token's entry.
+struct ChoiceDelta {
+  int choice = 0;
+  std::string_view text;
+  const TokenLogprob* logprob = nullptr;
+};
+
 struct GenerateCallbacks {
-  // UTF-8-complete text pieces as they are decided; return false to stop.
+  // Choice 0's UTF-8-complete text pieces as they are decided; return false to stop.
   std::function<bool(std::string_view piece)> on_text;
+  // Every choice's pieces, token by token (the raw text: tool-call blocks
+  // included, for ToolCallParser); return false to stop the whole request.
+  std::function<bool(const ChoiceDelta& delta)> on_delta;
 };
 
 struct Timings {
@@ -102,6 +158,10 @@ struct Timings {
   double decode_ms = 0;
   int64_t prefill_tokens = 0;  // tokens actually computed (after prefix reuse)
   int64_t decode_tokens = 0;   // forward passes after the first token
+  // Constrained decoding's share of the decode: each step's token mask
+  // (looked up, or built once per grammar state), applied, and the grammar
+  // advanced; over every choice.
+  double constraint_ms = 0;
   // Images of the prompt's recomputed part whose embeddings came from the
   // image-embedding cache (hits) or from the vision encoder (misses). Images
   // inside a reused KV prefix count as neither.
@@ -111,17 +171,31 @@ struct Timings {
   double decode_tok_s() const { return decode_ms > 0 ? decode_tokens / (decode_ms / 1e3) : 0; }
 };
 
-struct GenerateResult {
+// One answer to the prompt.
+struct Choice {
+  // The answer's text; with tools, the text around the tool-call blocks
+  // (the calls are in tool_calls).
   std::string text;
   std::vector<int32_t> token_ids;  // the completion (EOS excluded)
-  int64_t prompt_tokens = 0;
-  int64_t cached_tokens = 0;  // prompt tokens whose K/V were reused (this slot's or copied from another)
-  int64_t completion_tokens = 0;
-  // "stop" (EOS or stop string), "length", "cancelled", or "repetition" (the
-  // answer fell into a loop; repetition_period says how many tokens it spans).
+  // "stop" (EOS, stop string, or a constrained value complete), "length",
+  // "cancelled", "tool_calls" (the answer made tool calls), or "repetition"
+  // (the answer fell into a loop; repetition_period says how many tokens it spans).
   std::string finish_reason;
   int64_t repetition_period = 0;
+  std::vector<ToolCall> tool_calls;
+  std::vector<TokenLogprob> logprobs;  // [token_ids] when top_logprobs >= 0
+};
+
+// The first choice's fields are the result's own (every request has one);
+// with n > 1 the others follow in more_choices.
+struct GenerateResult : Choice {
+  std::vector<Choice> more_choices;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose K/V were reused (this slot's or copied from another)
+  int64_t completion_tokens = 0;  // over every choice
   Timings timings;
+  size_t choices() const { return 1 + more_choices.size(); }
+  const Choice& choice(size_t i) const { return i == 0 ? *this : more_choices.at(i - 1); }
 };
 
 class Engine {
@@ -186,7 +260,14 @@ class Engine {
   ThreadPool& pool();  // the compute threads (benchmarks drive the model directly)
   size_t kv_cache_reserved_bytes() const;
   ImageCacheStats image_cache_stats() const;  // safe from any thread
-  std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages);  // the rendered, tokenized prompt
+  // The rendered, tokenized prompt (the tools are part of it).
+  std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages, const std::vector<Tool>& tools = {});
+  // Checks what a request asks of the engine beyond its prompt (n, the
+  // output constraint and the tools it compiles to, logit_bias ids, logprobs)
+  // and compiles its grammar into the engine's cache, so a bad request fails
+  // on the caller's thread: FieldError naming the field ("response_format",
+  // "tools[0].function.parameters.properties.x.pattern", "logit_bias", …).
+  void validate(const GenerateRequest& request);
   // What a request's sampling params resolve to (user, then generation_config,
   // then engine defaults); the seed is random when unset.
   SamplerConfig sampler_config(const SamplingParams& sampling) const;

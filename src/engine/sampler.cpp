@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "util/error.h"
 
@@ -49,7 +50,86 @@ void Sampler::apply_penalties(float* logits, std::span<const int32_t> context, s
 }
 
 int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated) {
+  return sample(logits, context, generated, SampleStep{});
+}
+
+int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+                        const SampleStep& step) {
   apply_penalties(logits, context, generated);
+  for (const auto& [id, bias] : config_.logit_bias)
+    if (id >= 0 && id < vocab_) logits[id] += bias;
+  if (step.allowed) apply_mask(logits, step);
+  const int32_t token = choose(logits);
+  if (step.top_logprobs >= 0 && step.logprob) fill_logprob(logits, token, step);
+  return token;
+}
+
+// Disallowed tokens get -inf, so every later stage (softmax, top-k, top-p)
+// sees exactly the constrained distribution.
+void Sampler::apply_mask(float* logits, const SampleStep& step) {
+  kept_.clear();
+  for (int32_t id : step.also_allowed) kept_.push_back(id >= 0 && id < vocab_ ? logits[id] : 0.0f);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t words = (vocab_ + 63) / 64;
+  bool any = false;
+  for (int64_t w = 0; w < words; ++w) {
+    uint64_t bits = step.allowed[w];
+    if (bits == ~uint64_t{0}) {
+      any = true;  // its first bit is a real token (base < vocab)
+      continue;
+    }
+    const int64_t base = w * 64;
+    const int64_t end = std::min<int64_t>(64, vocab_ - base);
+    if (bits != 0) any = true;
+    for (int64_t b = 0; b < end; ++b)
+      if (!((bits >> b) & 1)) logits[base + b] = ninf;
+  }
+  for (size_t k = 0; k < step.also_allowed.size(); ++k) {
+    const int32_t id = step.also_allowed[k];
+    if (id < 0 || id >= vocab_) continue;
+    logits[id] = kept_[k];
+    any = true;
+  }
+  if (!any) fail("constrained decoding: no token is allowed here (the grammar reached a dead end)");
+}
+
+// log_softmax(logits / T) over the allowed tokens; T is 1 when greedy.
+void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep& step) {
+  const double t = config_.greedy() ? 1.0 : config_.temperature;
+  float top = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab_; ++i) top = std::max(top, logits[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < vocab_; ++i)
+    if (logits[i] > -std::numeric_limits<float>::infinity()) sum += std::exp((logits[i] - top) / t);
+  const double lse = top / t + std::log(sum);
+  auto lp = [&](int32_t id) { return static_cast<float>(logits[id] / t - lse); };
+  TokenLogprob& out = *step.logprob;
+  out.token = token;
+  out.logprob = lp(token);
+  out.top.clear();
+  const size_t want = static_cast<size_t>(step.top_logprobs);
+  if (want == 0) return;
+  // The `want` largest finite logits: a min-heap of that size over one pass.
+  auto worse = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  std::vector<int32_t> heap;
+  heap.reserve(want + 1);
+  for (int64_t i = 0; i < vocab_; ++i) {
+    if (!(logits[i] > -std::numeric_limits<float>::infinity())) continue;
+    const int32_t id = static_cast<int32_t>(i);
+    if (heap.size() < want) {
+      heap.push_back(id);
+      std::push_heap(heap.begin(), heap.end(), worse);
+    } else if (worse(id, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), worse);
+      heap.back() = id;
+      std::push_heap(heap.begin(), heap.end(), worse);
+    }
+  }
+  std::sort(heap.begin(), heap.end(), worse);
+  for (int32_t id : heap) out.top.emplace_back(id, lp(id));
+}
+
+int32_t Sampler::choose(float* logits) {
   if (config_.greedy()) return static_cast<int32_t>(std::max_element(logits, logits + vocab_) - logits);
 
   const float inv_t = static_cast<float>(1.0 / config_.temperature);

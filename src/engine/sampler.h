@@ -1,11 +1,13 @@
-// Next-token choice from logits: penalties, then greedy (temperature 0) or
-// temperature → top-k → top-p → min-p → a draw from a seeded generator, the
-// order Hugging Face's logits processors apply. Same seed, same tokens.
+// Next-token choice from logits: penalties, logit_bias, the constraint mask,
+// then greedy (temperature 0) or temperature → top-k → top-p → min-p → a draw
+// from a seeded generator, the order Hugging Face's logits processors apply.
+// Same seed, same tokens.
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace qvl {
@@ -19,7 +21,26 @@ struct SamplerConfig {
   double presence_penalty = 0.0;    // OpenAI: over generated tokens
   double frequency_penalty = 0.0;   // OpenAI: over generated tokens
   uint64_t seed = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI: added after the penalties
   bool greedy() const { return temperature <= 0.0; }
+};
+
+// A token's log-probability under the distribution it was drawn from: the
+// logits after penalties, logit_bias and the constraint mask, divided by the
+// temperature (1 when greedy); top-k/top-p/min-p truncation is not applied,
+// so the alternatives are the model's next best tokens, not only survivors.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // most likely first; only tokens the mask allows
+};
+
+// Per-step extras of a constrained or logprob-reporting generation.
+struct SampleStep {
+  const uint64_t* allowed = nullptr;      // bitset [ceil(vocab / 64)]: only these tokens; nullptr: any
+  std::span<const int32_t> also_allowed;  // allowed besides the bitset (EOS once a constraint is complete)
+  int top_logprobs = -1;                  // >= 0: fill *logprob with that many alternatives
+  TokenLogprob* logprob = nullptr;
 };
 
 class Sampler {
@@ -29,10 +50,16 @@ class Sampler {
   // (repetition penalty); `generated`: the completion so far (presence and
   // frequency penalties).
   int32_t sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated);
+  // The same with a mask and/or logprobs. Throws if the mask allows nothing.
+  int32_t sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+                 const SampleStep& step);
   const SamplerConfig& config() const { return config_; }
 
  private:
   void apply_penalties(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated);
+  void apply_mask(float* logits, const SampleStep& step);
+  int32_t choose(float* logits);
+  void fill_logprob(const float* logits, int32_t token, const SampleStep& step);
 
   SamplerConfig config_;
   int64_t vocab_;
@@ -41,6 +68,7 @@ class Sampler {
   std::vector<uint8_t> seen_;        // [vocab] scratch (with a repetition penalty)
   std::vector<int32_t> touched_;     // ids whose scratch entries are set
   std::vector<std::pair<float, int32_t>> candidates_;  // [vocab] scratch
+  std::vector<float> kept_;          // [also_allowed] logits saved while the mask is applied
 };
 
 }  // namespace qvl

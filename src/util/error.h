@@ -20,6 +20,18 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(message) {}
 };
 
+// A request field that cannot be honoured as sent (a schema keyword qvl
+// cannot enforce, an unknown tool name): the front end reports it as the
+// client's error, naming `field` (a dotted path into the request).
+class FieldError : public Error {
+ public:
+  FieldError(std::string field, const std::string& message) : Error(message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
 // Concatenates anything streamable: cat("tensor ", name, " at byte ", off).
 template <typename... Args>
 std::string cat(Args&&... args) {
