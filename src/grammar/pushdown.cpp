@@ -2,6 +2,7 @@
 #include "grammar/pushdown.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 namespace qvl {
@@ -80,6 +81,28 @@ Config advance(const Grammar& g, const Config& from, uint8_t byte) {
     closure(g, std::move(s), stacks);
   }
   return encode(stacks);
+}
+
+Successors advance_all(const Grammar& g, const Config& from) {
+  std::vector<uint32_t> tops;  // each non-empty stack's top byte set
+  for (size_t i = 0; i < from.size(); i += from[i] + 1)
+    if (from[i] != 0) tops.push_back(Grammar::index(g.elems[from[i + from[i]]]));
+  Successors out;
+  std::map<std::vector<uint64_t>, int16_t> by_readers;
+  for (int b = 0; b < 256; ++b) {
+    std::vector<uint64_t> readers((tops.size() + 63) / 64, 0);
+    bool any = false;
+    for (size_t k = 0; k < tops.size(); ++k)
+      if (g.set_has(tops[k], static_cast<uint8_t>(b))) readers[k >> 6] |= uint64_t{1} << (k & 63), any = true;
+    if (!any) {
+      out.group[b] = -1;
+      continue;
+    }
+    auto [it, added] = by_readers.emplace(std::move(readers), static_cast<int16_t>(out.configs.size()));
+    if (added) out.configs.push_back(advance(g, from, static_cast<uint8_t>(b)));
+    out.group[b] = it->second;
+  }
+  return out;
 }
 
 bool config_complete(const Config& c) {

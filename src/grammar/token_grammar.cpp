@@ -45,11 +45,16 @@ uint32_t TokenGrammar::Impl::intern(Config c) {
   return id;
 }
 
+// Fills the state's whole row: once one byte is asked for, a mask scan asks
+// for most of them, and computing them together shares the closures.
 uint32_t TokenGrammar::Impl::compute_step(uint32_t state, uint8_t byte) {
-  Config c = advance(*grammar, states[state].config, byte);
-  const uint32_t t = c.empty() ? kDead : intern(std::move(c));
-  next[static_cast<size_t>(state) * 256 + byte] = t;
-  return t;
+  Successors succ = advance_all(*grammar, states[state].config);
+  std::vector<uint32_t> ids_of_group;
+  ids_of_group.reserve(succ.configs.size());
+  for (Config& c : succ.configs) ids_of_group.push_back(c.empty() ? kDead : intern(std::move(c)));
+  uint32_t* row = &next[static_cast<size_t>(state) * 256];  // after intern(), which grows `next`
+  for (int b = 0; b < 256; ++b) row[b] = succ.group[b] < 0 ? kDead : ids_of_group[static_cast<size_t>(succ.group[b])];
+  return row[byte];
 }
 
 // One preorder scan of the vocabulary trie: a node's state is its parent's
@@ -57,11 +62,9 @@ uint32_t TokenGrammar::Impl::compute_step(uint32_t state, uint8_t byte) {
 const std::shared_ptr<const TokenMask>& TokenGrammar::Impl::mask(uint32_t state) {
   if (states[state].mask) return states[state].mask;
   const TokenVocab::Impl& v = vocab->impl();
-  auto m = std::make_shared<TokenMask>();
-  m->words.assign(v.mask_words, 0);
-  uint64_t* words = m->words.data();
+  scratch.assign(v.mask_words + 1, 0);  // + the word of no_token
+  uint64_t* words = scratch.data();
   const TokenVocab::Impl::TrieNode* nodes = v.trie.data();
-  const int32_t* ids_by_bytes = v.sorted_ids.data();
   uint32_t* at_depth = depth_states.data();
   at_depth[0] = state;
   const size_t n = v.trie.size();
@@ -72,13 +75,14 @@ const std::shared_ptr<const TokenMask>& TokenGrammar::Impl::mask(uint32_t state)
       i = node.end;
       continue;
     }
-    for (uint32_t k = 0; k < node.tok_count; ++k) {
-      const auto id = static_cast<uint32_t>(ids_by_bytes[node.tok_begin + k]);
-      words[id >> 6] |= uint64_t{1} << (id & 63);
-    }
+    words[node.token >> 6] |= uint64_t{1} << (node.token & 63);
     at_depth[node.depth] = to;
     ++i;
   }
+  for (auto [first, other] : v.duplicates)
+    if ((words[first >> 6] >> (first & 63)) & 1) words[other >> 6] |= uint64_t{1} << (other & 63);
+  auto m = std::make_shared<TokenMask>();
+  m->words.assign(scratch.begin(), scratch.end() - 1);
   ++stats.masks_computed;
   ++stats.masks;
   stats.mask_bytes += m->words.size() * sizeof(uint64_t);

@@ -56,7 +56,8 @@ struct TokenGrammar::Impl {
   std::vector<uint32_t> next;    // [states * 256]
   std::unordered_map<Config, uint32_t, ConfigHash> ids;
   std::vector<uint32_t*> matchers;  // every live matcher's state_, so a rebuild can renumber it
-  std::vector<uint32_t> depth_states;  // scratch for compute_mask: [max token length + 1]
+  std::vector<uint32_t> depth_states;  // scratch for mask(): [max token length + 1]
+  std::vector<uint64_t> scratch;       // scratch for mask(): [mask words + 1]
   Stats stats;
 };
 

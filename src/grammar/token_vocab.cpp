@@ -14,24 +14,24 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes) : impl_(std::make_u
     fail("token vocabulary: ", token_bytes.size(), " tokens is too many");
   v.bytes = std::move(token_bytes);
   v.mask_words = (v.bytes.size() + 63) / 64;
+  v.no_token = static_cast<uint32_t>(v.mask_words * 64);
+  std::vector<int32_t> sorted;  // non-empty tokens, ordered by bytes
   for (size_t id = 0; id < v.bytes.size(); ++id) {
     if (v.bytes[id].empty()) continue;
     if (v.bytes[id].size() > std::numeric_limits<uint16_t>::max())
       fail("token vocabulary: token ", id, " is ", v.bytes[id].size(), " bytes long");
-    v.sorted_ids.push_back(static_cast<int32_t>(id));
+    sorted.push_back(static_cast<int32_t>(id));
   }
   // Sorted by bytes (std::string compares bytes as unsigned), tokens sharing
   // a prefix are adjacent, so the trie comes out in preorder in one pass.
-  std::stable_sort(v.sorted_ids.begin(), v.sorted_ids.end(),
+  std::stable_sort(sorted.begin(), sorted.end(),
                    [&](int32_t a, int32_t b) { return v.bytes[static_cast<size_t>(a)] < v.bytes[static_cast<size_t>(b)]; });
   std::vector<uint32_t> open;  // the nodes on the path to the previous token, by depth - 1
   const std::string* prev = nullptr;
-  for (size_t k = 0; k < v.sorted_ids.size(); ++k) {
-    const std::string& s = v.bytes[static_cast<size_t>(v.sorted_ids[k])];
+  for (int32_t id : sorted) {
+    const std::string& s = v.bytes[static_cast<size_t>(id)];
     if (prev && s == *prev) {  // another id for the same bytes
-      Impl::TrieNode& n = v.trie[open.back()];
-      if (n.tok_count == std::numeric_limits<uint8_t>::max()) fail("token vocabulary: too many tokens spell the same bytes");
-      ++n.tok_count;
+      v.duplicates.emplace_back(v.trie[open.back()].token, static_cast<uint32_t>(id));
       continue;
     }
     size_t common = 0;
@@ -40,10 +40,9 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes) : impl_(std::make_u
     for (; open.size() > common; open.pop_back()) v.trie[open.back()].end = static_cast<uint32_t>(v.trie.size());
     for (size_t d = common; d < s.size(); ++d) {
       open.push_back(static_cast<uint32_t>(v.trie.size()));
-      v.trie.push_back({0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d]), 0});
+      v.trie.push_back({0, v.no_token, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
     }
-    v.trie.back().tok_begin = static_cast<uint32_t>(k);
-    v.trie.back().tok_count = 1;
+    v.trie.back().token = static_cast<uint32_t>(id);
     v.max_depth = std::max(v.max_depth, static_cast<uint16_t>(s.size()));
     prev = &s;
   }
