@@ -34,7 +34,8 @@ const char* outcome_name(TaskOutcome o) {
 
 // ---- Task
 
-Task::Task(GenerateRequest request) : request_(std::move(request)), submitted_(Clock::now()) {
+Task::Task(GenerateRequest request, bool stream_deltas)
+    : request_(std::move(request)), stream_deltas_(stream_deltas), submitted_(Clock::now()) {
   request_.cancel = &cancel_flag_;
 }
 
@@ -60,6 +61,14 @@ std::string Task::wait_text(std::chrono::milliseconds timeout) {
   cv_.wait_for(lock, timeout, [&] { return text_taken_ < text_.size() || state_ == TaskState::Done; });
   std::string out = text_.substr(text_taken_);
   text_taken_ = text_.size();
+  return out;
+}
+
+std::vector<TaskDelta> Task::wait_deltas(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, timeout, [&] { return !deltas_.empty() || state_ == TaskState::Done; });
+  std::vector<TaskDelta> out;
+  out.swap(deltas_);
   return out;
 }
 
@@ -97,6 +106,18 @@ void Task::on_text(std::string_view piece) {
     text_.append(piece);
   }
   pieces_.fetch_add(1);
+  cv_.notify_all();
+}
+
+void Task::on_delta(const ChoiceDelta& delta) {
+  if (delta.text.empty() && !delta.logprob) return;
+  {
+    std::lock_guard lock(mutex_);
+    TaskDelta& d = deltas_.emplace_back();
+    d.choice = delta.choice;
+    d.text = delta.text;
+    if (delta.logprob) d.logprob = *delta.logprob;
+  }
   cv_.notify_all();
 }
 
@@ -223,6 +244,11 @@ void Scheduler::worker_loop() {
         t.on_text(piece);
         return !t.cancel_flag_.load();
       };
+      if (t.stream_deltas_)
+        a->cb.on_delta = [&t](const ChoiceDelta& d) {
+          t.on_delta(d);
+          return !t.cancel_flag_.load();
+        };
       try {
         // The engine picks among the free slots (Engine::begin): a follow-up
         // question lands where its conversation is cached.

@@ -3,7 +3,8 @@
 //
 // Handlers build a GenerateRequest on their own thread (images decoded,
 // validated), submit() it and then wait on the Task: text arrives as it is
-// decided (for streams and job progress), then the outcome. Nothing here knows
+// decided (choice 0's text for job progress; with stream_deltas, every
+// choice's raw pieces and logprobs for streams), then the outcome. Nothing here knows
 // about HTTP; the server maps outcomes to statuses (DESIGN.md data flow).
 //
 // One thread drives the engine step by step (Engine::begin/step/end): each
@@ -26,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,11 +49,22 @@ enum class TaskState { Queued, Running, Done };
 enum class TaskOutcome { Pending, Succeeded, Failed, Cancelled, TimedOut, Shutdown };
 const char* outcome_name(TaskOutcome o);
 
+// What one decided token added to one choice (Engine's ChoiceDelta, copied
+// off the engine's thread): the raw text (tool-call markup included) and,
+// when logprobs were asked for, the token's entry.
+struct TaskDelta {
+  int choice = 0;
+  std::string text;
+  std::optional<TokenLogprob> logprob;
+};
+
 class Task {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit Task(GenerateRequest request);
+  // stream_deltas: keep every choice's deltas for wait_deltas() (streams);
+  // without it only choice 0's text is kept (wait_text, text_so_far).
+  explicit Task(GenerateRequest request, bool stream_deltas = false);
 
   // Asks the task to stop (a queued task never starts). Safe from any thread.
   void cancel(TaskOutcome why = TaskOutcome::Cancelled);
@@ -61,6 +74,9 @@ class Task {
   // Waits until the task is done or new text arrived, at most `timeout`.
   // Returns the text decided since the previous call (for streams).
   std::string wait_text(std::chrono::milliseconds timeout);
+  // The same for every choice: the deltas decided since the previous call,
+  // in order (a task made with stream_deltas only).
+  std::vector<TaskDelta> wait_deltas(std::chrono::milliseconds timeout);
   bool wait_done(std::chrono::milliseconds timeout);
   bool done() const { return state() == TaskState::Done; }
 
@@ -88,9 +104,11 @@ class Task {
   friend class Scheduler;
   void start();
   void on_text(std::string_view piece);
+  void on_delta(const ChoiceDelta& delta);
   void finish(TaskOutcome outcome, GenerateResult result, std::string error);
 
   GenerateRequest request_;
+  const bool stream_deltas_;
   std::atomic<bool> cancel_flag_{false};
   std::atomic<int> cancel_why_{static_cast<int>(TaskOutcome::Pending)};
   std::atomic<int64_t> pieces_{0};
@@ -103,6 +121,7 @@ class Task {
   TaskOutcome outcome_ = TaskOutcome::Pending;
   std::string text_;        // everything decided so far
   size_t text_taken_ = 0;   // how much wait_text() has returned
+  std::vector<TaskDelta> deltas_;  // since the last wait_deltas()
   GenerateResult result_;
   std::string error_;
   std::function<void(const Task&)> on_done_;
