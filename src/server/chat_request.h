@@ -1,11 +1,20 @@
 // An OpenAI chat-completions body turned into a GenerateRequest: every field
 // type-checked (400 naming the field), images fetched and decoded here, on
 // the request's thread, so a bad upload is refused before it takes a slot.
+// Every top-level field is on an allow-list (kChatFields): honoured, or
+// accepted as bookkeeping that cannot change the answer; anything else is a
+// 400 naming it (DESIGN.md: nothing that changes the answer is dropped).
+//
+// The body is an ordered_json so the tools' definitions and the response
+// schema keep the client's key order (the template renders a tool as sent;
+// a schema's properties are generated in its order).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "image/image.h"
@@ -24,6 +33,10 @@ struct ChatLimits {
   int64_t max_text_bytes = 1 << 20;  // one text part
   int max_images = 32;
   int max_stop = 16;
+  int max_n = 8;                 // choices per request
+  int64_t vocab_size = 0;        // logit_bias ids must be below it (0: unchecked here)
+  int max_logit_bias = 300;      // entries
+  int max_tools = 128;
 };
 
 struct ChatRequest {
@@ -31,11 +44,16 @@ struct ChatRequest {
   std::string model;  // as sent (echoed back)
   bool stream = false;
   bool include_usage = false;
+  bool logprobs = false;  // generate.top_logprobs >= 0
   int64_t min_pixels = 0, max_pixels = 0;  // per request, clamped to the server's range
   int images = 0;
   double image_ms = 0;  // fetch + decode on the request thread
 };
 
-ChatRequest parse_chat_request(const nlohmann::json& body, const ChatLimits& limits);
+// The top-level fields parse_chat_request knows (honoured or bookkeeping);
+// /v1/models lists them as supported_parameters.
+std::span<const std::string_view> chat_fields();
+
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits);
 
 }  // namespace qvl

@@ -1,14 +1,20 @@
 #include "server/completion_json.h"
 
+#include <cmath>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
 namespace qvl {
 
 using json = nlohmann::json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-const char* finish_reason(const GenerateResult& r) {
-  if (r.finish_reason == "stop") return "stop";
-  if (r.finish_reason == "repetition") return "repetition";  // qvl's: the answer fell into a loop
+const char* finish_reason(const Choice& c) {
+  if (c.finish_reason == "tool_calls" || (!c.tool_calls.empty() && c.finish_reason == "stop")) return "tool_calls";
+  if (c.finish_reason == "stop") return "stop";
+  if (c.finish_reason == "repetition") return "repetition";  // qvl's: the answer fell into a loop
   return "length";
 }
 
@@ -37,29 +43,74 @@ json timings_json(const Task& task, const ResponseMeta& meta) {
           {"total_ms", task.total_ms() + meta.image_ms}};
 }
 
+namespace {
+
+// A token as OpenAI shows it: its text (bytes that are not valid UTF-8 on
+// their own become U+FFFD, as the tokenizer decodes them), its raw bytes,
+// its log-probability (OpenAI's -9999 for one too small to write).
+json token_json(int32_t id, float logprob, const Tokenizer& tok) {
+  const std::string bytes = tok.token_bytes(id);
+  json b = json::array();
+  for (unsigned char c : bytes) b.push_back(static_cast<int>(c));
+  return {{"token", utf8::lossy(bytes)}, {"logprob", std::isfinite(logprob) ? logprob : -9999.0f}, {"bytes", b}};
+}
+
+}  // namespace
+
+json logprob_json(const TokenLogprob& lp, const Tokenizer& tok) {
+  json e = token_json(lp.token, lp.logprob, tok);
+  json top = json::array();
+  for (const auto& [id, logprob] : lp.top) top.push_back(token_json(id, logprob, tok));
+  e["top_logprobs"] = std::move(top);
+  return e;
+}
+
+json logprobs_json(std::span<const TokenLogprob> lps, const Tokenizer& tok) {
+  json content = json::array();
+  for (const TokenLogprob& lp : lps) content.push_back(logprob_json(lp, tok));
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+
 json completion_json(const Task& task, const ResponseMeta& meta) {
   const GenerateResult& r = task.result();
+  const bool logprobs = task.request().top_logprobs >= 0 && meta.tokenizer;
+  json choices = json::array();
+  for (size_t i = 0; i < r.choices(); ++i) {
+    const Choice& c = r.choice(i);
+    json message = {{"role", "assistant"}};
+    // OpenAI's content is null for an answer that is only tool calls.
+    message["content"] = c.text.empty() && !c.tool_calls.empty() ? json(nullptr) : json(c.text);
+    message["refusal"] = nullptr;
+    if (!c.tool_calls.empty()) message["tool_calls"] = tool_calls_json(c.tool_calls);
+    choices.push_back({{"index", i},
+                       {"message", std::move(message)},
+                       {"logprobs", logprobs ? logprobs_json(c.logprobs, *meta.tokenizer) : json(nullptr)},
+                       {"finish_reason", finish_reason(c)}});
+  }
   return {{"id", meta.id},
           {"object", "chat.completion"},
           {"created", meta.created},
           {"model", meta.model},
-          {"choices",
-           json::array({{{"index", 0},
-                         {"message", {{"role", "assistant"}, {"content", r.text}}},
-                         {"logprobs", nullptr},
-                         {"finish_reason", finish_reason(r)}}})},
+          {"choices", std::move(choices)},
           {"usage", usage_json(r, meta)},
           {"timings", timings_json(task, meta)}};
 }
 
-json chunk_json(const ResponseMeta& meta, json delta, const char* finish) {
+json chunk_json(const ResponseMeta& meta, int index, json delta, json logprobs, const char* finish) {
   return {{"id", meta.id},
           {"object", "chat.completion.chunk"},
           {"created", meta.created},
           {"model", meta.model},
-          {"choices", json::array({{{"index", 0},
+          {"choices", json::array({{{"index", index},
                                      {"delta", std::move(delta)},
-                                     {"logprobs", nullptr},
+                                     {"logprobs", std::move(logprobs)},
                                      {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
 }
 

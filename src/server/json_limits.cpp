@@ -5,8 +5,8 @@
 
 namespace qvl {
 
-nlohmann::json parse_json_body(std::string_view body, const JsonLimits& limits) {
-  using json = nlohmann::json;
+nlohmann::ordered_json parse_json_body(std::string_view body, const JsonLimits& limits) {
+  using json = nlohmann::ordered_json;
   if (body.empty()) throw ApiError(400, "invalid_json", "the request body is empty; expected a JSON object");
   // The callback sees each container as it opens, before its contents are
   // parsed, so depth is refused before the recursion goes any deeper.

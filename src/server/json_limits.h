@@ -1,6 +1,7 @@
 // Parsing untrusted JSON bodies with limits on nesting depth and string
 // length, so a hostile body cannot exhaust the stack or memory beyond the
-// body cap. Failures are ApiError 400 with the byte offset.
+// body cap. Failures are ApiError 400 with the byte offset. Objects keep
+// their keys in the client's order (tools and schemas are used as sent).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,6 @@ struct JsonLimits {
   size_t max_string_bytes = 32u << 20;  // a data: URI of the largest image must fit
 };
 
-nlohmann::json parse_json_body(std::string_view body, const JsonLimits& limits);
+nlohmann::ordered_json parse_json_body(std::string_view body, const JsonLimits& limits);
 
 }  // namespace qvl

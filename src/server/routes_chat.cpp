@@ -1,9 +1,17 @@
 // POST /v1/chat/completions: validate, decode images and count the prompt on
 // the request's thread; queue; then answer in one JSON object or as an SSE
 // stream. A client that goes away cancels its task.
+//
+// A stream carries each choice's pieces as OpenAI does: a first chunk per
+// choice with the role, then content (and, with tools, delta.tool_calls as a
+// ToolCallParser splits the raw text: the call's id and name once, then its
+// arguments piece by piece), each chunk with the logprobs of the tokens it
+// holds, then each choice's finish reason, the usage chunk if asked, [DONE].
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "engine/tool_calls.h"
 #include "model/model.h"
 #include "server/conn_probe.h"
 #include "server/server_core.h"
@@ -24,10 +32,60 @@ constexpr auto kHeartbeat = 10s;
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
+// One choice of a stream: its tool-call parser (when the model may call
+// tools) and the logprobs of tokens that showed no text yet.
+struct ChoiceStream {
+  std::optional<ToolCallParser> parser;
+  json logprobs = json::array();
+};
+
+// The delta objects one poll makes for one choice: consecutive content, and
+// consecutive argument pieces of one call, are merged into one chunk.
+struct ChoiceChunks {
+  std::vector<json> deltas;
+
+  void content(const std::string& text) {
+    if (text.empty()) return;
+    if (!deltas.empty() && deltas.back().contains("content")) {
+      deltas.back()["content"] = deltas.back()["content"].get<std::string>() + text;
+      return;
+    }
+    deltas.push_back({{"content", text}});
+  }
+  void call_begin(int index, const std::string& id, const std::string& name) {
+    deltas.push_back({{"tool_calls", json::array({{{"index", index},
+                                                   {"id", id},
+                                                   {"type", "function"},
+                                                   {"function", {{"name", name}, {"arguments", ""}}}}})}});
+  }
+  void call_arguments(int index, const std::string& piece) {
+    if (piece.empty()) return;
+    if (!deltas.empty() && deltas.back().contains("tool_calls")) {
+      json& call = deltas.back()["tool_calls"][0];
+      if (call["index"] == index && !call.contains("id")) {
+        call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() + piece;
+        return;
+      }
+    }
+    deltas.push_back({{"tool_calls", json::array({{{"index", index}, {"function", {{"arguments", piece}}}}})}});
+  }
+  void events(const std::vector<ToolCallParser::Event>& evs) {
+    for (const ToolCallParser::Event& e : evs) {
+      switch (e.kind) {
+        case ToolCallParser::Event::Kind::Content: content(e.text); break;
+        case ToolCallParser::Event::Kind::CallBegin: call_begin(e.index, e.id, e.text); break;
+        case ToolCallParser::Event::Kind::CallArguments: call_arguments(e.index, e.text); break;
+      }
+    }
+  }
+};
+
 struct StreamState {
   std::shared_ptr<Task> task;
   ResponseMeta meta;
   bool include_usage = false;
+  bool logprobs = false;
+  std::vector<ChoiceStream> choices;
   ConnectionProbe probe;
   std::shared_ptr<RequestRecord> rec;
   std::string request_id;
@@ -40,11 +98,20 @@ struct StreamState {
 }  // namespace
 
 ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens) {
-  const json body = parse_json_body(req.body, json_limits);
+  const nlohmann::ordered_json body = parse_json_body(req.body, json_limits);
   ChatRequest cr = parse_chat_request(body, chat_limits);
+  // What the engine must enforce (schemas, tools, logit_bias ids) compiles
+  // here, so a schema it cannot honour is the client's 400, not a failed task.
+  try {
+    engine->validate(cr.generate);
+  } catch (const FieldError& e) {
+    throw ApiError(400, "unsupported_value", e.what(), e.field());
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_value", e.what());
+  }
   std::vector<int32_t> ids;
   try {
-    ids = engine->prompt_tokens(cr.generate.messages);
+    ids = engine->prompt_tokens(cr.generate.messages, cr.generate.tools);  // the template lists the tools
   } catch (const Error& e) {
     // The template or the image processor refused this conversation (e.g. an
     // extreme aspect ratio): the client's input, so 400.
@@ -132,13 +199,18 @@ void ServerCore::register_chat_routes() {
       int64_t prompt_tokens = 0, image_tokens = 0;
       ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
-                        model_name, cr.image_ms, image_tokens};
+                        model_name, cr.image_ms, image_tokens, &engine->tokenizer()};
       {
         std::lock_guard lock(rec->mutex);
         rec->fields["stream"] = cr.stream;
         rec->fields["images"] = cr.images;
+        if (cr.generate.n > 1) rec->fields["n"] = cr.generate.n;
+        if (!cr.generate.tools.empty()) rec->fields["tools"] = cr.generate.tools.size();
       }
-      auto task = std::make_shared<Task>(std::move(cr.generate));
+      const GenerateRequest& g = cr.generate;
+      const bool may_call = !g.tools.empty() && g.tool_choice != ToolChoice::None;
+      const int n = g.n;
+      auto task = std::make_shared<Task>(std::move(cr.generate), cr.stream);
       task->set_on_done([this, meta, rec](const Task& t) { on_task_done(t, meta, rec); });
       submit(task);
       const ConnectionProbe probe =
@@ -156,6 +228,10 @@ void ServerCore::register_chat_routes() {
       st->task = task;
       st->meta = meta;
       st->include_usage = cr.include_usage;
+      st->logprobs = cr.logprobs && meta.tokenizer;
+      st->choices.resize(n);
+      if (may_call)
+        for (ChoiceStream& cs : st->choices) cs.parser.emplace();
       st->probe = probe;
       st->rec = rec;
       st->request_id = rec->id;
@@ -179,12 +255,40 @@ void ServerCore::register_chat_routes() {
             Task& t = *st->task;
             if (!st->started) {
               st->started = true;
-              if (!write(sse(chunk_json(st->meta, {{"role", "assistant"}, {"content", ""}})))) return false;
+              std::string first;
+              for (size_t i = 0; i < st->choices.size(); ++i)
+                first += sse(chunk_json(st->meta, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}}));
+              if (!write(first)) return false;
             }
-            std::string text = t.wait_text(kPollPeriod);
+            std::vector<TaskDelta> deltas = t.wait_deltas(kPollPeriod);
             const bool done = t.done();
-            if (done) text += t.wait_text(0ms);  // what arrived between the two calls
-            if (!text.empty() && !write(sse(chunk_json(st->meta, {{"content", text}})))) {
+            if (done)  // what arrived between the two calls
+              for (TaskDelta& d : t.wait_deltas(std::chrono::milliseconds(0))) deltas.push_back(std::move(d));
+            const bool succeeded = done && t.outcome() == TaskOutcome::Succeeded;
+            std::string out;
+            std::vector<ChoiceChunks> chunks(st->choices.size());
+            for (const TaskDelta& d : deltas) {
+              if (d.choice < 0 || d.choice >= static_cast<int>(st->choices.size())) continue;
+              ChoiceStream& cs = st->choices[d.choice];
+              if (cs.parser) chunks[d.choice].events(cs.parser->push(d.text));
+              else chunks[d.choice].content(d.text);
+              if (st->logprobs && d.logprob) cs.logprobs.push_back(logprob_json(*d.logprob, *st->meta.tokenizer));
+            }
+            if (succeeded)  // what a parser held back (a block that never closed is content)
+              for (size_t i = 0; i < st->choices.size(); ++i)
+                if (st->choices[i].parser) chunks[i].events(st->choices[i].parser->finish());
+            for (size_t i = 0; i < st->choices.size(); ++i) {
+              ChoiceStream& cs = st->choices[i];
+              for (json& delta : chunks[i].deltas) {
+                json lp = nullptr;
+                if (st->logprobs && !cs.logprobs.empty()) {
+                  lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
+                  cs.logprobs = json::array();
+                }
+                out += sse(chunk_json(st->meta, static_cast<int>(i), std::move(delta), std::move(lp)));
+              }
+            }
+            if (!out.empty() && !write(out)) {
               t.cancel(TaskOutcome::Cancelled);
               return false;
             }
@@ -200,8 +304,15 @@ void ServerCore::register_chat_routes() {
               return true;
             }
             std::string tail;
-            if (t.outcome() == TaskOutcome::Succeeded) {
-              tail = sse(chunk_json(st->meta, json::object(), finish_reason(t.result())));
+            if (succeeded) {
+              const GenerateResult& r = t.result();
+              for (size_t i = 0; i < st->choices.size() && i < r.choices(); ++i) {
+                ChoiceStream& cs = st->choices[i];
+                // Tokens that showed no text (a held-back stop string's) keep their logprobs here.
+                json lp = nullptr;
+                if (st->logprobs && !cs.logprobs.empty()) lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
+                tail += sse(chunk_json(st->meta, static_cast<int>(i), json::object(), std::move(lp), finish_reason(r.choice(i))));
+              }
               if (st->include_usage) tail += sse(usage_chunk_json(t, st->meta));
             } else {
               tail = sse(st->core->task_error(t, st->request_id).to_json());

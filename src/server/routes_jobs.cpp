@@ -1,6 +1,7 @@
 // Async jobs: POST /v1/jobs takes a chat-completions body and answers 202
 // with an id at once; GET /v1/jobs/{id} reports queued | running (tokens so
-// far) | succeeded (the completion) | failed | cancelled | expired; DELETE
+// far) | succeeded (the completion, exactly /v1/chat/completions' object:
+// every choice, tool calls, logprobs) | failed | cancelled | expired; DELETE
 // cancels.
 #include <chrono>
 
@@ -16,8 +17,10 @@ void ServerCore::register_job_routes() {
     try {
       int64_t prompt_tokens = 0, image_tokens = 0;
       ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
+      // A job's answer is fetched whole with GET; there is nothing to stream.
+      if (cr.stream) bad_request("stream", "a job cannot be streamed: poll GET /v1/jobs/{id}, or stream from /v1/chat/completions");
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
-                        model_name, cr.image_ms, image_tokens};
+                        model_name, cr.image_ms, image_tokens, &engine->tokenizer()};
       auto task = std::make_shared<Task>(std::move(cr.generate));
       const std::string id = JobStore::new_id();
       task->set_on_done([this, meta](const Task& t) { on_task_done(t, meta, nullptr); });

@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "server/request_log.h"
 #include "server/server_core.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -256,6 +257,7 @@ void Server::attach(std::unique_ptr<Engine> engine) {
   c.chat_limits.min_image_pixels = std::min(engine->params().min_pixels > 0 ? engine->params().min_pixels : pp.min_pixels,
                                             c.chat_limits.max_image_pixels);
   c.chat_limits.resize_factor = pp.factor();
+  c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());
   c.engine = std::move(engine);
   c.scheduler = std::make_unique<Scheduler>(*c.engine, c.options.scheduler);
   c.ready.store(true);
