@@ -19,6 +19,31 @@ constexpr const char* kPageCsp =
 
 }  // namespace
 
+// OpenAI's model object plus what clients read to know what the model takes
+// (OpenRouter's architecture and supported_parameters, context_length).
+json ServerCore::model_entry() const {
+  json params = json::array();
+  for (std::string_view f : chat_fields()) params.push_back(std::string(f));
+  return {{"id", model_name},
+          {"object", "model"},
+          {"created", started_at},
+          {"owned_by", "qvl"},
+          {"context_length", engine ? engine->slot_ctx() : 0},
+          {"architecture",
+           {{"modality", "text+image->text"},
+            {"input_modalities", {"text", "image"}},
+            {"output_modalities", {"text"}},
+            {"tokenizer", "Qwen3"},
+            {"instruct_type", "chatml"}}},
+          {"supported_parameters", std::move(params)}};
+}
+
+bool ServerCore::serves_model(const std::string& id) const {
+  if (id == model_name) return true;
+  const size_t slash = model_name.rfind('/');
+  return slash != std::string::npos && id == model_name.substr(slash + 1);
+}
+
 void ServerCore::register_info_routes() {
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
@@ -30,10 +55,17 @@ void ServerCore::register_info_routes() {
   });
 
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    reply_json(res, 200,
-               {{"object", "list"},
-                {"data", json::array({{{"id", model_name}, {"object", "model"}, {"created", unix_now()},
-                                       {"owned_by", "qvl"}}})}});
+    reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
+  });
+  // A repo id has a slash ("Qwen/Qwen3-VL-2B-Instruct"), so the id is the rest of the path.
+  http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!serves_model(id))
+      return reply_error(res, ApiError(404, "model_not_found",
+                                       cat("the model '", id.substr(0, 200), "' does not exist; this server serves '",
+                                           model_name, "'"),
+                                       "model"));
+    reply_json(res, 200, model_entry());
   });
 
   http.Get("/v1/qvl/config", [this](const httplib::Request&, httplib::Response& res) {
@@ -86,7 +118,7 @@ void ServerCore::register_info_routes() {
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_json_body(req.body, json_limits);
+      const auto body = parse_json_body(req.body, json_limits);
       if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
         bad_request("content", "'content' must be a string", "invalid_type");
       const std::string& text = body["content"].get_ref<const std::string&>();
@@ -100,7 +132,7 @@ void ServerCore::register_info_routes() {
   });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json body = parse_json_body(req.body, json_limits);
+      const auto body = parse_json_body(req.body, json_limits);
       if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
         bad_request("tokens", "'tokens' must be an array of token ids", "invalid_type");
       std::vector<int32_t> ids;
@@ -123,7 +155,7 @@ void ServerCore::register_page_route() {
   // The page, from the embedded assets only: nothing on disk is reachable.
   http.Get(R"(/(.*))", [](const httplib::Request& req, httplib::Response& res) {
     const WebAsset* a = find_web_asset(req.path);
-    if (!a) return reply_error(res, ApiError(404, "not_found", "no such route: GET " + req.path.substr(0, 200)));
+    if (!a) return reply_error(res, ApiError(404, "not_found", "no route for GET " + req.path.substr(0, 200)));
     res.set_header("Content-Security-Policy", kPageCsp);
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Referrer-Policy", "no-referrer");

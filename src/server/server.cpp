@@ -19,10 +19,12 @@ namespace {
 // label set without bound.
 std::string route_of(const httplib::Request& req) {
   static const char* kRoutes[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/jobs",
-                                  "/v1/qvl/config", "/tokenize", "/detokenize"};
+                                  "/v1/responses", "/v1/qvl/config", "/tokenize", "/detokenize"};
   for (const char* r : kRoutes)
     if (req.path == r) return r;
   if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
+  if (req.path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (req.path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
   if (req.method == "GET") return "/ (page)";
   return "other";
 }
@@ -51,7 +53,7 @@ int64_t unix_now() {
 }
 
 ServerCore::ServerCore(const ServerOptions& o, std::string name)
-    : options(o), model_name(std::move(name)), jobs(o.jobs), id_rng_(std::random_device{}()) {
+    : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(o.jobs), id_rng_(std::random_device{}()) {
   json_limits.max_depth = o.json_max_depth;
   // A data: URI holding the largest image accepted, plus its header.
   json_limits.max_string_bytes = (o.media.max_image_bytes + 2) / 3 * 4 + 256;
@@ -117,6 +119,7 @@ struct Server::Impl {
     core.register_info_routes();
     core.register_chat_routes();
     core.register_job_routes();
+    core.register_responses_routes();
     core.register_page_route();
   }
 
@@ -179,7 +182,8 @@ struct Server::Impl {
     if (s == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
       return reply_error(res, ApiError(413, "request_too_large",
                                        "form-encoded bodies are limited to 8 KiB; send 'Content-Type: application/json'"));
-    ApiError e = s == 404   ? ApiError(404, "not_found", "no such route: " + req.method + " " + route_of(req))
+    // The path as sent (cut short), not its route label: "other" helps nobody.
+    ApiError e = s == 404   ? ApiError(404, "not_found", "no route for " + req.method + " " + req.path.substr(0, 200))
                  : s == 405 ? ApiError(405, "method_not_allowed", "method not allowed")
                  : s == 413 ? ApiError(413, "request_too_large",
                                        cat("the request body is over the limit of ", core.options.max_body_bytes,

@@ -40,6 +40,7 @@ struct RequestRecord {
 struct ServerCore {
   ServerOptions options;
   std::string model_name;
+  int64_t started_at = 0;  // Unix seconds: /v1/models' "created"
   httplib::Server http;
   Metrics metrics;
   JobStore jobs;
@@ -62,7 +63,13 @@ struct ServerCore {
   void register_chat_routes();
   void register_job_routes();
   void register_info_routes();
+  void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
   void register_page_route();  // GET catch-all: registered last
+
+  // The /v1/models entry of the served model, and the ids it answers to
+  // (its name and, for a Hugging Face repo id, the part after the owner).
+  nlohmann::json model_entry() const;
+  bool serves_model(const std::string& id) const;
 
   // Parses and validates a chat body, fetches and decodes its images, checks
   // the prompt fits the context. Throws ApiError.
