@@ -102,7 +102,7 @@ test('base64 image in a content part', async () => {
 });
 
 test('errors surface as the SDK error classes', async () => {
-  await assert.rejects(client.chat.completions.create(ask('x', { n: 2 })), (e) => {
+  await assert.rejects(client.chat.completions.create(ask('x', { n: 9 })), (e) => {
     assert.ok(e instanceof OpenAI.BadRequestError, String(e));
     assert.equal(e.status, 400);
     assert.equal(e.param, 'n');

@@ -162,7 +162,7 @@ TEST_F(Chat, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(r.param, "messages[0].content[0].image_url.url");
 
   json n2 = chat_body("x");
-  n2["n"] = 2;
+  n2["n"] = 9;  // above the server's 8 choices
   EXPECT_EQ(refuse(*server_, n2.dump()).status, 400);
   json role = chat_body("x");
   role["messages"][0]["role"] = "wizard";
