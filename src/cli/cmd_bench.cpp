@@ -155,6 +155,42 @@ void repeat_image_figures(Engine& engine, nlohmann::ordered_json& j) {
   engine.reset();
 }
 
+// Constrained decoding's cost: an invoice schema (the kind of extraction
+// structured output is for) decoded greedily, its first request (every
+// grammar state's mask built on the way) and a second one (masks cached),
+// against the same decode unconstrained. The overhead is the constraint's
+// time over the decode time of the same answer.
+void constraint_figures(Engine& engine, nlohmann::ordered_json& j) {
+  const char* schema = R"({"type":"object","properties":{
+    "invoice_number":{"type":"string"},"date":{"type":"string","format":"date"},
+    "vendor":{"type":"object","properties":{"name":{"type":"string"},"address":{"type":"string"}},"required":["name"],"additionalProperties":false},
+    "line_items":{"type":"array","minItems":1,"items":{"type":"object","properties":{
+      "description":{"type":"string"},"quantity":{"type":"integer"},"unit_price":{"type":"number"}},
+      "required":["description","quantity","unit_price"],"additionalProperties":false}},
+    "subtotal":{"type":"number"},"tax":{"type":"number"},"total":{"type":"number"},
+    "currency":{"type":"string","enum":["USD","EUR","GBP"]},"paid":{"type":"boolean"},
+    "notes":{"type":["string","null"]}},
+    "required":["invoice_number","date","vendor","line_items","subtotal","tax","total","currency","paid","notes"],
+    "additionalProperties":false})";
+  GenerateRequest req = greedy_request({{"user", {{"Extract the invoice fields as JSON.", nullptr}}}}, 96);
+  req.ignore_eos = false;
+  const GenerateResult free = engine.generate(req);
+  req.response_format = {ResponseFormat::Type::JsonSchema, schema};
+  engine.validate(req);
+  const GenerateResult cold = engine.generate(req);
+  const GenerateResult warm = engine.generate(req);
+  auto figures = [&](const char* name, const GenerateResult& r) {
+    const Timings& t = r.timings;
+    j[cat("constrained_", name, "_tokens")] = r.completion_tokens;
+    j[cat("constrained_", name, "_decode_tok_s")] = t.decode_tok_s();
+    j[cat("constrained_", name, "_constraint_ms")] = t.constraint_ms;
+    j[cat("constrained_", name, "_overhead")] = t.decode_ms > 0 ? t.constraint_ms / t.decode_ms : 0;
+  };
+  j["unconstrained_decode_tok_s"] = free.timings.decode_tok_s();
+  figures("cold", cold);
+  figures("warm", warm);
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -251,6 +287,8 @@ int cmd_bench(int argc, char** argv) {
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
   concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);
+
+  constraint_figures(*engine, j);
 
   // The machine's limit, measured last so its buffer does not count in the
   // peak RSS above.

@@ -2,6 +2,8 @@
 // (text) or comes back as one JSON object (--output-format json).
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +38,9 @@ int cmd_run(int argc, char** argv) {
             join({engine_flags,
                   {{"image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF)", "", "", true},
                    {"prompt", "TEXT", "the question or instruction"},
-                   {"system", "TEXT", "a system message"}},
+                   {"system", "TEXT", "a system message"},
+                   {"json", "", "answer with a JSON object (constrained decoding)"},
+                   {"json-schema", "FILE", "answer with JSON valid against the JSON Schema in FILE (constrained decoding)"}},
                   sampling_flags(),
                   {{"output-format", "FORMAT", "text or json", "text"},
                    {"verbose", "", "timings and model details on stderr"}}}));
@@ -75,6 +79,21 @@ int cmd_run(int argc, char** argv) {
     std::cerr << unused.size() << " tensor(s) in the checkpoint are not used:";
     for (size_t i = 0; i < unused.size() && i < 10; ++i) std::cerr << " " << unused[i];
     std::cerr << (unused.size() > 10 ? " ...\n" : "\n");
+  }
+
+  if (args.on("json")) req.response_format.type = ResponseFormat::Type::JsonObject;
+  if (args.has("json-schema")) {
+    const std::string path = args.get("json-schema");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail("--json-schema ", path, ": cannot open the file");
+    std::ostringstream text;
+    text << f.rdbuf();
+    req.response_format = {ResponseFormat::Type::JsonSchema, text.str()};
+  }
+  try {
+    engine->validate(req);
+  } catch (const FieldError& e) {
+    fail(args.has("json-schema") ? "--json-schema " + args.get("json-schema") + ": " : "", e.what());
   }
 
   GenerateCallbacks cb;

@@ -178,3 +178,47 @@ TEST(ChatCli, TwoTurnsFromStdin) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string write_temp(const std::string& text) {
+  char tmpl[] = "/tmp/qvl_run_cli_schema_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  std::ofstream(tmpl) << text;
+  return tmpl;
+}
+
+TEST(RunCli, JsonSchemaConstrainsTheAnswer) {
+  const std::string schema = write_temp(
+      R"({"type":"object","properties":{"a":{"type":"string","maxLength":8},"b":{"type":"boolean"}},)"
+      R"("required":["a","b"],"additionalProperties":false})");
+  const Outcome r = qvl("run --model " + kFixtures + "/tiny-qwen3vl --prompt hi --temperature 0 --max-tokens 100 "
+                        "--output-format json --json-schema " + schema);
+  std::remove(schema.c_str());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["finish_reason"], "stop") << r.out;
+  const nlohmann::json answer = nlohmann::json::parse(j["text"].get<std::string>());
+  ASSERT_TRUE(answer.is_object());
+  EXPECT_EQ(answer.size(), 2u);
+  EXPECT_TRUE(answer["a"].is_string());
+  EXPECT_TRUE(answer["b"].is_boolean());
+}
+
+TEST(RunCli, UnenforceableSchemaIsRefusedNamingTheKeyword) {
+  const std::string schema = write_temp(R"({"type":"string","pattern":"^x+$"})");
+  const Outcome r = qvl("run --model " + kFixtures + "/tiny-qwen3vl --prompt hi --json-schema " + schema);
+  std::remove(schema.c_str());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("'pattern'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST(RunCli, JsonFlagAnswersAnObject) {
+  const Outcome r = qvl("run --model " + kFixtures + "/tiny-qwen3vl --prompt hi --temperature 0 --max-tokens 60 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out).is_object()) << r.out;
+}
+
+}  // namespace
