@@ -10,6 +10,10 @@
 // Canned answers, picked from the last user text: "Locate" -> grounding JSON for assets/scene.png,
 // "table" -> a Markdown table, "Read all the text" -> OCR text, "#script" -> an HTML-injection
 // attempt, "#busy" -> 429, "#timeout" -> an in-stream timeout error, otherwise a description.
+// Like qvl serve: with `tools` (and tool_choice not "none") the answer is a sentence then one call
+// per tool (at most three), streamed as delta.tool_calls pieces, finish_reason "tool_calls"; with
+// response_format json_object / json_schema a JSON answer (for a schema, an instance of it); a
+// schema using "pattern" is refused with 400 naming the keyword's param, as qvl's grammar does.
 import http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -76,6 +80,43 @@ function checkImages(messages) {
   return null;
 }
 
+// A value the schema accepts, made up from its types, enums and names (enough for the shapes the page
+// is tried with; not a validator).
+function instanceOf(schema, name = 'value') {
+  if (!schema || typeof schema !== 'object') return null;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  if (Array.isArray(schema.anyOf || schema.oneOf)) return instanceOf((schema.anyOf || schema.oneOf)[0], name);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  const guess = { city: 'Paris', caption: 'A house, a tree and a car under a sunny sky', label: 'house', unit: 'celsius',
+    timezone: 'Europe/Paris', tz: 'Europe/Paris', query: 'blue car' };
+  switch (type) {
+    case 'object': {
+      const out = {};
+      for (const [k, v] of Object.entries(schema.properties || {})) out[k] = instanceOf(v, k);
+      return out;
+    }
+    case 'array': return schema.items ? [instanceOf(schema.items, name), instanceOf(schema.items, name)].slice(0, schema.maxItems ?? 2) : [];
+    case 'string': return guess[name] ?? `${name} text`;
+    case 'integer': return 3;
+    case 'number': return 0.5;
+    case 'boolean': return true;
+    case 'null': return null;
+    default: return schema.properties ? instanceOf({ ...schema, type: 'object' }, name) : {};
+  }
+}
+
+// The first "pattern" keyword of a schema, as qvl names the param.
+function findPattern(schema, at) {
+  if (!schema || typeof schema !== 'object') return null;
+  if (!Array.isArray(schema) && 'pattern' in schema) return `${at}.pattern`;
+  for (const [k, v] of Object.entries(schema)) {
+    const hit = findPattern(v, Array.isArray(schema) ? `${at}[${k}]` : `${at}.${k}`);
+    if (hit) return hit;
+  }
+  return null;
+}
+
 function sendJson(res, status, obj, extra = {}) {
   res.writeHead(status, { 'Content-Type': 'application/json', ...extra });
   res.end(JSON.stringify(obj));
@@ -97,13 +138,28 @@ async function chat(req, res, delayMs) {
     return sendJson(res, 429, { error: { message: 'queue full (4 waiting)', type: 'server_busy', param: null, code: 'queue_full' } },
       { 'Retry-After': '3' });
   }
+  const rf = body.response_format && body.response_format.type !== 'text' ? body.response_format : null;
+  const pattern = rf && rf.type === 'json_schema' ? findPattern(rf.json_schema && rf.json_schema.schema, 'response_format.json_schema.schema') : null;
+  if (pattern) {
+    return sendJson(res, 400, { error: { message: `response schema keyword 'pattern' is not supported by qvl's constrained ` +
+      `decoding (at ${pattern})`, type: 'invalid_request_error', param: pattern, code: 'unsupported_value' } });
+  }
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const choice = body.tool_choice ?? 'auto';
+  const called = choice === 'none' ? []
+    : choice && choice.type === 'function' ? tools.filter((t) => t.function.name === choice.function.name)
+      : tools.slice(0, 3);
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
   let closed = false;
   res.on('close', () => { closed = true; });
   const id = `chatcmpl-dev${Date.now()}`;
   const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk',
     model: DEV_CONFIG.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  const pieces = pickAnswer(text).match(/\s*\S+|\s+/g) || [];
+  const answer = called.length ? (choice === 'auto' ? 'Let me look that up.' : '')
+    : !rf ? pickAnswer(text)
+      : JSON.stringify(rf.type === 'json_schema' ? instanceOf(rf.json_schema.schema)
+        : { caption: 'A simple countryside scene', objects: ['house', 'tree', 'car', 'sun'], has_text: false });
+  const pieces = rf && !called.length ? answer.match(/.{1,6}/gs) || [] : answer.match(/\s*\S+|\s+/g) || [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   await sleep(Math.min(400, delayMs * 8));
   if (/#timeout/.test(text)) {
@@ -118,7 +174,19 @@ async function chat(req, res, delayMs) {
     n++;
     await sleep(/#slow/.test(text) ? 200 : delayMs);
   }
-  res.write(chunk({}, 'stop'));
+  for (const [index, t] of called.entries()) {
+    // As OpenAI streams calls: id, type and name first with empty arguments, then the arguments text.
+    const args = JSON.stringify(instanceOf(t.function.parameters || {}));
+    res.write(chunk({ tool_calls: [{ index, id: `call_dev${index}${id.slice(-6)}`, type: 'function',
+      function: { name: t.function.name, arguments: '' } }] }));
+    for (const piece of args.match(/.{1,5}/gs) || []) {
+      if (closed) return;
+      await sleep(/#slow/.test(text) ? 200 : delayMs);
+      res.write(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      n++;
+    }
+  }
+  res.write(chunk({}, called.length ? 'tool_calls' : 'stop'));
   res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', choices: [],
     usage: { prompt_tokens: 312, completion_tokens: n, total_tokens: 312 + n },
     timings: { queue_ms: 2, image_ms: 18, vision_ms: 1630, prefill_ms: 910, prefill_tok_s: 342.9,

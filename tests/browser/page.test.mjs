@@ -337,3 +337,174 @@ test('drop and paste attach images; a file over the server limit is refused befo
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+// ---------------------------------------------------------------- answer format and tools
+
+const WEATHER_TOOL = { type: 'function', function: { name: 'get_weather', description: 'Current weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'],
+    additionalProperties: false } } };
+
+// Records every distinct length the first tool card's arguments go through.
+async function watchToolCardGrowth(page) {
+  await page.evaluate(() => {
+    window.__argLengths = [];
+    const obs = new MutationObserver(() => {
+      const code = document.querySelector('.tool-card code');
+      const n = code ? code.textContent.length : 0;
+      if (n && window.__argLengths[window.__argLengths.length - 1] !== n) window.__argLengths.push(n);
+    });
+    obs.observe(document.getElementById('turns'), { subtree: true, childList: true, characterData: true });
+  });
+}
+
+test('tools: a streamed tool call shows as a card, arguments growing live; the next turn replays it', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 80, tools: JSON.stringify([WEATHER_TOOL]),
+    toolChoice: 'required' });
+  const bodies = chatBodies(page);
+  assert.match(await page.locator('#mode-hint').textContent(), /tools \(required\): get_weather/);
+  await watchToolCardGrowth(page);
+  // Slow link, as in the first test, so the pieces arrive one by one.
+  const cdp = await ctx.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions',
+    { offline: false, latency: 0, downloadThroughput: 2048, uploadThroughput: -1 });
+  // (#slow: the dev server's pieces 200 ms apart; the real server reads it as text.)
+  await page.fill('#prompt', 'What is the weather in Paris? #slow');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  assert.deepEqual(bodies[0].tools, [WEATHER_TOOL]);
+  assert.equal(bodies[0].tool_choice, 'required');
+  assert.equal(bodies[0].response_format, undefined);
+  const card = lastAnswer(page).locator('.tool-card').first();
+  assert.equal(await card.locator('.tool-name').textContent(), 'get_weather');
+  assert.match(await card.locator('.tool-id').textContent(), /^call_\w+/);
+  const args = await card.locator('code').textContent();
+  assert.ok(['Paris', 'Oslo'].includes(JSON.parse(args).city), args);
+  assert.equal(args, JSON.stringify(JSON.parse(args), null, 2), 'arguments pretty-printed');
+  const lengths = await page.evaluate(() => window.__argLengths);
+  assert.ok(lengths.length >= 2, `arguments did not grow while streaming: ${JSON.stringify(lengths)}`);
+  assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /tool call/);
+  // The call goes back as the assistant turn's tool_calls, and the server takes it.
+  await page.fill('#prompt', 'Thanks.');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2,
+    null, { timeout: 60000 });
+  const history = bodies[1].messages;
+  assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.equal(history[1].tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(history[1].tool_calls[0].function.arguments), JSON.parse(args));
+  assert.equal(await lastAnswer(page).locator('.answer-error').isHidden(), true);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('answer format JSON schema, set in Settings: the answer is pretty-printed JSON, not Markdown', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 40 });
+  const bodies = chatBodies(page);
+  const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
+  await page.click('#settings-btn');
+  assert.ok(await page.isHidden('#schema-field'));
+  await page.selectOption('#settings select[name="answerFormat"]', 'json_schema');
+  assert.ok(await page.isVisible('#schema-field'));
+  await page.fill('#settings textarea[name="jsonSchema"]', JSON.stringify(schema));
+  assert.ok(await page.isHidden('#schema-error'));
+  await page.click('#settings button.primary-btn');
+  const saved = JSON.parse(await page.evaluate(() => localStorage.getItem('qvl.settings.v1')));
+  assert.equal(saved.answerFormat, 'json_schema');
+  assert.deepEqual(JSON.parse(saved.jsonSchema), schema);
+  await page.fill('#prompt', 'Is everything ok?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  assert.deepEqual(bodies[0].response_format, { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+  const code = lastAnswer(page).locator('.answer-body pre.json-answer code');
+  assert.equal(await code.count(), 1);
+  const text = await code.textContent();
+  const value = JSON.parse(text);
+  assert.deepEqual(Object.keys(value), ['ok']);
+  assert.equal(typeof value.ok, 'boolean');
+  assert.equal(text, JSON.stringify(value, null, 2));
+  assert.equal(await lastAnswer(page).locator('.json-note').count(), 0);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('a schema the server refuses ("pattern") shows the server\'s message naming the param', async () => {
+  const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } }, required: ['code'] };
+  const { page, ctx } = await openPage({ maxTokens: 16, answerFormat: 'json_schema', jsonSchema: JSON.stringify(schema) });
+  assert.match(await page.locator('#mode-hint').textContent(), /JSON schema/);
+  await page.fill('#prompt', 'Give me a code');
+  await page.press('#prompt', 'Enter');
+  const error = lastAnswer(page).locator('.answer-error');
+  await error.waitFor({ state: 'visible', timeout: 30000 });
+  const text = await error.textContent();
+  assert.match(text, /refused the request: .*'pattern'/);
+  assert.match(text, /response_format\.json_schema\.schema\.properties\.code\.pattern/);
+  assert.match(text, /Change the answer format in Settings\.$/);
+  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'error');
+  await ctx.close();
+});
+
+test('invalid JSON in the schema or tools settings shows inline and nothing is sent', async () => {
+  const { page, ctx, errors } = await openPage();
+  let requests = 0;
+  page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) requests++; });
+  await page.click('#settings-btn');
+  await page.selectOption('#settings select[name="answerFormat"]', 'json_schema');
+  await page.fill('#settings textarea[name="jsonSchema"]', '{"type": "object", ');
+  assert.match(await page.locator('#schema-error').textContent(), /not valid JSON/);
+  assert.equal(await page.getAttribute('#settings textarea[name="jsonSchema"]', 'aria-invalid'), 'true');
+  await page.fill('#settings textarea[name="tools"]', '[{"type": "function"}]');
+  assert.match(await page.locator('#tools-error').textContent(), /Tool 1 needs a "function" object/);
+  // The examples are valid.
+  await page.click('#tools-example');
+  assert.ok(await page.isHidden('#tools-error'));
+  assert.match(await page.locator('#tools-hint').textContent(), /1 tool sent with each request: get_weather/);
+  assert.ok(await page.isEnabled('#settings select[name="toolChoice"]'));
+  await page.click('#settings button.primary-btn');
+  await page.fill('#prompt', 'Describe it');
+  await page.press('#prompt', 'Enter');
+  assert.match(await page.locator('#notice').textContent(), /Answer format: The schema is not valid JSON.*Settings/);
+  assert.equal(await page.inputValue('#prompt'), 'Describe it', 'the message stays in the composer');
+  assert.equal(await page.locator('.turn').count(), 0);
+  // The inline error is still there when Settings opens again; the example schema fixes it.
+  await page.click('#settings-btn');
+  assert.ok(await page.isVisible('#schema-error'));
+  await page.click('#schema-example');
+  assert.ok(await page.isHidden('#schema-error'));
+  assert.equal(requests, 0);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('a non-streamed answer with text and two tool calls: text first, a card per call (answer given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage({ tools: JSON.stringify([WEATHER_TOOL]) });
+  const bodies = chatBodies(page);
+  const calls = [
+    { id: 'call_p1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+    { id: 'call_o2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+  ];
+  await page.route('**/v1/chat/completions', (route) => route.fulfill({ status: 200,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, finish_reason: 'tool_calls',
+      message: { role: 'assistant', content: 'Checking **both** cities.', tool_calls: calls } }],
+    usage: { prompt_tokens: 20, completion_tokens: 30 } }) }));
+  await page.fill('#prompt', 'Weather in Paris and Oslo?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]');
+  const answer = lastAnswer(page);
+  assert.equal(await answer.locator('.answer-body strong').textContent(), 'both');
+  const order = await answer.evaluate((a) => [...a.querySelector('.answer-main').children]
+    .filter((e) => !e.hidden && e.textContent.trim()).map((e) => e.className));
+  assert.deepEqual(order.slice(0, 2), ['answer-body md', 'tool-calls']);
+  assert.deepEqual(await answer.locator('.tool-id').allTextContents(), ['call_p1', 'call_o2']);
+  assert.deepEqual(await answer.locator('.tool-card code').allTextContents(),
+    ['{\n  "city": "Paris"\n}', '{\n  "city": "Oslo"\n}']);
+  assert.match(await answer.locator('.answer-meta').textContent(), /2 tool calls/);
+  await page.fill('#prompt', 'And tomorrow?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2);
+  assert.deepEqual(bodies[1].messages[1], { role: 'assistant', content: 'Checking **both** cities.', tool_calls: calls });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

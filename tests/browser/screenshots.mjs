@@ -1,7 +1,10 @@
 // DEVELOPMENT AID: renders the page against dev_server.mjs (canned answers) in headless Chromium
-// and writes docs/screenshots/{desktop,phone}-{light,dark}.png plus the empty start page.
+// and writes docs/screenshots/{desktop,phone}-{light,dark}.png plus the empty start page, and
+// tools-{light,dark}.png (tool-call cards), json-{light,dark}.png (a JSON-schema answer) and
+// settings-{light,dark}.png (the dialog with the answer-format and tools fields).
 //
-//   cd tests/browser && npm install && node screenshots.mjs
+//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools]
+//   QVL_SCREENSHOTS_DIR=/tmp/shots node screenshots.mjs     (somewhere else than docs/screenshots)
 import { chromium } from 'playwright-core';
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -9,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { startDevServer } from './dev_server.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const OUT = path.resolve(HERE, '../../docs/screenshots');
+const OUT = path.resolve(process.env.QVL_SCREENSHOTS_DIR || path.resolve(HERE, '../../docs/screenshots'));
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : '';
 const SCENE = path.join(HERE, 'assets/scene.png');
 export const LAUNCH = {
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -25,8 +29,52 @@ const shots = [
   { name: 'desktop', viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 },
   { name: 'phone', viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true },
 ];
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', description: 'Current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+      required: ['city'] } } },
+  { type: 'function', function: { name: 'find_objects', description: 'Search the picture for objects',
+    parameters: { type: 'object', properties: { query: { type: 'string' }, max_results: { type: 'integer' } },
+      required: ['query'] } } },
+];
+const SCHEMA = { type: 'object', properties: { caption: { type: 'string' }, objects: { type: 'array', items: { type: 'string' } },
+  has_text: { type: 'boolean' } }, required: ['caption', 'objects', 'has_text'] };
+
+async function toolShots() {
+  for (const scheme of ['light', 'dark']) {
+    const ctx = await browser.newContext({ viewport: { width: 1100, height: 820 }, colorScheme: scheme });
+    await ctx.addInitScript((s) => localStorage.setItem('qvl.settings.v1', JSON.stringify(s)),
+      { tools: JSON.stringify(TOOLS, null, 2), toolChoice: 'auto', answerFormat: 'text', jsonSchema: JSON.stringify(SCHEMA, null, 2) });
+    const page = await ctx.newPage();
+    await page.goto(base);
+    await page.waitForSelector('#status[data-state="ready"]');
+    await page.setInputFiles('#file-input', SCENE);
+    await page.waitForSelector('.chip');
+    await page.fill('#prompt', 'What is the weather like where this was taken? And find the car.');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('.answer[data-state="done"] .tool-card');
+    await page.waitForTimeout(200);
+    await page.screenshot({ path: path.join(OUT, `tools-${scheme}.png`) });
+    // The settings dialog, switched to a JSON-schema answer, then that answer.
+    await page.click('#settings-btn');
+    await page.selectOption('#settings select[name="answerFormat"]', 'json_schema');
+    await page.evaluate(() => { document.querySelector('#settings').scrollTop = 0; });
+    await page.waitForTimeout(200);
+    await page.screenshot({ path: path.join(OUT, `settings-${scheme}.png`) });
+    await page.fill('#settings textarea[name="tools"]', '');
+    await page.click('#settings button.primary-btn');
+    await page.fill('#prompt', 'Describe the picture.');
+    await page.press('#prompt', 'Enter');
+    await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2);
+    await page.waitForTimeout(200);
+    await page.screenshot({ path: path.join(OUT, `json-${scheme}.png`) });
+    await ctx.close();
+  }
+}
+
 try {
-  for (const s of shots) {
+  if (only === 'tools') await toolShots();
+  for (const s of only && only !== 'conversation' ? [] : shots) {
     for (const scheme of ['light', 'dark']) {
       const ctx = await browser.newContext({ ...s, colorScheme: scheme });
       const page = await ctx.newPage();
@@ -56,6 +104,7 @@ try {
       await ctx.close();
     }
   }
+  if (!only) await toolShots();
 } finally {
   await browser.close();
   server.close();

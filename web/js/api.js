@@ -7,7 +7,8 @@
 //                              {model, patch_size, merge_size, min_pixels, max_pixels (server cap),
 //                               max_image_bytes, max_body_bytes, context_size, default_max_tokens}
 //   POST /v1/chat/completions  OpenAI chat completions with stream: true (SSE), plus the extensions
-//                              max_pixels (request) and timings (in the usage chunk)
+//                              max_pixels (request) and timings (in the usage chunk); with
+//                              response_format and tools when the settings ask (request.js)
 import { SseParser, readChunk } from './sse.js';
 import { describeHttpError, describeStreamError } from './errors.js';
 
@@ -72,10 +73,11 @@ export async function fetchConfig(apiKey) {
   return { config: cfg, fromServer };
 }
 
-// Streams one chat completion. Calls onDelta(text) for each piece of the answer, and resolves to
-// {finishReason, usage, timings, error, stopped}. Aborting `signal` (the Stop button) closes the
-// connection, which makes the server cancel the work and free its slot.
-export async function streamChat(body, { apiKey, signal, onDelta }) {
+// Streams one chat completion. Calls onDelta(text) for each piece of the answer and
+// onToolCalls(deltas) for each piece of its tool calls (fold them with accumulateToolCalls), and
+// resolves to {finishReason, usage, timings, error, stopped}. Aborting `signal` (the Stop button)
+// closes the connection, which makes the server cancel the work and free its slot.
+export async function streamChat(body, { apiKey, signal, onDelta, onToolCalls = () => {} }) {
   const result = { finishReason: null, usage: null, timings: null, error: null, stopped: false };
   let res;
   try {
@@ -100,6 +102,9 @@ export async function streamChat(body, { apiKey, signal, onDelta }) {
       const payload = await res.json();
       const choice = payload.choices && payload.choices[0];
       onDelta(choice && choice.message ? String(choice.message.content ?? '') : '');
+      const calls = choice && choice.message && choice.message.tool_calls;
+      // Whole calls, each one delta with its position as index.
+      if (Array.isArray(calls) && calls.length) onToolCalls(calls.map((c, index) => ({ index, ...c })));
       result.finishReason = choice ? choice.finish_reason : null;
       result.usage = payload.usage ?? null;
       result.timings = payload.timings ?? null;
@@ -119,6 +124,7 @@ export async function streamChat(body, { apiKey, signal, onDelta }) {
       if (chunk.done) { done = true; continue; }
       if (chunk.error) { result.error = describeStreamError(chunk.error); continue; }
       if (chunk.delta) onDelta(chunk.delta);
+      if (chunk.toolCalls) onToolCalls(chunk.toolCalls);
       if (chunk.finishReason) result.finishReason = chunk.finishReason;
       if (chunk.usage) result.usage = chunk.usage;
       if (chunk.timings) result.timings = chunk.timings;

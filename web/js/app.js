@@ -1,11 +1,14 @@
 // The page: state, events, and the request each turn sends. Rendering lives in view.js, the API in
-// api.js, the pure parts (markdown, grounding, smart_resize, sse) in their own modules with tests.
+// api.js, the pure parts (markdown, grounding, smart_resize, sse, request, tool_calls) in their own
+// modules with tests.
 import { FALLBACK_CONFIG, fetchConfig, fetchHealth, streamChat } from './api.js';
 import { checkFile, readAttachment } from './attachments.js';
 import { loadSettings, saveSettings, sanitizeSettings, DEFAULTS } from './settings.js';
 import { h, icon, attachmentChip, userTurn, answerView, tokensOf } from './view.js';
 import { formatBytes } from './errors.js';
-import { effectiveMaxPixels } from './smart_resize.js';
+import { buildMessages, buildRequestBody, checkSchemaText, checkToolsText, formatAndToolFields, modeSummary }
+  from './request.js';
+import { accumulateToolCalls, toApiToolCalls } from './tool_calls.js';
 
 const PRESETS = [
   { id: 'describe', icon: 'eye', label: 'Describe', short: 'Describe', hint: 'What is in the image',
@@ -33,7 +36,8 @@ const state = {
   configFromServer: false,
   settings: loadSettings(localStorage),
   pending: [],      // attachments for the next message
-  turns: [],        // {text, images, answer: {text, status, error, finishReason, usage, timings}, view}
+  turns: [],        // {text, images, json, answer: {text, toolCalls, status, error, finishReason, usage,
+                    //  timings}, view}
   active: null,     // {controller, turn} while an answer streams
   health: 'connecting',
 };
@@ -60,8 +64,10 @@ matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme
 // ---------------------------------------------------------------- notices
 
 let noticeTimer = 0;
+let settingsNotice = false;  // the notice shown says a setting stopped a request
 // level 'error': something was refused; 'info': a hint or a warning that does not block anything.
 function notice(text, sticky = false, level = 'error') {
+  settingsNotice = false;
   els.notice.querySelector('.notice-text').textContent = text;
   els.notice.dataset.level = level;
   els.notice.hidden = false;
@@ -189,39 +195,17 @@ window.addEventListener('drop', (e) => {
 
 // ---------------------------------------------------------------- conversation
 
-// A turn goes back to the model as history only if it produced text (a failed turn is shown, not resent).
+// A turn goes back to the model as history only if it produced text or tool calls (a failed turn is
+// shown, not resent).
 function inHistory(turn) {
-  return turn.answer.text.length > 0 || turn === (state.active && state.active.turn);
+  return turn.answer.text.length > 0 || turn.answer.toolCalls.length > 0 ||
+    turn === (state.active && state.active.turn);
 }
 
-function buildMessages() {
-  const messages = [];
-  if (state.settings.system.trim()) messages.push({ role: 'system', content: state.settings.system });
-  for (const t of state.turns.filter(inHistory)) {
-    if (t.images.length) {
-      // Images first, then the text: the layout the model was trained on and `qvl run` uses.
-      const parts = t.images.map((a) => ({ type: 'image_url', image_url: { url: a.dataUrl } }));
-      if (t.text) parts.push({ type: 'text', text: t.text });
-      messages.push({ role: 'user', content: parts });
-    } else {
-      messages.push({ role: 'user', content: t.text });
-    }
-    if (t !== state.active.turn) messages.push({ role: 'assistant', content: t.answer.text });
-  }
-  return messages;
-}
-
+// The active turn is the last of the history: its question is asked, its answer not yet given.
 function requestBody() {
-  const s = state.settings;
-  const body = {
-    model: state.config.model || 'qvl',
-    messages: buildMessages(),
-    stream: true,
-    stream_options: { include_usage: true },
-    temperature: s.temperature,
-  };
-  if (s.maxTokens > 0) body.max_tokens = s.maxTokens;
-  if (s.maxPixels > 0) body.max_pixels = effectiveMaxPixels(state.config, s.maxPixels);
+  const messages = buildMessages(state.settings.system, state.turns.filter(inHistory));
+  const { body } = buildRequestBody({ settings: state.settings, config: state.config, messages });
   return JSON.stringify(body);
 }
 
@@ -261,6 +245,20 @@ function scrollToBottom() {
   els.conversation.scrollTop = els.conversation.scrollHeight;
 }
 
+// A schema or tools setting that is not valid JSON stops the request (the message stays in the
+// composer) and says what to fix; once fixed, that notice goes away with the next send.
+function settingsProblem() {
+  const { error } = formatAndToolFields(state.settings);
+  if (error) {
+    notice(`${error} Fix it in Settings (⚙).`, true);
+    settingsNotice = true;
+    return true;
+  }
+  if (settingsNotice) els.notice.hidden = true;
+  settingsNotice = false;
+  return false;
+}
+
 async function send(text) {
   if (state.active) return;
   text = text.trim();
@@ -268,10 +266,13 @@ async function send(text) {
     notice('Type a question, or add an image and pick a task.', false, 'info');
     return;
   }
+  if (settingsProblem()) return;
   const turn = {
     text,
     images: state.pending,
-    answer: { text: '', status: 'waiting', error: '', finishReason: null, usage: null, timings: null },
+    json: state.settings.answerFormat !== 'text',
+    answer: { text: '', toolCalls: [], status: 'waiting', error: '', finishReason: null, usage: null,
+      timings: null },
   };
   state.pending = [];
   state.turns.push(turn);
@@ -305,6 +306,11 @@ async function send(text) {
         turn.answer.status = 'streaming';
         scheduleRender(turn);
       },
+      onToolCalls: (deltas) => {
+        turn.answer.toolCalls = accumulateToolCalls(turn.answer.toolCalls, deltas);
+        turn.answer.status = 'streaming';
+        scheduleRender(turn);
+      },
     });
     Object.assign(turn.answer, {
       finishReason: result.finishReason, usage: result.usage, timings: result.timings,
@@ -333,7 +339,7 @@ function stop() {
 
 // A failed turn (queue full, timeout, ...) is sent again as it was, replacing the failed one.
 function retry(turn) {
-  if (state.active) return;
+  if (state.active || settingsProblem()) return;
   state.turns = state.turns.filter((t) => t !== turn);
   turn.li.remove();
   state.pending = [...turn.images, ...state.pending];
@@ -352,15 +358,21 @@ function clearConversation() {
   els.prompt.focus();
 }
 
+// The text, then the tool calls as the API's JSON (what code calling the API would get).
+function copyText(answer) {
+  const calls = answer.toolCalls.length ? JSON.stringify(toApiToolCalls(answer.toolCalls), null, 2) : '';
+  return [answer.text, calls].filter(Boolean).join('\n\n');
+}
+
 async function copyAnswer(turn, button) {
   const label = button.querySelector('span');
   try {
     if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(turn.answer.text);
+      await navigator.clipboard.writeText(copyText(turn.answer));
     } else {
       // Plain-HTTP pages on another host have no async clipboard; the legacy path still works.
       const ta = h('textarea', { class: 'sr-only' });
-      ta.value = turn.answer.text;
+      ta.value = copyText(turn.answer);
       document.body.append(ta);
       ta.select();
       document.execCommand('copy');
@@ -420,6 +432,30 @@ for (const p of PRESETS) {
 
 // ---------------------------------------------------------------- settings
 
+const EXAMPLE_SCHEMA = {
+  type: 'object',
+  properties: {
+    caption: { type: 'string', maxLength: 200 },
+    objects: { type: 'array', items: { type: 'string' }, maxItems: 10 },
+    has_text: { type: 'boolean' },
+  },
+  required: ['caption', 'objects', 'has_text'],
+  additionalProperties: false,
+};
+const EXAMPLE_TOOLS = [{
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather in a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  },
+}];
+
 function fillSettingsForm() {
   const f = els.settingsForm.elements;
   f.system.value = state.settings.system;
@@ -427,6 +463,43 @@ function fillSettingsForm() {
   f.temperature.value = state.settings.temperature;
   f.maxPixels.value = state.settings.maxPixels;
   f.apiKey.value = state.settings.apiKey;
+  f.answerFormat.value = state.settings.answerFormat;
+  f.jsonSchema.value = state.settings.jsonSchema;
+  f.tools.value = state.settings.tools;
+  f.toolChoice.value = state.settings.toolChoice;
+  renderJsonSettings();
+}
+
+// The answer-format and tools fields: the schema box only for "JSON schema", and what is wrong with
+// the JSON typed, under its box (the request will not be sent until it is fixed).
+function renderJsonSettings() {
+  const s = state.settings;
+  const f = els.settingsForm.elements;
+  $('schema-field').hidden = s.answerFormat !== 'json_schema';
+  const schemaError = s.answerFormat === 'json_schema' && s.jsonSchema.trim() ? checkSchemaText(s.jsonSchema).error : '';
+  showFieldError(f.jsonSchema, $('schema-error'), schemaError);
+  const tools = checkToolsText(s.tools);
+  showFieldError(f.tools, $('tools-error'), tools.error);
+  const n = tools.value ? tools.value.length : 0;
+  $('tools-hint').textContent = tools.error ? '' : n
+    ? `${n} ${n === 1 ? 'tool' : 'tools'} sent with each request: ${tools.value.map((t) => t.function.name).join(', ')}. ` +
+      'The page shows the calls; it does not run them.'
+    : 'Empty = no tools. Calls the model makes are shown as cards; the page does not run them.';
+  f.toolChoice.disabled = n === 0;
+  renderMode();
+}
+
+function showFieldError(input, slot, message) {
+  slot.textContent = message || '';
+  slot.hidden = !message;
+  if (message) input.setAttribute('aria-invalid', 'true');
+  else input.removeAttribute('aria-invalid');
+}
+
+function renderMode() {
+  const mode = modeSummary(state.settings);
+  $('mode-hint').textContent = mode;
+  $('mode-hint').title = mode;
 }
 
 els.settingsForm.addEventListener('input', () => {
@@ -434,13 +507,24 @@ els.settingsForm.addEventListener('input', () => {
   const next = sanitizeSettings({
     ...state.settings, system: f.system.value, maxTokens: f.maxTokens.value,
     temperature: f.temperature.value, maxPixels: f.maxPixels.value, apiKey: f.apiKey.value,
+    answerFormat: f.answerFormat.value, jsonSchema: f.jsonSchema.value, tools: f.tools.value,
+    toolChoice: f.toolChoice.value,
   });
   const keyChanged = next.apiKey !== state.settings.apiKey;
   state.settings = next;
   saveSettings(localStorage, state.settings);
+  renderJsonSettings();
   renderAttachments();
   if (keyChanged) refreshConfig();
 });
+for (const [id, name, example] of [['schema-example', 'jsonSchema', EXAMPLE_SCHEMA], ['tools-example', 'tools', EXAMPLE_TOOLS]]) {
+  $(id).addEventListener('click', () => {
+    const input = els.settingsForm.elements[name];
+    input.value = JSON.stringify(example, null, 2);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.focus();
+  });
+}
 $('settings-btn').addEventListener('click', () => {
   fillSettingsForm();
   els.settings.showModal();
@@ -457,6 +541,7 @@ els.settings.addEventListener('click', (e) => { if (e.target === els.settings) e
 // ---------------------------------------------------------------- start
 
 applyTheme();
+renderMode();
 showEmpty(true);
 renderAttachments();
 refreshHealth();

@@ -3,10 +3,18 @@
 
 export function describeHttpError(status, body, retryAfter) {
   const serverMsg = body && body.error && body.error.message ? String(body.error.message) : '';
-  const detail = serverMsg ? `: ${serverMsg}` : '.';
+  // The field it refused (e.g. response_format.json_schema.schema.properties.code.pattern), unless
+  // the message names it already.
+  const param = body && body.error && typeof body.error.param === 'string' ? body.error.param : '';
+  const where = param && !serverMsg.includes(param) ? ` (${param})` : '';
+  const detail = serverMsg ? `: ${serverMsg}${where}` : '.';
   switch (status) {
-    case 400:
-      return `The server refused the request${detail}`;
+    case 400: {
+      // The answer format and the tools come from Settings: say where to change them.
+      const hint = /^(response_format|tools|tool_choice)\b/.test(param)
+        ? ` Change ${param.startsWith('response_format') ? 'the answer format' : 'the tools'} in Settings.` : '';
+      return `The server refused the request${detail}${hint}`;
+    }
     case 401:
     case 403:
       return `Not authorised${detail} Set the API key in Settings.`;

@@ -10,7 +10,16 @@ export const DEFAULTS = Object.freeze({
   maxPixels: 0,      // 0 = the server's cap
   apiKey: '',
   theme: '',         // '' = follow the system, 'light', 'dark'
+  answerFormat: 'text',  // 'text', 'json_object' or 'json_schema' (sent as response_format)
+  jsonSchema: '',    // the schema's JSON text, kept as typed (checked when a request is built)
+  tools: '',         // a JSON array of OpenAI tool definitions, as typed; '' = no tools
+  toolChoice: 'auto',  // 'auto', 'required' or 'none' (sent with the tools)
 });
+
+export const ANSWER_FORMATS = Object.freeze(['text', 'json_object', 'json_schema']);
+export const TOOL_CHOICES = Object.freeze(['auto', 'required', 'none']);
+const CHOICES = { answerFormat: ANSWER_FORMATS, toolChoice: TOOL_CHOICES };
+const MAX_JSON_TEXT = 100000;
 
 const LIMITS = {
   maxTokens: [0, 1 << 20],
@@ -24,6 +33,10 @@ export function sanitizeSettings(raw) {
   if (typeof raw.system === 'string') s.system = raw.system.slice(0, 20000);
   if (typeof raw.apiKey === 'string') s.apiKey = raw.apiKey.slice(0, 512);
   if (raw.theme === 'light' || raw.theme === 'dark' || raw.theme === '') s.theme = raw.theme;
+  for (const [key, allowed] of Object.entries(CHOICES)) if (allowed.includes(raw[key])) s[key] = raw[key];
+  // The JSON texts are kept even when they do not parse: the user is still typing them.
+  if (typeof raw.jsonSchema === 'string') s.jsonSchema = raw.jsonSchema.slice(0, MAX_JSON_TEXT);
+  if (typeof raw.tools === 'string') s.tools = raw.tools.slice(0, MAX_JSON_TEXT);
   for (const [key, [lo, hi]] of Object.entries(LIMITS)) {
     const v = Number(raw[key]);
     if (raw[key] !== '' && raw[key] != null && Number.isFinite(v) && v >= lo && v <= hi) {

@@ -5,6 +5,7 @@ import { parseMarkdown, toDom } from './markdown.js';
 import { parseGrounding, containRect, placeBox, placePoint, labelHue } from './grounding.js';
 import { imageCost } from './smart_resize.js';
 import { formatBytes, describeTimings } from './errors.js';
+import { formatJsonText, isJson, looksLikeJson } from './tool_calls.js';
 
 export function h(tag, props = {}, ...children) {
   const e = document.createElement(tag);
@@ -74,9 +75,12 @@ export function userTurn(turn) {
     turn.text ? h('div', { class: 'user-text', text: turn.text }) : null);
 }
 
-// The assistant side of a turn; update() re-renders it from the turn's current state.
+// The assistant side of a turn; update() re-renders it from the turn's current state. An answer
+// asked for as JSON (turn.json) is shown as a formatted code block, not through Markdown; its tool
+// calls (turn.answer.toolCalls) as one card each, after the text.
 export function answerView(turn, { onCopy, onRetry, imageFor }) {
   const body = h('div', { class: 'answer-body md' });
+  const calls = h('div', { class: 'tool-calls', hidden: true });
   const figureSlot = h('div', { class: 'figure-slot' });
   const error = h('div', { class: 'answer-error', role: 'alert', hidden: true });
   const meta = h('div', { class: 'answer-meta' });
@@ -88,17 +92,28 @@ export function answerView(turn, { onCopy, onRetry, imageFor }) {
   const root = h('div', { class: 'answer', 'aria-busy': 'true' },
     h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon('logo')),
     // The picture first: people would rather see the boxes than read the coordinates.
-    h('div', { class: 'answer-main' }, figureSlot, body, error, h('div', { class: 'answer-foot' }, meta, actions)));
+    h('div', { class: 'answer-main' }, figureSlot, body, calls, error, h('div', { class: 'answer-foot' }, meta, actions)));
   let lastText = null;
+  let lastBusy = null;
   let lastBoxesKey = '';
+  const cards = [];
 
   function update() {
     const a = turn.answer;
+    const toolCalls = a.toolCalls || [];
+    const busy = a.status === 'streaming' || a.status === 'waiting';
     root.dataset.state = a.status;
-    root.setAttribute('aria-busy', String(a.status === 'waiting' || a.status === 'streaming'));
-    if (a.text !== lastText) {
+    root.setAttribute('aria-busy', String(busy));
+    root.classList.toggle('has-calls', toolCalls.length > 0);
+    if (a.text !== lastText || (turn.json && busy !== lastBusy)) {
       lastText = a.text;
-      body.replaceChildren(a.text ? toDom(parseMarkdown(a.text), document) : typingDots(a.status));
+      lastBusy = busy;
+      // A JSON answer bypasses Markdown (unless it is not JSON at all: an older server ignores
+      // response_format, and its prose is better rendered as prose).
+      const content = !a.text ? (toolCalls.length ? [] : [typingDots(a.status)])
+        : turn.json && looksLikeJson(a.text) ? jsonAnswer(a.text, busy)
+          : [toDom(parseMarkdown(a.text), document)];
+      body.replaceChildren(...content);
       const marks = parseGrounding(a.text);
       const key = JSON.stringify(marks);
       if (key !== lastBoxesKey) {
@@ -107,17 +122,62 @@ export function answerView(turn, { onCopy, onRetry, imageFor }) {
         figureSlot.replaceChildren(marks.length && images.length ? groundingFigure(images, marks) : '');
       }
     } else if (!a.text) {
-      body.replaceChildren(a.status === 'waiting' || a.status === 'streaming' ? typingDots(a.status) : '');
+      body.replaceChildren(busy && !toolCalls.length ? typingDots(a.status) : '');
     }
+    body.hidden = !a.text && toolCalls.length > 0;
+    while (cards.length < toolCalls.length) {
+      cards.push(toolCallCard());
+      calls.append(cards[cards.length - 1].root);
+    }
+    // The cursor only on the call still being written (the last one).
+    toolCalls.forEach((c, k) => cards[k].update(c, busy, busy && k === toolCalls.length - 1));
+    calls.hidden = toolCalls.length === 0;
     error.hidden = !a.error;
     error.textContent = a.error || '';
     meta.textContent = metaText(a);
-    const busy = a.status === 'streaming' || a.status === 'waiting';
-    copyBtn.hidden = !a.text || busy;
+    copyBtn.hidden = (!a.text && !toolCalls.length) || busy;
     retryBtn.hidden = a.status !== 'error' || Boolean(a.text);
     actions.hidden = copyBtn.hidden && retryBtn.hidden;
   }
   update();
+  return { root, update };
+}
+
+// A JSON answer, formatted (also while it streams: formatJsonText takes any prefix). Once complete,
+// text that does not parse says so: an answer cut at the token limit is not valid JSON.
+function jsonAnswer(text, busy) {
+  const complete = isJson(text);
+  return [
+    h('pre', { class: 'json-answer' }, h('code', { class: 'language-json', text: formatJsonText(text) })),
+    !busy && !complete ? h('p', { class: 'json-note', text: 'Not valid JSON: the answer is incomplete.' }) : null,
+  ].filter(Boolean);
+}
+
+// One tool call: the function's name, its arguments formatted (growing while they stream), the id.
+// The page does not run tools; the card shows what the model asked for.
+function toolCallCard() {
+  const name = h('span', { class: 'tool-name' });
+  const id = h('span', { class: 'tool-id' });
+  const code = h('code', { class: 'language-json' });
+  const note = h('span', { class: 'tool-note', hidden: true });
+  const root = h('section', { class: 'tool-card', 'aria-label': 'Tool call' },
+    h('header', {}, h('span', { class: 'tool-badge', 'aria-hidden': 'true', text: 'ƒ' }), name, id),
+    h('pre', {}, code), note);
+  let last = null;
+  function update(call, busy, writing) {
+    const key = `${call.name}\u0000${call.id}\u0000${call.arguments}\u0000${busy}\u0000${writing}`;
+    if (key === last) return;
+    last = key;
+    name.textContent = call.name || '…';
+    root.setAttribute('aria-label', `Tool call: ${call.name}`);
+    id.textContent = call.id;
+    id.title = call.id ? `Call id ${call.id}` : '';
+    code.textContent = call.arguments ? formatJsonText(call.arguments) : (busy ? '' : '{}');
+    const bad = !busy && call.arguments && !isJson(call.arguments);
+    note.hidden = !bad;
+    note.textContent = bad ? 'The arguments are not valid JSON (incomplete).' : '';
+    root.classList.toggle('streaming', writing);
+  }
   return { root, update };
 }
 
@@ -130,6 +190,8 @@ function metaText(a) {
   if (a.status === 'stopped') parts.push('Stopped');
   if (a.finishReason === 'length') parts.push('Cut at the max-token limit');
   if (a.finishReason === 'repetition') parts.push('Stopped: the answer was repeating itself');
+  const n = (a.toolCalls || []).length;
+  if (n) parts.push(`${n} tool ${n === 1 ? 'call' : 'calls'} (not run by this page)`);
   const t = describeTimings(a.timings, a.usage);
   if (t) parts.push(t);
   return parts.join(' · ');

@@ -26,3 +26,19 @@ test('bad values fall back to defaults', () => {
   const full = { getItem: () => null, setItem: () => { throw new Error('QuotaExceededError'); } };
   assert.equal(saveSettings(full, DEFAULTS), false);
 });
+
+test('answer format, schema, tools and tool choice are remembered; bad values fall back', () => {
+  const st = memoryStorage();
+  const s = { ...DEFAULTS, answerFormat: 'json_schema', jsonSchema: '{"type": "object"', tools: '[{"type":"function"}]',
+    toolChoice: 'required' };
+  assert.ok(saveSettings(st, s));
+  // Kept as typed, even while not valid JSON: the request builder checks them (request.js).
+  assert.deepEqual(loadSettings(st), s);
+  const bad = sanitizeSettings({ answerFormat: 'yaml', toolChoice: 'always', jsonSchema: 42, tools: { a: 1 } });
+  assert.equal(bad.answerFormat, 'text');
+  assert.equal(bad.toolChoice, 'auto');
+  assert.equal(bad.jsonSchema, '');
+  assert.equal(bad.tools, '');
+  assert.equal(sanitizeSettings({ tools: 'x'.repeat(200000) }).tools.length, 100000);
+  assert.equal(DEFAULTS.answerFormat, 'text');
+});

@@ -28,6 +28,18 @@ test('chat chunks: delta, finish reason, usage with timings, done, in-stream err
   assert.equal(err.error.message, 'deadline exceeded');
   assert.match(describeStreamError(err.error), /timeout/);
   assert.match(readChunk('not json').error.message, /unreadable/);
+  assert.equal(delta.toolCalls, null);
+});
+
+test('chat chunks: tool call deltas are passed on as they are', () => {
+  const first = readChunk('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",' +
+    '"function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}');
+  assert.deepEqual(first.toolCalls, [{ index: 0, id: 'call_1', type: 'function',
+    function: { name: 'get_weather', arguments: '' } }]);
+  assert.equal(first.delta, '');
+  const piece = readChunk('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"ci"}}]}}]}');
+  assert.equal(piece.toolCalls[0].function.arguments, '{\"ci');
+  assert.equal(readChunk('{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}').finishReason, 'tool_calls');
 });
 
 test('HTTP errors read as sentences that say what to do', () => {
@@ -38,6 +50,17 @@ test('HTTP errors read as sentences that say what to do', () => {
   assert.match(describeHttpError(400, body('image 1: not a decodable image')), /refused.*not a decodable/);
   assert.match(describeHttpError(401, body('missing API key')), /API key/);
   assert.match(describeHttpError(500, null), /HTTP 500/);
+  // A refused schema: the server's message, which names the field; the param added when it does not.
+  const refused = { error: { message: "response schema keyword 'pattern' is not supported by qvl's constrained " +
+    'decoding (at response_format.json_schema.schema.properties.code.pattern)',
+  param: 'response_format.json_schema.schema.properties.code.pattern', type: 'invalid_request_error' } };
+  const sentence = describeHttpError(400, refused);
+  assert.match(sentence, /^The server refused the request: response schema keyword 'pattern' is not supported/);
+  assert.equal(sentence.split('response_format.json_schema.schema.properties.code.pattern').length, 2, 'param once');
+  assert.match(sentence, /Change the answer format in Settings\.$/);
+  assert.match(describeHttpError(400, { error: { message: 'unknown field', param: 'tools[0].function.strictly' } }),
+    /unknown field \(tools\[0\]\.function\.strictly\) Change the tools in Settings\.$/);
+  assert.doesNotMatch(describeHttpError(400, body('bad image')), /Settings/);
 });
 
 test('timings line and sizes', () => {
