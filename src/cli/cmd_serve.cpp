@@ -37,8 +37,8 @@ std::string served_name(std::string model) {
 
 int cmd_serve(int argc, char** argv) {
   Args args("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]",
-            "Serves the web page at / and the OpenAI-compatible API (/v1/chat/completions, /v1/jobs, /v1/models,\n"
-            "/health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.",
+            "Serves the web page at / and the OpenAI-compatible API (/v1/chat/completions, /v1/responses, /v1/jobs,\n"
+            "/v1/models, /health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.",
             join({model_flags(), server_flags()}));
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
