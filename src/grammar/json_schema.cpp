@@ -299,10 +299,10 @@ class SchemaCompiler {
 
     const ojson& props = s["properties"];
     if (!props.is_object()) invalid(path + ".properties", "'properties' must be an object of schemas");
-    if (ap && !(ap->is_boolean() && !ap->get<bool>()))
-      throw FieldError(path + ".additionalProperties",
-                       cat("response schema keyword 'additionalProperties' other than false beside 'properties' is not "
-                           "supported by qvl's constrained decoding (at ", path, ".additionalProperties)"));
+    // Beside 'properties', qvl writes the declared properties only, whatever
+    // additionalProperties allows besides: such an object is valid against
+    // the schema either way (extra properties are permitted, never required),
+    // and a model given a schema means its declared fields.
     for (const std::string& name : required)
       if (!props.contains(name)) invalid(path + ".required", cat("required property '", name, "' is not in 'properties'"));
 
