@@ -263,11 +263,12 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
   const int64_t tile = kKV * N;  // key positions per packed tile / score micro-tile
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
   const int64_t tiles = (p.nkv + tile - 1) / tile;
-  // Key blocks of up to kBlockTiles tiles share one softmax rescale; the
-  // tiles are spread evenly over the blocks so the last is not a sliver.
-  const int64_t blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
-  const int64_t block_tiles = (tiles + blocks - 1) / blocks;
-  const int64_t bk_max = block_tiles * tile;
+  // Key blocks of kBlockTiles tiles share one softmax rescale. They start at
+  // fixed positions (multiples of bk_max), never sized from nkv: a row's max
+  // and sum are then taken over the same blocks in the same order whatever
+  // the call's length, so a prompt prefilled in pieces gets the bits of one
+  // whole call (the engine cuts prompts where it likes).
+  const int64_t bk_max = kBlockTiles * tile;
   // Kt [kv_heads][tiles][dh][tile], zero past nkv. Vp [kv_heads][nkv][dh]:
   // each head's value rows packed densely, so a block of rows is not
   // kv_stride (often a multiple of 4 KB) apart, where they would share L1 sets.

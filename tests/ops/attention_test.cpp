@@ -140,6 +140,56 @@ TEST(Attention, OutputOverTheQueriesEqualsASeparateOutput) {
   }
 }
 
+// Prefill in pieces (the engine cuts prompts into chunks of >= 16 tokens
+// wherever it likes): a piece of queries [at, at + len) attends to keys
+// [0, at + len) with q_pos0 = at, and every row must equal, bit for bit, the
+// same row of the whole prompt in one call, whatever the piece's length and
+// start; causal, GQA, f32 and f16 K/V, on every target. 300 positions so the
+// online softmax spans several key blocks on every target.
+TEST(Attention, TiledAttentionRowsIndependentOfChunking) {
+  ThreadPool pool(0);
+  constexpr int64_t kLen = 300;
+  AttentionParams whole;
+  whole.nq = whole.nkv = kLen, whole.q_heads = 4, whole.kv_heads = 2, whole.head_dim = 64;
+  whole.q_stride = whole.out_stride = 4 * 64 + 4, whole.kv_stride = 2 * 64 + 2;
+  whole.scale = 0.125f, whole.causal = true, whole.q_pos0 = 0;
+  const auto q = testing::random_floats(kLen * whole.q_stride, 31, -3, 3);
+  const auto k = testing::random_floats(kLen * whole.kv_stride, 32, -3, 3);
+  const auto v = testing::random_floats(kLen * whole.kv_stride, 33);
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
+  f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+  auto run = [&](bool f16, const AttentionParams& p, int64_t at, float* out) {
+    if (f16)
+      attention(q.data() + at * p.q_stride, k16.data(), v16.data(), out, p, pool);
+    else
+      attention(q.data() + at * p.q_stride, k.data(), v.data(), out, p, pool);
+  };
+  auto check = [&](const std::string& target) {
+    for (bool f16 : {false, true}) {
+      std::vector<float> want(static_cast<size_t>(kLen * whole.out_stride));
+      run(f16, whole, 0, want.data());
+      for (int64_t chunk : {16, 17, 24, 33, 48, 100}) {
+        std::vector<float> got(want.size(), -7.0f);
+        for (int64_t at = 0, len = 0; at < kLen; at += len) {
+          len = kLen - at - chunk < 16 ? kLen - at : chunk;
+          AttentionParams p = whole;
+          p.nq = len, p.nkv = at + len, p.q_pos0 = at;
+          run(f16, p, at, got.data() + at * p.out_stride);
+        }
+        for (int64_t i = 0; i < kLen; ++i)
+          for (int64_t c = 0; c < whole.q_heads * whole.head_dim; ++c) {
+            const size_t at = static_cast<size_t>(i * whole.out_stride + c);
+            ASSERT_EQ(got[at], want[at]) << target << (f16 ? " f16" : " f32") << " chunk " << chunk << " row " << i
+                                         << " col " << c;
+          }
+      }
+    }
+  };
+  check("best");
+  testing::for_each_target(check);
+}
+
 TEST(Attention, RejectsBadHeadCounts) {
   ThreadPool pool(1);
   AttentionParams p;

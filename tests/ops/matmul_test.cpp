@@ -226,6 +226,45 @@ TEST(Matmul, QuantGemmRowsAreBitIdenticalToSingleRows) {
   testing::for_each_target(check);
 }
 
+// Prefill pieces of any length >= 9 rows go to the GEMMs, and a prompt's
+// rows must not change with where it is cut: rows [s, s + m) computed in one
+// call of m rows must equal, bit for bit, the same rows of one 100-row call,
+// for m from just past the small-m path to the whole, pieces starting at 0
+// and off any tile boundary; f32 and bf16 (exact) and q8/q4 weights, odd n,
+// k not a multiple of 32, bias, strides ldx > k, ldy > n, on every target.
+TEST(Matmul, GemmRowsAreBitIdenticalForAnyM) {
+  ThreadPool pool(0);
+  auto check = [&](const std::string& target) {
+    uint32_t seed = 1300;
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 100}, {16, 64}, {5, 300}})
+      for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+        auto wsrc = random_bf16(n * k, ++seed);
+        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
+                                                 : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool);
+        constexpr int64_t kRows = 100;
+        const int64_t ldx = k + 3, ldy = n + 5;
+        auto x = random_floats(kRows * ldx, ++seed, -2, 2);
+        auto bias = random_floats(n, ++seed);
+        const float* b = n == 16 ? nullptr : bias.data();
+        std::vector<float> whole(static_cast<size_t>(kRows * ldy));
+        matmul(x.data(), kRows, ldx, w, b, whole.data(), ldy, pool);
+        for (int64_t m : {9, 16, 17, 24, 33, 48, 100})
+          for (int64_t s : {int64_t{0}, int64_t{5}, kRows - m}) {
+            if (s + m > kRows) continue;
+            std::vector<float> y(static_cast<size_t>(m * ldy), -5.0f);
+            matmul(x.data() + s * ldx, m, ldx, w, b, y.data(), ldy, pool);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j)
+                ASSERT_EQ(y[i * ldy + j], whole[(s + i) * ldy + j])
+                    << target << " " << weight_format_name(f) << " m=" << m << " start " << s << " row " << i
+                    << " col " << j << " n=" << n << " k=" << k;
+          }
+      }
+  };
+  check("best");
+  testing::for_each_target(check);
+}
+
 TEST(Matmul, RejectsShortStrides) {
   ThreadPool pool(1);
   std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8);
