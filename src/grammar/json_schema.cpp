@@ -2,7 +2,9 @@
 //
 // Supported: type (one or a list), properties / required /
 // additionalProperties, enum, const, items, prefixItems, minItems, maxItems,
-// string format (date, time, date-time, uuid), minLength / maxLength, anyOf,
+// string format (date, time, date-time, uuid), minLength / maxLength,
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum (integer bounds for
+// numbers; number_range.h), anyOf,
 // oneOf, allOf with one schema, $ref to "#", "#/$defs/NAME" or
 // "#/definitions/NAME" (recursion allowed), and the annotations. Everything
 // else is refused with a FieldError naming the keyword's path: a keyword the
@@ -10,11 +12,14 @@
 //
 // Layout: as json_grammar.h (an optional space after ':' and ','); properties
 // appear in the schema's order; an optional property may be left out.
+#include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "grammar/grammar_builder.h"
 #include "grammar/json_grammar.h"
+#include "grammar/number_range.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -31,7 +36,7 @@ const std::set<std::string, std::less<>> kAnnotations = {
 const std::set<std::string, std::less<>> kKeywords = {
     "type",  "properties", "required", "additionalProperties", "enum",      "const",     "items", "prefixItems",
     "minItems", "maxItems", "uniqueItems", "format", "minLength", "maxLength", "anyOf", "oneOf", "allOf", "$ref",
-    "$defs", "definitions"};
+    "$defs", "definitions", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 // Keywords that only say which defs exist: harmless beside anything.
 const std::set<std::string, std::less<>> kDefs = {"$defs", "definitions"};
 const std::set<std::string, std::less<>> kTypes = {"string", "number", "integer", "boolean", "null", "object", "array"};
@@ -100,7 +105,8 @@ class SchemaCompiler {
     } else {
       static const std::set<std::string, std::less<>> kTyped = {
           "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
-          "uniqueItems", "format", "minLength", "maxLength"};
+          "uniqueItems", "format", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+          "exclusiveMaximum"};
       bool typed = false;
       for (const auto& [k, v] : s.items()) typed = typed || kTyped.count(k);
       if (!typed) return json::value(g_);
@@ -113,13 +119,64 @@ class SchemaCompiler {
       if (t == "null") alts.push_back(g_.literal("null"));
       else if (t == "boolean") alts.push_back(g_.choice({g_.literal("true"), g_.literal("false")}));
       else if (t == "integer") {
-        if (!has_number) alts.push_back(json::integer(g_));  // every integer is a number already
-      } else if (t == "number") alts.push_back(json::number(g_));
+        if (!has_number) alts.push_back(number_node(s, path, true));  // every integer is a number already
+      } else if (t == "number") alts.push_back(number_node(s, path, false));
       else if (t == "string") alts.push_back(string(s, path));
       else if (t == "array") alts.push_back(array(s, path));
       else alts.push_back(object(s, path));
     }
     return alts.size() == 1 ? alts[0] : g_.choice(std::move(alts));
+  }
+
+  // An integer or number, within the schema's bounds if it has any.
+  Node number_node(const ojson& s, const std::string& path, bool integer) {
+    const std::optional<json::Bound> lo = bound(s, path, true, integer), hi = bound(s, path, false, integer);
+    if (!lo && !hi) return integer ? json::integer(g_) : json::number(g_);
+    const Node n = integer ? json::integer_in(g_, lo, hi) : json::number_in(g_, lo, hi);
+    if (n < 0) invalid(path + (s.contains("maximum") ? ".maximum" : ".exclusiveMaximum"), "no number lies within the bounds");
+    return n;
+  }
+
+  // The lower (or upper) bound from minimum/exclusiveMinimum (maximum/
+  // exclusiveMaximum; the draft-4 boolean exclusive forms too), the tighter
+  // when both are given. Integers round a fractional bound inwards; for
+  // numbers a bound must be a whole number.
+  std::optional<json::Bound> bound(const ojson& s, const std::string& path, bool lower, bool integer) const {
+    const char* inclusive_key = lower ? "minimum" : "maximum";
+    const char* exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    std::optional<json::Bound> best;
+    auto take = [&](const char* key, bool inclusive) {
+      const ojson& v = s[key];
+      const std::string at = path + "." + key;
+      if (!v.is_number()) invalid(at, cat("'", key, "' must be a number"));
+      const double x = v.get<double>();
+      if (!std::isfinite(x)) invalid(at, cat("'", key, "' must be finite"));
+      json::Bound b;
+      b.inclusive = inclusive;
+      if (std::abs(x) > 1e19) {
+        b = {x > 0 ? json::kMaxBound + 1 : -json::kMaxBound - 1, true};  // tightened to 18 digits
+      } else if (v.is_number_integer()) {
+        b.value = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), json::kMaxBound + 1))
+                                         : v.get<int64_t>();
+      } else if (x == std::floor(x)) {
+        b.value = static_cast<int64_t>(x);
+      } else if (integer) {
+        b = {static_cast<int64_t>(lower ? std::ceil(x) : std::floor(x)), true};  // no integer lies at x itself
+      } else {
+        throw FieldError(at, cat("response schema keyword '", key, "' with a fractional bound (", v.dump(),
+                                 ") is not supported by qvl's constrained decoding (at ", at, ")"));
+      }
+      const bool tighter = !best || (lower ? b.value > best->value : b.value < best->value) ||
+                           (b.value == best->value && !b.inclusive);
+      if (tighter) best = b;
+    };
+    bool exclusive_flag = false;  // draft 4: "exclusiveMinimum": true modifies "minimum"
+    if (s.contains(exclusive_key)) {
+      if (s[exclusive_key].is_boolean()) exclusive_flag = s[exclusive_key].get<bool>();
+      else take(exclusive_key, false);
+    }
+    if (s.contains(inclusive_key)) take(inclusive_key, !exclusive_flag);
+    return best;
   }
 
   std::vector<std::string> type_list(const ojson& t, const std::string& path) const {

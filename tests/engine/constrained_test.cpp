@@ -299,9 +299,9 @@ TEST(Validate, NamesTheField) {
   EXPECT_EQ(field_of(named), "tool_choice");
   GenerateRequest bad_params = r;
   Tool t = weather_tool();
-  t.parameters = R"({"type":"object","properties":{"n":{"type":"integer","minimum":3}}})";
+  t.parameters = R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":3}}})";
   bad_params.tools = {t};
-  EXPECT_EQ(field_of(bad_params), "tools[0].function.parameters.properties.n.minimum");
+  EXPECT_EQ(field_of(bad_params), "tools[0].function.parameters.properties.n.multipleOf");
 }
 
 }  // namespace

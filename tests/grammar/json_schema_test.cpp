@@ -201,13 +201,59 @@ TEST(JsonSchema, RefsAndRecursion) {
   EXPECT_TRUE(old.matches(R"({"x":null})"));
 }
 
+// Bounds become digit-by-digit alternatives: every integer from -1200 to
+// 1200 (and decimals around the ends) is accepted exactly when it is in range.
+TEST(JsonSchema, IntegerBoundsAdmitExactlyTheRange) {
+  struct Case {
+    const char* schema;
+    int64_t lo, hi;  // inclusive
+  };
+  const Case cases[] = {
+      {R"({"type":"integer","minimum":0,"maximum":10})", 0, 10},
+      {R"({"type":"integer","minimum":-37,"maximum":905})", -37, 905},
+      {R"({"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":120})", -4, 119},
+      {R"({"type":"integer","minimum":99,"maximum":1001})", 99, 1001},
+      {R"({"type":"integer","minimum":-1000,"maximum":-17})", -1000, -17},
+      {R"({"type":"integer","minimum":7})", 7, INT64_MAX},
+      {R"({"type":"integer","maximum":-3})", INT64_MIN, -3},
+      {R"({"type":"integer","minimum":2.5,"maximum":9.9})", 3, 9},
+      {R"({"type":"integer","minimum":3,"exclusiveMinimum":true})", 4, INT64_MAX},  // draft 4's boolean form
+  };
+  for (const Case& c : cases) {
+    const ByteMatcher m = schema_matcher(c.schema);
+    for (int64_t v = -1200; v <= 1200; ++v)
+      ASSERT_EQ(m.matches(std::to_string(v)), v >= c.lo && v <= c.hi) << c.schema << " at " << v;
+    EXPECT_FALSE(m.matches("01")) << c.schema;
+    EXPECT_FALSE(m.matches("1.5")) << c.schema;
+  }
+  // zod writes every z.number().int() with the safe-integer range.
+  const ByteMatcher safe = schema_matcher(R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})");
+  EXPECT_TRUE(safe.matches("9007199254740991"));
+  EXPECT_TRUE(safe.matches("-9007199254740991"));
+  EXPECT_FALSE(safe.matches("9007199254740992"));
+  EXPECT_FALSE(safe.matches("-9007199254740992"));
+  EXPECT_TRUE(safe.matches("0"));
+  EXPECT_FALSE(safe.matches("-0"));
+}
+
+TEST(JsonSchema, NumberBoundsAdmitExactlyTheRange) {
+  const ByteMatcher m = schema_matcher(R"({"type":"number","minimum":-2,"exclusiveMaximum":10})");
+  for (const char* yes : {"-2", "-2.0", "-1.999", "0", "0.5", "-0.5", "9.999", "9", "3.14159"})
+    EXPECT_TRUE(m.matches(yes)) << yes;
+  for (const char* no : {"-2.001", "-3", "10", "10.0", "10.5", "11", "1e1", "01"}) EXPECT_FALSE(m.matches(no)) << no;
+  const ByteMatcher positive = schema_matcher(R"({"type":"number","exclusiveMinimum":0,"maximum":1})");
+  for (const char* yes : {"0.1", "0.001", "1", "1.00", "0.99"}) EXPECT_TRUE(positive.matches(yes)) << yes;
+  for (const char* no : {"0", "0.0", "0.000", "-0.5", "1.01", "2", "-0"}) EXPECT_FALSE(positive.matches(no)) << no;
+}
+
 TEST(JsonSchema, RefusesUnsupportedKeywordsNamingThem) {
   const std::string f = kField;
   EXPECT_EQ(refusal(R"({"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]{5}$"}}})"),
             f + ".properties.zip.pattern");
-  EXPECT_EQ(refusal(R"({"type":"number","minimum":0})"), f + ".minimum");
-  EXPECT_EQ(refusal(R"({"type":"number","maximum":0})"), f + ".maximum");
-  EXPECT_EQ(refusal(R"({"type":"number","exclusiveMinimum":0})"), f + ".exclusiveMinimum");
+  EXPECT_EQ(refusal(R"({"type":"number","minimum":0.5})"), f + ".minimum");
+  EXPECT_EQ(refusal(R"({"type":"number","exclusiveMaximum":2.25})"), f + ".exclusiveMaximum");
+  EXPECT_EQ(refusal(R"({"type":"integer","minimum":"3"})"), f + ".minimum");
+  EXPECT_EQ(refusal(R"({"type":"integer","minimum":5,"maximum":4})"), f + ".maximum");
   EXPECT_EQ(refusal(R"({"type":"integer","multipleOf":2})"), f + ".multipleOf");
   EXPECT_EQ(refusal(R"({"type":"object","patternProperties":{"a":{}}})"), f + ".patternProperties");
   EXPECT_EQ(refusal(R"({"type":"object","propertyNames":{"maxLength":3}})"), f + ".propertyNames");
@@ -233,9 +279,9 @@ TEST(JsonSchema, RefusesUnsupportedKeywordsNamingThem) {
   EXPECT_EQ(refusal(R"({"type":"string","maxLength":100000})"), f + ".maxLength");
   EXPECT_EQ(refusal(R"({"type":"string","format":"date","maxLength":10})"), f + ".maxLength");
   // The schema still names every refusal at the keyword, however deep.
-  EXPECT_EQ(refusal(R"({"$defs":{"p":{"type":"object","properties":{"q":{"type":"array","items":{"minimum":1}}}}},
+  EXPECT_EQ(refusal(R"({"$defs":{"p":{"type":"object","properties":{"q":{"type":"array","items":{"multipleOf":1}}}}},
       "properties":{"x":{"$ref":"#/$defs/p"}},"type":"object"})"),
-            f + ".$defs.p.properties.q.items.minimum");
+            f + ".$defs.p.properties.q.items.multipleOf");
 }
 
 TEST(JsonSchema, RefusesMalformedKeywordValues) {

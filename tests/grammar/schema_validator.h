@@ -75,9 +75,28 @@ class SchemaValidator {
       }
       if (!ok) return at + ": wrong type " + std::string(v.type_name());
     }
+    if (v.is_number()) return check_number(v, s, at);
     if (v.is_string()) return check_string(v.get<std::string>(), s, at);
     if (v.is_array()) return check_array(v, s, at);
     if (v.is_object()) return check_object(v, s, at);
+    return "";
+  }
+
+  // Draft 2020-12's numeric bounds, and draft 4's boolean exclusive forms.
+  static std::string check_number(const ojson& v, const ojson& s, const std::string& at) {
+    const double x = v.get<double>();
+    const bool ex_min_flag = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() &&
+                             s["exclusiveMinimum"].get<bool>();
+    const bool ex_max_flag = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() &&
+                             s["exclusiveMaximum"].get<bool>();
+    if (s.contains("minimum") && (ex_min_flag ? x <= s["minimum"].get<double>() : x < s["minimum"].get<double>()))
+      return at + ": below minimum";
+    if (s.contains("maximum") && (ex_max_flag ? x >= s["maximum"].get<double>() : x > s["maximum"].get<double>()))
+      return at + ": above maximum";
+    if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number() && x <= s["exclusiveMinimum"].get<double>())
+      return at + ": not above exclusiveMinimum";
+    if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_number() && x >= s["exclusiveMaximum"].get<double>())
+      return at + ": not below exclusiveMaximum";
     return "";
   }
 

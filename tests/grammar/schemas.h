@@ -54,6 +54,13 @@ inline std::vector<std::pair<std::string, std::string>> generation_schemas() {
       {"all_optional", R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"boolean"},
           "c":{"type":"string"},"d":{"type":"null"}}})"},
       {"any_value", "{}"},
+      {"bounds", R"({"type":"object","properties":{
+          "stars":{"type":"integer","minimum":1,"maximum":5},
+          "count":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},
+          "ratio":{"type":"number","exclusiveMinimum":0,"maximum":1},
+          "delta":{"type":"number","minimum":-40,"exclusiveMaximum":-3},
+          "year":{"type":"integer","minimum":1900,"maximum":2100}},
+          "required":["stars","count","ratio","delta","year"],"additionalProperties":false})"},
       {"tuple_lengths", R"({"type":"array","prefixItems":[{"type":"string","minLength":2,"maxLength":5},{"type":"number"},
           {"type":"boolean"}],"items":false,"minItems":2})"},
       {"map_of_lists", R"({"type":"object","additionalProperties":{"type":"array","maxItems":2,
