@@ -1,5 +1,7 @@
 #include "server/responses_json.h"
 
+#include <string_view>
+
 namespace qvl {
 
 using ojson = nlohmann::ordered_json;
@@ -62,8 +64,13 @@ ojson output_json(const GenerateResult& r, OutputIds& ids, bool logprobs, const 
     out.push_back(message_item_json(ids.message, status,
                                     ojson::array({output_text_json(r.text, lp ? &r.logprobs : nullptr, token_text)})));
   }
-  for (size_t i = 0; i < r.tool_calls.size(); ++i)
-    out.push_back(function_call_item_json(ids.call(i), r.tool_calls[i], "completed"));
+  for (size_t i = 0; i < r.tool_calls.size(); ++i) {
+    // An answer cut by the token limit inside its last call leaves that
+    // call's arguments unfinished: it is incomplete, as the stream says.
+    const bool cut = i + 1 == r.tool_calls.size() && std::string_view(status) == "incomplete" &&
+                     !nlohmann::json::accept(r.tool_calls[i].arguments);
+    out.push_back(function_call_item_json(ids.call(i), r.tool_calls[i], cut ? "incomplete" : "completed"));
+  }
   return out;
 }
 

@@ -11,9 +11,9 @@
 // answer in text or call the tool again, so a run either ends with a string finalOutput or with
 // MaxTurnsExceededError, tolerated only when the tool ran with valid arguments.
 //
-// Two todo tests name what qvl does not yet do for this SDK: a z.number().int() anywhere in a schema
-// (zod 4 writes minimum/maximum for it) is refused, and a non-streamed response labels a
-// function_call cut off by max_output_tokens "completed".
+// Two tests hold what this SDK needed of qvl: a z.number().int() anywhere in a schema (zod 4 writes
+// the safe-integer minimum/maximum for it) is enforced, and a non-streamed response labels a
+// function_call cut off by max_output_tokens "incomplete", as the stream does.
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -176,8 +176,7 @@ test('streamed run: tool then end, and a streamed outputType (responses)', async
   assert.deepEqual(JSON.parse(text), s.finalOutput);
 });
 
-test('outputType with a z.number().int() field (responses)',
-  { todo: "qvl refuses 'minimum'/'maximum' (400 unsupported_value), and zod 4 emits them for every int" }, async () => {
+test('outputType with a z.number().int() field (responses)', async () => {
     setOpenAIAPI('responses');
     const agent = new Agent({ name: 'rater', model: MODEL, outputType: Rating, modelSettings: settings });
     const r = await explainRun('outputType with an int', () => run(agent, 'Rate this film.', { maxTurns: 2 }));
@@ -187,11 +186,9 @@ test('outputType with a z.number().int() field (responses)',
 // Without parallelToolCalls the SDK sends no parallel_tool_calls (its docs say the setting
 // "defaults to false", but the field is just left out), so the server's default (parallel, as on
 // OpenAI) applies: here the random model writes six calls and max_output_tokens cuts the sixth off.
-// The non-streamed response then says status "incomplete" (right) but labels the cut call's item
-// "completed" with unfinished arguments; the streamed answer (output_item.done and the final
-// response) and GET /v1/responses/{id} label the same item "incomplete".
-test('parallel tool calls cut by max_output_tokens: a "completed" call has whole arguments (responses)',
-  { todo: 'qvl: non-streamed /v1/responses labels a function_call cut by max_output_tokens "completed"' }, async () => {
+// The response says status "incomplete", and the cut call's item is "incomplete" too (as the
+// streamed answer and GET /v1/responses/{id} say), so the SDK does not run it on unfinished arguments.
+test('parallel tool calls cut by max_output_tokens: a "completed" call has whole arguments (responses)', async () => {
     setOpenAIAPI('responses');
     const calls = [];
     const t = tool({
