@@ -80,7 +80,11 @@ void Sampler::apply_mask(float* logits, const SampleStep& step) {
     }
     const int64_t base = w * 64;
     const int64_t end = std::min<int64_t>(64, vocab_ - base);
-    if (bits != 0) any = true;
+    if (bits == 0) {  // most words of a narrow mask: no bit to look at
+      std::fill_n(logits + base, end, ninf);
+      continue;
+    }
+    any = true;
     for (int64_t b = 0; b < end; ++b)
       if (!((bits >> b) & 1)) logits[base + b] = ninf;
   }
@@ -110,7 +114,8 @@ void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep&
   const size_t want = static_cast<size_t>(step.top_logprobs);
   if (want == 0) return;
   // The `want` largest finite logits: a min-heap of that size over one pass.
-  auto worse = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  // "More likely first" as the heap's order puts the least likely of the kept ones at its front.
+  auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   std::vector<int32_t> heap;
   heap.reserve(want + 1);
   for (int64_t i = 0; i < vocab_; ++i) {
@@ -118,14 +123,14 @@ void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep&
     const int32_t id = static_cast<int32_t>(i);
     if (heap.size() < want) {
       heap.push_back(id);
-      std::push_heap(heap.begin(), heap.end(), worse);
-    } else if (worse(id, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), worse);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(id, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
       heap.back() = id;
-      std::push_heap(heap.begin(), heap.end(), worse);
+      std::push_heap(heap.begin(), heap.end(), better);
     }
   }
-  std::sort(heap.begin(), heap.end(), worse);
+  std::sort(heap.begin(), heap.end(), better);
   for (int32_t id : heap) out.top.emplace_back(id, lp(id));
 }
 

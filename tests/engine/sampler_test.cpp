@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "util/error.h"
@@ -101,6 +102,76 @@ TEST(Sampler, RejectsBadParameters) {
   c = {};
   c.temperature = -1;
   EXPECT_THROW(Sampler(c, 3), Error);
+}
+
+}  // namespace
+}  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// A 130-token vocabulary (three mask words, the last partial) where only
+// tokens 5, 64 and 129 are allowed, and token 7 besides (also_allowed).
+TEST(SamplerMask, OnlyAllowedTokensAreDrawnAndReported) {
+  const int64_t vocab = 130;
+  std::vector<uint64_t> words(3, 0);
+  for (int id : {5, 64, 129}) words[id / 64] |= uint64_t{1} << (id % 64);
+  const int32_t also[] = {7};
+  SamplerConfig c;
+  c.temperature = 1.0;
+  c.seed = 11;
+  Sampler s(c, vocab);
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < 400; ++i) {
+    std::vector<float> l(vocab, 0.0f);
+    l[0] = 50;  // the unconstrained favourite, masked out
+    TokenLogprob lp;
+    SampleStep step;
+    step.allowed = words.data();
+    step.also_allowed = also;
+    step.top_logprobs = 10;
+    step.logprob = &lp;
+    const int32_t t = s.sample(l.data(), {}, {}, step);
+    ++seen[t];
+    ASSERT_EQ(lp.token, t);
+    ASSERT_EQ(lp.top.size(), 4u) << "only the 4 allowed tokens have a probability";
+    double mass = 0;
+    for (const auto& [id, p] : lp.top) mass += std::exp(p);
+    EXPECT_NEAR(mass, 1.0, 1e-5);
+    EXPECT_NEAR(lp.logprob, std::log(0.25), 1e-5);  // equal logits among the allowed
+  }
+  EXPECT_EQ(seen.size(), 4u);
+  for (const auto& [id, n] : seen) EXPECT_TRUE(id == 5 || id == 7 || id == 64 || id == 129) << id;
+}
+
+TEST(SamplerMask, LogitBiasAndTemperatureShapeTheReportedDistribution) {
+  SamplerConfig c;
+  c.temperature = 0;  // greedy: logprobs at temperature 1
+  c.logit_bias = {{2, 3.0f}};
+  Sampler s(c, 4);
+  std::vector<float> l = {1, 2, 1, 0};
+  TokenLogprob lp;
+  SampleStep step;
+  step.top_logprobs = 2;
+  step.logprob = &lp;
+  EXPECT_EQ(s.sample(l.data(), {}, {}, step), 2);  // 1 + 3 beats 2
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(4.0) + std::exp(0.0));
+  EXPECT_NEAR(lp.logprob, 4.0 - lse, 1e-5);
+  ASSERT_EQ(lp.top.size(), 2u);
+  EXPECT_EQ(lp.top[0].first, 2);
+  EXPECT_EQ(lp.top[1].first, 1);
+  EXPECT_NEAR(lp.top[1].second, 2.0 - lse, 1e-5);
+}
+
+TEST(SamplerMask, NothingAllowedIsAnError) {
+  SamplerConfig c;
+  c.temperature = 0;
+  Sampler s(c, 70);
+  std::vector<uint64_t> words(2, 0);
+  std::vector<float> l(70, 0.0f);
+  SampleStep step;
+  step.allowed = words.data();
+  EXPECT_THROW(s.sample(l.data(), {}, {}, step), Error);
 }
 
 }  // namespace
