@@ -176,6 +176,15 @@ void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std
   if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();
 }
 
+void ServerCore::refuse(httplib::Response& res, RequestRecord& rec, const ApiError& e) {
+  if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
+  {
+    std::lock_guard lock(rec.mutex);
+    rec.fields["error"] = e.code();
+  }
+  reply_error(res, e);
+}
+
 ApiError ServerCore::task_error(const Task& t, const std::string& request_id) const {
   switch (t.outcome()) {
     case TaskOutcome::TimedOut:
@@ -328,10 +337,7 @@ void ServerCore::register_chat_routes() {
             if (!success) st->task->cancel(TaskOutcome::Cancelled);
           });
     } catch (const ApiError& e) {
-      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
-      std::lock_guard lock(rec->mutex);
-      rec->fields["error"] = e.code();
-      reply_error(res, e);
+      refuse(res, *rec, e);
     }
   });
 }

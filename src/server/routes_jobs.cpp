@@ -37,10 +37,7 @@ void ServerCore::register_job_routes() {
       res.set_header("Location", "/v1/jobs/" + id);
       reply_json(res, 202, jobs.status(id));
     } catch (const ApiError& e) {
-      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
-      std::lock_guard lock(rec->mutex);
-      rec->fields["error"] = e.code();
-      reply_error(res, e);
+      refuse(res, *rec, e);
     }
   });
 

@@ -286,10 +286,7 @@ void ServerCore::register_responses_routes() {
             if (!success) st->task->cancel(TaskOutcome::Cancelled);
           });
     } catch (const ApiError& e) {
-      if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
-      std::lock_guard lock(rec->mutex);
-      rec->fields["error"] = e.code();
-      reply_error(res, e);
+      refuse(res, *rec, e);
     }
   });
 

@@ -78,6 +78,9 @@ struct ServerCore {
   void submit(const std::shared_ptr<Task>& task);
   // Records the generation in the metrics and the request's log fields.
   void on_task_done(const Task& task, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec);
+  // Answers a request the handler refused: the error in the request's log
+  // fields, and Retry-After with a 429.
+  void refuse(httplib::Response& res, RequestRecord& rec, const ApiError& e);
   // The error a finished-but-unsuccessful task reports.
   ApiError task_error(const Task& task, const std::string& request_id) const;
 
