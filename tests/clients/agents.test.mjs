@@ -22,33 +22,16 @@ import {
   MaxTurnsExceededError, OpenAIChatCompletionsModel,
 } from '@openai/agents';
 import { z } from 'zod';
-import { startQvl, explain, MODEL } from './qvl_server.mjs';
+import { startQvl, exchangeLog, MODEL } from './qvl_server.mjs';
 
 let server;
 let client;
 // Every request the SDK sends and the status/body the server answers, so a failure shows both.
-const exchanges = [];
-const loggingFetch = async (url, init) => {
-  const entry = { url: String(url), request: init?.body ? String(init.body) : null };
-  exchanges.push(entry);
-  const res = await fetch(url, init);
-  entry.status = res.status;
-  if (!res.ok || !String(res.headers.get('content-type')).includes('event-stream')) {
-    entry.response = await res.clone().text();
-  }
-  return res;
-};
-const lastExchanges = (n = 3) => exchanges.slice(-n)
-  .map((e) => `> ${e.url}\n> ${e.request}\n< ${e.status} ${e.response ?? '(stream)'}`).join('\n');
+const log = exchangeLog();
+const exchanges = log.exchanges;
+const loggingFetch = log.fetch;
 
-async function explainRun(what, fn) {
-  try {
-    return await explain(what, server, fn);
-  } catch (e) {
-    e.message += `\n--- last requests ---\n${lastExchanges()}`;
-    throw e;
-  }
-}
+const explainRun = (what, fn) => log.explain(what, server, fn);
 
 before(async () => {
   server = await startQvl();
@@ -126,7 +109,7 @@ for (const [api, model] of apis) {
     });
     const r = await runToolAgent(agent, calls, `tool agent via ${api}`);
     const expectPath = api === 'responses' ? '/responses' : '/chat/completions';
-    assert.ok(exchanges.length >= 2, `expected at least two model requests: ${lastExchanges()}`);
+    assert.ok(exchanges.length >= 2, `expected at least two model requests: ${log.last()}`);
     for (const e of exchanges) assert.ok(e.url.endsWith(expectPath), e.url);
     const first = JSON.parse(exchanges[0].request);
     assert.equal(first.tool_choice, 'required', exchanges[0].request);

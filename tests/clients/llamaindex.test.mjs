@@ -15,32 +15,15 @@ import assert from 'node:assert/strict';
 import { OpenAI, OpenAIResponses } from '@llamaindex/openai';
 import { tool } from '@llamaindex/core/tools';
 import { z } from 'zod';
-import { startQvl, explain, MODEL } from './qvl_server.mjs';
+import { startQvl, exchangeLog, MODEL } from './qvl_server.mjs';
 
 let server;
 // Every request the library sends and what the server answers, so a failure shows both.
-const exchanges = [];
-const loggingFetch = async (url, init) => {
-  const entry = { url: String(url), request: init?.body ? String(init.body) : null };
-  exchanges.push(entry);
-  const res = await fetch(url, init);
-  entry.status = res.status;
-  if (!res.ok || !String(res.headers.get('content-type')).includes('event-stream')) {
-    entry.response = await res.clone().text();
-  }
-  return res;
-};
-const lastExchanges = (n = 3) => exchanges.slice(-n)
-  .map((e) => `> ${e.url}\n> ${e.request}\n< ${e.status} ${e.response ?? '(stream)'}`).join('\n');
+const log = exchangeLog();
+const exchanges = log.exchanges;
+const loggingFetch = log.fetch;
 
-async function explainCall(what, fn) {
-  try {
-    return await explain(what, server, fn);
-  } catch (e) {
-    e.message += `\n--- last requests ---\n${lastExchanges()}`;
-    throw e;
-  }
-}
+const explainCall = (what, fn) => log.explain(what, server, fn);
 
 before(async () => { server = await startQvl(); });
 after(async () => server?.stop());

@@ -65,3 +65,31 @@ export async function explain(what, server, fn) {
     throw e;
   }
 }
+
+// A fetch that records every request a library sends and what the server answers, so a failing
+// test can show both: log.fetch goes in the client's options, log.exchanges holds the records.
+export function exchangeLog() {
+  const exchanges = [];
+  const fetchAndLog = async (url, init) => {
+    const entry = { url: String(url), request: init?.body ? String(init.body) : null };
+    exchanges.push(entry);
+    const res = await fetch(url, init);
+    entry.status = res.status;
+    if (!res.ok || !String(res.headers.get('content-type')).includes('event-stream')) {
+      entry.response = await res.clone().text();
+    }
+    return res;
+  };
+  const last = (n = 3) => exchanges.slice(-n)
+    .map((e) => `> ${e.url}\n> ${e.request}\n< ${e.status} ${e.response ?? '(stream)'}`).join('\n');
+  // explain() with the last requests appended to a failure.
+  const explainWith = async (what, server, fn) => {
+    try {
+      return await explain(what, server, fn);
+    } catch (e) {
+      e.message += `\n--- last requests ---\n${last()}`;
+      throw e;
+    }
+  };
+  return { fetch: fetchAndLog, exchanges, last, explain: explainWith };
+}
