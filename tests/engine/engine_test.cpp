@@ -184,15 +184,36 @@ TEST(Engine, CallbackCanStopGeneration) {
   EXPECT_LT(r.completion_tokens, 16);
 }
 
-TEST(Engine, SeededSamplingIsReproducible) {
+// A seed gives the same tokens again, and sampling really samples: with
+// top-k and top-p off, some seed leaves the greedy path and the seeds do not
+// all agree (a sampler that turned greedy, or ignored its seed, fails here).
+// The tiny model is sure of itself (at temperature 1 its runner-up tokens are
+// 4.5 nats and more below the greedy one: under 2% of leaving the path in 8
+// tokens), so the temperature is high enough to make leaving it likely.
+TEST(Engine, SeededSamplingIsReproducibleAndNotGreedy) {
+  const std::vector<Message> msgs = messages_of(prompt_case("text_only"));
+  const GenerateResult greedy = engine().generate(greedy_request(msgs, 8));
+  ASSERT_EQ(greedy.token_ids.size(), 8u);
   GenerateRequest req;
-  req.messages = messages_of(prompt_case("text_only"));
-  req.sampling.temperature = 1.0;
-  req.sampling.seed = 42;
+  req.messages = msgs;
+  req.sampling.temperature = 5.0;
+  req.sampling.top_k = 0;
+  req.sampling.top_p = 1.0;
   req.max_tokens = 8;
   req.ignore_eos = true;
-  GenerateResult a = engine().generate(req), b = engine().generate(req);
-  EXPECT_EQ(a.token_ids, b.token_ids);
+  int off_greedy = 0, unlike_first = 0;
+  std::vector<int32_t> first;
+  for (uint64_t seed : {1, 2, 3, 42}) {
+    req.sampling.seed = seed;
+    const GenerateResult a = engine().generate(req), b = engine().generate(req);
+    EXPECT_EQ(a.token_ids, b.token_ids) << "seed " << seed;
+    EXPECT_EQ(a.token_ids.size(), 8u) << "seed " << seed;
+    off_greedy += a.token_ids != greedy.token_ids;
+    if (first.empty()) first = a.token_ids;
+    unlike_first += a.token_ids != first;
+  }
+  EXPECT_GT(off_greedy, 0) << "every seed gave the greedy tokens";
+  EXPECT_GT(unlike_first, 0) << "every seed gave the same tokens";
 }
 
 TEST(Engine, GenerationConfigDefaultsApplyWhenUnset) {
