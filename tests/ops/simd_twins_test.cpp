@@ -49,26 +49,34 @@ TEST(SimdTwins, Matmul) {
   });
 }
 
+// nkv on both sides of every key tile and softmax block edge: tiles of up to
+// 64 positions and blocks of 4 tiles (256 on AVX-512) in the tiled path
+// (nq >= 16); blocks of 64 in the rows path, whose chunks of 512 the last
+// length crosses.
 TEST(SimdTwins, Attention) {
   ThreadPool pool(0);
   testing::for_each_target([&](const std::string& target) {
     uint32_t seed = 7;
     for (int64_t nq : {1, 3, 16, 37})
-      for (bool causal : {false, true})
-        for (int64_t dh : {16, 64, 72, 128}) {
-          AttentionParams p;
-          p.nq = nq, p.nkv = nq + (causal ? 45 : 0), p.q_heads = 4, p.kv_heads = 2, p.head_dim = dh;
-          p.q_stride = 4 * dh + 1, p.kv_stride = 2 * dh + 3, p.out_stride = 4 * dh;
-          p.scale = 1.0f / std::sqrt(float(dh)), p.causal = causal, p.q_pos0 = causal ? 45 : 0;
-          Misaligned<float> q(random_floats(p.nq * p.q_stride, ++seed, -2, 2), 1);
-          Misaligned<float> k(random_floats(p.nkv * p.kv_stride, ++seed, -2, 2), 3);
-          Misaligned<float> v(random_floats(p.nkv * p.kv_stride, ++seed), 2);
-          std::vector<float> out(static_cast<size_t>(p.nq * p.out_stride)), twin(out.size());
-          attention(q.data(), k.data(), v.data(), out.data(), p, pool);
-          scalar::attention(q.data(), k.data(), v.data(), twin.data(), p);
-          for (size_t i = 0; i < out.size(); ++i)
-            ASSERT_NEAR(out[i], twin[i], 3e-6 + 3e-5 * std::fabs(twin[i])) << target << " nq=" << nq << " dh=" << dh;
-        }
+      for (int64_t nkv : {1, 15, 16, 17, 63, 64, 65, 127, 255, 256, 257, 300, 520})
+        for (bool causal : {false, true})
+          for (int64_t dh : {16, 64, 72, 128}) {
+            if (causal && nkv < nq) continue;  // the queries are the last nq positions
+            if (nkv > 300 && nq >= 16) continue;  // chunks are the rows path's only
+            AttentionParams p;
+            p.nq = nq, p.nkv = nkv, p.q_heads = 4, p.kv_heads = 2, p.head_dim = dh;
+            p.q_stride = 4 * dh + 1, p.kv_stride = 2 * dh + 3, p.out_stride = 4 * dh;
+            p.scale = 1.0f / std::sqrt(float(dh)), p.causal = causal, p.q_pos0 = causal ? nkv - nq : 0;
+            Misaligned<float> q(random_floats(p.nq * p.q_stride, ++seed, -2, 2), 1);
+            Misaligned<float> k(random_floats(p.nkv * p.kv_stride, ++seed, -2, 2), 3);
+            Misaligned<float> v(random_floats(p.nkv * p.kv_stride, ++seed), 2);
+            std::vector<float> out(static_cast<size_t>(p.nq * p.out_stride)), twin(out.size());
+            attention(q.data(), k.data(), v.data(), out.data(), p, pool);
+            scalar::attention(q.data(), k.data(), v.data(), twin.data(), p);
+            for (size_t i = 0; i < out.size(); ++i)
+              ASSERT_NEAR(out[i], twin[i], 3e-6 + 3e-5 * std::fabs(twin[i]))
+                  << target << " nq=" << nq << " nkv=" << nkv << " causal=" << causal << " dh=" << dh;
+          }
   });
 }
 
