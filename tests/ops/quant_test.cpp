@@ -1,9 +1,10 @@
-// The SIMD bf16 -> Q8/Q4 quantizers against their scalar twins: bit-identical
-// codes and scales on every compiled target, including ties (x.5 after
-// scaling), repeated extremes of both signs, all-zero groups and partial last
-// groups.
+// The SIMD bf16 -> Q8/Q4 quantizers and their scalar twins against the
+// formulas of quant.h: the same codes and scales, every byte written, on every
+// compiled target, including ties (x.5 after scaling), repeated extremes of
+// both signs, all-zero groups and partial last groups.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -23,13 +24,51 @@ struct Quantized {
 
 using RowsFn = void (*)(const uint16_t*, int64_t, int64_t, uint8_t*, uint16_t*);
 
-Quantized run(RowsFn fn, bool q8, const uint16_t* src, int64_t rows, int64_t cols) {
+// fn's output, on buffers filled beforehand with a sentinel code byte and
+// sentinel scale.
+Quantized run(RowsFn fn, bool q8, const uint16_t* src, int64_t rows, int64_t cols, uint8_t code_fill = 0xAB,
+              uint16_t scale_fill = 0xFFFF) {
   const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
   Quantized out;
-  out.quants.assign(static_cast<size_t>(rows * row_bytes), 0xAB);  // canary: every byte must be written
-  out.scales.assign(static_cast<size_t>(rows * quant::groups(cols)), 0xFFFF);
+  out.quants.assign(static_cast<size_t>(rows * row_bytes), code_fill);
+  out.scales.assign(static_cast<size_t>(rows * quant::groups(cols)), scale_fill);
   fn(src, rows, cols, out.quants.data(), out.scales.data());
   return out;
+}
+
+// The layout and formulas of quant.h written out again, for the expected
+// bytes of every row: codes of the partial last group's padding are 0 (q8
+// byte 0x00, q4 nibble 8).
+Quantized specified(bool q8, const uint16_t* src, int64_t rows, int64_t cols) {
+  const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
+  const int64_t groups = quant::groups(cols);
+  Quantized want;
+  want.quants.assign(static_cast<size_t>(rows * row_bytes), 0);
+  want.scales.assign(static_cast<size_t>(rows * groups), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t c0 = g * quant::kGroup, count = std::min(quant::kGroup, cols - c0);
+      float amax = 0, extreme = 0;  // extreme: the first weight of largest magnitude
+      for (int64_t j = 0; j < count; ++j) {
+        const float w = bf16_to_f32(src[r * cols + c0 + j]);
+        if (std::fabs(w) > amax) amax = std::fabs(w), extreme = w;
+      }
+      const uint16_t h = q8 ? quant::f16_ceil(amax / 127.0f)
+                            : static_cast<uint16_t>(quant::f16_ceil(amax / 8.0f) | (extreme > 0 ? 0x8000 : 0));
+      want.scales[r * groups + g] = h;
+      const float d = quant::f16_to_f32(h), inv = d != 0 ? 1.0f / d : 0.0f;
+      const float lo = q8 ? -127.0f : -8.0f, hi = q8 ? 127.0f : 7.0f;
+      for (int64_t j = 0; j < quant::kGroup; ++j) {
+        const float w = j < count ? bf16_to_f32(src[r * cols + c0 + j]) : 0.0f;
+        const int code = static_cast<int>(std::clamp(std::nearbyint(w * inv), lo, hi));
+        uint8_t* row = want.quants.data() + r * row_bytes;
+        if (q8)
+          row[c0 + j] = static_cast<uint8_t>(static_cast<int8_t>(code));
+        else
+          row[c0 / 2 + j % 16] |= static_cast<uint8_t>((code + 8) << (j < 16 ? 0 : 4));
+      }
+    }
+  return want;
 }
 
 // Random normal weights with adversarial groups mixed in: values on exact
@@ -56,9 +95,19 @@ std::vector<uint16_t> tricky_bf16(int64_t rows, int64_t cols, uint32_t seed) {
 
 void expect_identical(const Quantized& a, const Quantized& b, const std::string& what) {
   ASSERT_EQ(a.quants.size(), b.quants.size());
+  ASSERT_EQ(a.scales.size(), b.scales.size());
   for (size_t i = 0; i < a.quants.size(); ++i)
     ASSERT_EQ(a.quants[i], b.quants[i]) << what << ": code byte " << i;
   for (size_t i = 0; i < a.scales.size(); ++i) ASSERT_EQ(a.scales[i], b.scales[i]) << what << ": scale " << i;
+}
+
+// fn against the specification, run twice over buffers holding two
+// different sentinels: a code byte or scale fn leaves unwritten keeps a
+// sentinel, which cannot equal the expected value in both runs.
+void expect_specified(RowsFn fn, bool q8, const uint16_t* src, int64_t rows, int64_t cols, const std::string& what) {
+  const Quantized want = specified(q8, src, rows, cols);
+  expect_identical(run(fn, q8, src, rows, cols, 0xAB, 0xFFFF), want, what + " (sentinels 0xAB, 0xFFFF)");
+  expect_identical(run(fn, q8, src, rows, cols, 0x54, 0x1234), want, what + " (sentinels 0x54, 0x1234)");
 }
 
 TEST(Quant, SimdIsBitIdenticalToScalar) {
@@ -73,10 +122,10 @@ TEST(Quant, SimdIsBitIdenticalToScalar) {
         testing::Misaligned<uint16_t> src(tricky_bf16(s.rows, s.cols, ++seed), off);
         const std::string what = target + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                                  " offset " + std::to_string(off);
-        expect_identical(run(simd::quantize_rows_q8, true, src.data(), s.rows, s.cols),
-                         run(quant::quantize_rows_q8_scalar, true, src.data(), s.rows, s.cols), "q8 " + what);
-        expect_identical(run(simd::quantize_rows_q4, false, src.data(), s.rows, s.cols),
-                         run(quant::quantize_rows_q4_scalar, false, src.data(), s.rows, s.cols), "q4 " + what);
+        expect_specified(simd::quantize_rows_q8, true, src.data(), s.rows, s.cols, "q8 simd " + what);
+        expect_specified(quant::quantize_rows_q8_scalar, true, src.data(), s.rows, s.cols, "q8 scalar " + what);
+        expect_specified(simd::quantize_rows_q4, false, src.data(), s.rows, s.cols, "q4 simd " + what);
+        expect_specified(quant::quantize_rows_q4_scalar, false, src.data(), s.rows, s.cols, "q4 scalar " + what);
       }
   });
 }
