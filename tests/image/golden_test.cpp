@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "golden_tensors.h"
 #include "image/image.h"
@@ -98,7 +101,7 @@ std::vector<uint8_t> rgba_png_over_white(const std::string& path, int* w, int* h
 
 TEST(Golden, EveryFixtureImage) {
   const auto m = manifest();
-  int checked = 0;
+  std::set<std::string> pngs_compared, jpegs_compared;  // image files that went through every comparison
   for (const auto& [name, entry] : m.at("images").items()) {
     SCOPED_TRACE(name);
     const auto g = qvl_test::read_safetensors(kGolden + entry.at("file").get<std::string>());
@@ -147,17 +150,36 @@ TEST(Golden, EveryFixtureImage) {
       EXPECT_LE(jd.mean, 1.0) << "JPEG decode vs reference";
       if (jd.max != 0) std::printf("[ info ] %s JPEG decode differs: max %d levels, mean %.4f\n", name.c_str(), jd.max, jd.mean);
       // Preprocessing the decoded JPEG is the same chain as for the PNG, so it
-      // must equal preprocessing the reference's decoded JPEG when the decodes match.
+      // must equal preprocessing the reference's decoded JPEG when the decodes
+      // match, and stay within what the decode difference can explain when
+      // they do not (two bicubic passes, each with gain below 2 and a rounding).
       const qvl::PixelValues a = qvl::preprocess(jpg, cfg);
       const qvl::PixelValues b = qvl::preprocess(image_from(g.at("rgb_jpeg")), cfg);
       EXPECT_EQ(a.grid_h, b.grid_h);
       EXPECT_EQ(a.grid_w, b.grid_w);
-      if (jd.max == 0) EXPECT_EQ(a.data, b.data);
+      ASSERT_EQ(a.data.size(), b.data.size());
+      ASSERT_FALSE(a.data.empty());
+      const double std_min = *std::min_element(cfg.image_std.begin(), cfg.image_std.end());
+      const double bound = jd.max == 0 ? 0.0 : (4.0 * jd.max + 3.0) / 255.0 / std_min;
+      double worst = 0;
+      for (size_t i = 0; i < a.data.size(); ++i) worst = std::max(worst, std::fabs(double(a.data[i]) - b.data[i]));
+      EXPECT_LE(worst, bound) << "pixel_values of the decoded JPEG vs of the reference's decode";
+      jpegs_compared.insert(entry.at("jpeg").get<std::string>());
     }
-    ++checked;
+    pngs_compared.insert(entry.at("png").get<std::string>());
   }
-  EXPECT_EQ(checked, static_cast<int>(m.at("images").size()));
-  EXPECT_GT(checked, 0);
+  // Every image file of the fixtures went through the comparisons above: an
+  // image missing from the manifest, or a stage skipped, leaves a name out.
+  std::set<std::string> pngs_on_disk, jpegs_on_disk;
+  for (const auto& f : std::filesystem::directory_iterator(kGolden + "images")) {
+    const std::string file = f.path().filename().string(), ext = f.path().extension().string();
+    if (ext == ".png") pngs_on_disk.insert(file);
+    if (ext == ".jpg") jpegs_on_disk.insert(file);
+  }
+  EXPECT_FALSE(pngs_on_disk.empty());
+  EXPECT_FALSE(jpegs_on_disk.empty());
+  EXPECT_EQ(pngs_compared, pngs_on_disk);
+  EXPECT_EQ(jpegs_compared, jpegs_on_disk);
 }
 
 }  // namespace
