@@ -1,0 +1,205 @@
+/* qvl.h: the C API of qvl, a Qwen3-VL engine for CPUs.
+ *
+ * Three handles and a result struct:
+ *
+ *   qvl_model_params mp = qvl_model_default_params();
+ *   qvl_model* model;
+ *   if (qvl_model_load("Qwen/Qwen3-VL-2B-Instruct", &mp, &model) != QVL_OK)
+ *     fprintf(stderr, "%s\n", qvl_last_error());
+ *
+ *   qvl_request_params rp = qvl_request_default_params();
+ *   rp.temperature = 0;  rp.max_tokens = 64;
+ *   qvl_request* req;
+ *   qvl_request_init(&rp, &req);
+ *   qvl_request_add_message(req, "user", NULL);
+ *   qvl_request_add_image_file(req, "cat.jpg");
+ *   qvl_request_add_text(req, "What is in the picture?");
+ *
+ *   qvl_result res;
+ *   qvl_generate(model, req, on_text, NULL, &res);  (on_text may be NULL)
+ *   ... res.text, res.finish_reason, res.token_ids, res.tool_calls_json ...
+ *   qvl_result_free(&res);
+ *   qvl_request_free(req);
+ *   qvl_model_free(model);
+ *
+ * Errors: every function that can fail returns a qvl_status; the message
+ * (one line naming what failed: the path, the request field) is in
+ * qvl_last_error(), which is thread-local: it belongs to the calling thread
+ * and holds the last failure of a qvl_* call on that thread. Nothing else is
+ * global state.
+ *
+ * Threads: one qvl_model answers one request at a time; concurrent
+ * qvl_generate calls on the same model wait for each other. Different models
+ * are independent. qvl_request_cancel may be called from any thread.
+ *
+ * Strings are UTF-8 and NUL-terminated unless a length is given; every
+ * string passed in is copied, so the caller's buffers may be freed after the
+ * call returns.
+ */
+#ifndef QVL_H
+#define QVL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define QVL_API __declspec(dllexport)
+#else
+#  define QVL_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qvl_status {
+  QVL_OK = 0,
+  QVL_ERR_INVALID_ARGUMENT = 1, /* a bad parameter or request field (the message names it) */
+  QVL_ERR_IO = 2,               /* a file or folder that cannot be found or read; a failed download */
+  QVL_ERR_MODEL = 3,            /* the model cannot be loaded, or cannot answer this request */
+  QVL_ERR_UNSUPPORTED = 4,      /* something qvl does not do (a tool type other than "function") */
+  QVL_ERR_CANCELLED = 5,        /* qvl_request_cancel stopped the request (the result holds the partial answer) */
+  QVL_ERR_OUT_OF_MEMORY = 6,
+  QVL_ERR_INTERNAL = 7          /* a bug: please report the message */
+} qvl_status;
+
+/* Weight format in memory. */
+typedef enum qvl_weights {
+  QVL_WEIGHTS_BF16 = 0, /* as stored, zero-copy */
+  QVL_WEIGHTS_F32 = 1,
+  QVL_WEIGHTS_Q8 = 2,   /* 8-bit, about half the memory of bf16 and faster decoding */
+  QVL_WEIGHTS_Q4 = 3
+} qvl_weights;
+
+typedef enum qvl_response_format {
+  QVL_FORMAT_TEXT = 0,
+  QVL_FORMAT_JSON_OBJECT = 1, /* any JSON object (constrained decoding) */
+  QVL_FORMAT_JSON_SCHEMA = 2  /* JSON valid against qvl_request_params.json_schema */
+} qvl_response_format;
+
+typedef enum qvl_tool_choice {
+  QVL_TOOL_CHOICE_AUTO = 0,     /* the model decides */
+  QVL_TOOL_CHOICE_NONE = 1,     /* tools are shown, never called */
+  QVL_TOOL_CHOICE_REQUIRED = 2, /* at least one call and nothing else */
+  QVL_TOOL_CHOICE_FUNCTION = 3  /* exactly the function tool_choice_name */
+} qvl_tool_choice;
+
+typedef struct qvl_model qvl_model;
+typedef struct qvl_request qvl_request;
+
+/* "0.1.0": the library's version. */
+QVL_API const char* qvl_version(void);
+/* The message of the calling thread's last failed qvl_* call ("" if none).
+ * Valid until the next failing call on this thread. */
+QVL_API const char* qvl_last_error(void);
+/* "QVL_ERR_IO" etc. */
+QVL_API const char* qvl_status_name(qvl_status status);
+
+/* ---- model ---- */
+
+typedef struct qvl_model_params {
+  int32_t weights;            /* qvl_weights; default QVL_WEIGHTS_BF16 */
+  int32_t threads;            /* compute threads; 0: physical cores */
+  int64_t ctx_size;           /* KV cache capacity in tokens; default 8192 */
+  int64_t min_pixels;         /* image area bounds after resizing; 0: the model's */
+  int64_t max_pixels;
+  int64_t image_cache_bytes;  /* cache of image embeddings (a repeated image skips the vision encoder); 0: off */
+  /* A repo id ("Qwen/Qwen3-VL-2B-Instruct") resolves to the Hugging Face
+   * cache, downloading what is missing: */
+  const char* revision;       /* branch, tag or commit; NULL: "main" */
+  int32_t offline;            /* non-zero: never use the network (the cache or nothing) */
+  int32_t progress;           /* non-zero: download progress lines on stderr; default 1 */
+} qvl_model_params;
+
+QVL_API qvl_model_params qvl_model_default_params(void);
+/* `path_or_repo`: a local model folder (config.json, *.safetensors,
+ * tokenizer.json, ...) or a hub repo id. On failure *out is NULL and the
+ * status is QVL_ERR_IO (no such folder, download failed) or QVL_ERR_MODEL. */
+QVL_API qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* params, qvl_model** out);
+QVL_API void qvl_model_free(qvl_model* model); /* NULL is fine */
+
+/* ---- request ---- */
+
+/* Floating-point fields set to NAN and integers set to -1 mean "unset": the
+ * model's generation_config, then the engine's default. */
+typedef struct qvl_request_params {
+  double temperature;         /* 0: greedy */
+  double top_p;
+  double min_p;
+  int32_t top_k;              /* 0: off */
+  double repetition_penalty;
+  double presence_penalty;
+  double frequency_penalty;
+  int64_t seed;               /* -1: random */
+  int64_t max_tokens;         /* 0: the model's max_new_tokens, else until the context is full */
+  int32_t ignore_eos;         /* non-zero: keep going past the end-of-sequence token */
+  int32_t response_format;    /* qvl_response_format */
+  const char* json_schema;    /* JSON Schema text for QVL_FORMAT_JSON_SCHEMA */
+  /* Tools: a JSON array of OpenAI-style tools,
+   * [{"type": "function", "function": {"name", "description", "parameters"}}]. */
+  const char* tools_json;
+  int32_t tool_choice;        /* qvl_tool_choice */
+  const char* tool_choice_name;  /* QVL_TOOL_CHOICE_FUNCTION */
+  int32_t parallel_tool_calls;   /* 0: at most one call per answer; default 1 */
+} qvl_request_params;
+
+QVL_API qvl_request_params qvl_request_default_params(void);
+/* Checks and copies the params (tools_json must parse). */
+QVL_API qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out);
+QVL_API void qvl_request_free(qvl_request* request); /* NULL is fine */
+
+/* Starts a new message: role "system", "user", "assistant" or "tool";
+ * `text` (may be NULL) becomes its first part. */
+QVL_API qvl_status qvl_request_add_message(qvl_request* request, const char* role, const char* text);
+/* Parts appended to the last message, in order. */
+QVL_API qvl_status qvl_request_add_text(qvl_request* request, const char* text);
+/* An encoded image (JPEG, PNG, WebP, BMP, GIF first frame), decoded now. */
+QVL_API qvl_status qvl_request_add_image(qvl_request* request, const uint8_t* bytes, size_t len);
+QVL_API qvl_status qvl_request_add_image_file(qvl_request* request, const char* path);
+/* 8-bit RGB pixels, row r at rgb + r * stride (stride >= 3 * width). */
+QVL_API qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t* rgb, int32_t width, int32_t height,
+                                             int32_t stride);
+/* A call the assistant made earlier (history replay; arguments is JSON text). */
+QVL_API qvl_status qvl_request_add_tool_call(qvl_request* request, const char* id, const char* name,
+                                             const char* arguments);
+/* A stop string: the answer ends before it. */
+QVL_API qvl_status qvl_request_add_stop(qvl_request* request, const char* stop);
+/* From any thread: the running (or next) qvl_generate of this request stops
+ * before its next token and returns QVL_ERR_CANCELLED. Stays set. */
+QVL_API void qvl_request_cancel(qvl_request* request);
+
+/* ---- generation ---- */
+
+/* A piece of the answer (UTF-8 complete, `len` bytes, not NUL-terminated);
+ * return non-zero to stop (finish_reason "cancelled", status QVL_OK). */
+typedef int (*qvl_text_callback)(const char* piece, size_t len, void* user_data);
+
+typedef struct qvl_result {
+  char* text;                 /* the answer (NUL-terminated; with tools, the text around the calls) */
+  size_t text_len;
+  char* finish_reason;        /* "stop", "length", "tool_calls", "cancelled" or "repetition" */
+  int32_t* token_ids;         /* the completion's tokens (EOS excluded) */
+  size_t n_token_ids;
+  /* JSON array, "[]" when none:
+   * [{"id": "call_…", "type": "function", "function": {"name": "…", "arguments": "{…}"}}] */
+  char* tool_calls_json;
+  int64_t prompt_tokens;
+  int64_t cached_tokens;      /* prompt tokens reused from the previous request */
+  int64_t completion_tokens;
+  double prefill_ms;
+  double decode_ms;
+} qvl_result;
+
+/* Renders the messages with the model's chat template and answers them.
+ * `on_text` may be NULL. `out` is filled on QVL_OK and QVL_ERR_CANCELLED
+ * (and zeroed otherwise); free it with qvl_result_free. A request may be
+ * generated again (a conversation that extends it reuses the cached prefix). */
+QVL_API qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callback on_text, void* user_data,
+                                qvl_result* out);
+QVL_API void qvl_result_free(qvl_result* result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QVL_H */

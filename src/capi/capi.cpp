@@ -1,0 +1,444 @@
+// The C API (include/qvl.h) over qvl::Engine. Every entry point catches
+// everything: no exception crosses into C. A failure sets the thread's last
+// error and returns its qvl_status.
+#include "qvl.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "image/image.h"
+#include "io/model_source.h"
+#include "util/error.h"
+
+#ifndef QVL_VERSION
+#define QVL_VERSION "0.0.0"
+#endif
+
+struct qvl_model {
+  std::unique_ptr<qvl::Engine> engine;
+  std::mutex mutex;  // generate() is not re-entrant
+};
+
+struct qvl_request {
+  qvl::GenerateRequest request;
+  std::atomic<bool> cancel{false};
+};
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+thread_local std::string last_error;
+
+// A failure of the caller's making, with its status.
+struct StatusError : qvl::Error {
+  qvl_status status;
+  StatusError(qvl_status s, const std::string& message) : qvl::Error(message), status(s) {}
+};
+
+[[noreturn]] void fail_with(qvl_status s, const std::string& message) { throw StatusError(s, message); }
+
+qvl_status set_error(qvl_status s, const std::string& message) {
+  last_error = message;
+  return s;
+}
+
+// Runs `body`, mapping what it throws to a status; `fallback` is the status
+// of a plain qvl::Error at this call.
+template <typename F>
+qvl_status guarded(qvl_status fallback, F&& body) {
+  try {
+    body();
+    return QVL_OK;
+  } catch (const StatusError& e) {
+    return set_error(e.status, e.what());
+  } catch (const qvl::FieldError& e) {
+    std::string msg = e.what();
+    if (!e.field().empty() && msg.find(e.field()) == std::string::npos) msg = e.field() + ": " + msg;
+    return set_error(QVL_ERR_INVALID_ARGUMENT, msg);
+  } catch (const qvl::UsageError& e) {
+    return set_error(QVL_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const qvl::Error& e) {
+    return set_error(fallback, e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(QVL_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return set_error(QVL_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return set_error(QVL_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) fail_with(QVL_ERR_INVALID_ARGUMENT, what);
+}
+
+std::optional<double> opt(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
+
+char* copy_string(const std::string& s) {
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.data(), s.size());
+  p[s.size()] = '\0';
+  return p;
+}
+
+qvl::Message& last_message(qvl_request* r) {
+  require(r != nullptr, "request is NULL");
+  if (r->request.messages.empty())
+    fail_with(QVL_ERR_INVALID_ARGUMENT, "no message to add a part to: call qvl_request_add_message first");
+  return r->request.messages.back();
+}
+
+void add_image(qvl_request* r, qvl::Image image) {
+  qvl::Message& m = last_message(r);
+  m.parts.push_back({"", std::make_shared<const qvl::Image>(std::move(image))});
+}
+
+void parse_tools(const char* text, qvl::GenerateRequest& g) {
+  json tools;
+  try {
+    tools = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("tools: not valid JSON (", e.what(), ")"));
+  }
+  if (!tools.is_array()) fail_with(QVL_ERR_INVALID_ARGUMENT, "tools: must be a JSON array of tools");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string p = qvl::cat("tools[", i, "]");
+    json t = tools[i];
+    if (!t.is_object()) fail_with(QVL_ERR_INVALID_ARGUMENT, p + ": must be an object");
+    if (!t.contains("function") && t.contains("name"))  // a bare function object
+      t = json{{"type", "function"}, {"function", t}};
+    if (t.contains("type") && t["type"] != "function")
+      fail_with(QVL_ERR_UNSUPPORTED, p + ".type: only \"function\" tools are supported");
+    const json& fn = t["function"];
+    if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string())
+      fail_with(QVL_ERR_INVALID_ARGUMENT, p + ".function.name: a tool needs a function with a string name");
+    qvl::Tool tool;
+    tool.name = fn["name"].get<std::string>();
+    if (fn.contains("parameters") && !fn["parameters"].is_null()) {
+      if (!fn["parameters"].is_object())
+        fail_with(QVL_ERR_INVALID_ARGUMENT, p + ".function.parameters: must be a JSON Schema object");
+      tool.parameters = fn["parameters"].dump();
+    }
+    tool.definition = t.dump();
+    g.tools.push_back(std::move(tool));
+  }
+}
+
+std::string tool_calls_json(const std::vector<qvl::ToolCall>& calls) {
+  json out = json::array();
+  for (const qvl::ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* qvl_version(void) { return QVL_VERSION; }
+
+const char* qvl_last_error(void) { return last_error.c_str(); }
+
+const char* qvl_status_name(qvl_status status) {
+  switch (status) {
+    case QVL_OK: return "QVL_OK";
+    case QVL_ERR_INVALID_ARGUMENT: return "QVL_ERR_INVALID_ARGUMENT";
+    case QVL_ERR_IO: return "QVL_ERR_IO";
+    case QVL_ERR_MODEL: return "QVL_ERR_MODEL";
+    case QVL_ERR_UNSUPPORTED: return "QVL_ERR_UNSUPPORTED";
+    case QVL_ERR_CANCELLED: return "QVL_ERR_CANCELLED";
+    case QVL_ERR_OUT_OF_MEMORY: return "QVL_ERR_OUT_OF_MEMORY";
+    case QVL_ERR_INTERNAL: return "QVL_ERR_INTERNAL";
+  }
+  return "QVL_ERR_UNKNOWN";
+}
+
+qvl_model_params qvl_model_default_params(void) {
+  qvl_model_params p;
+  std::memset(&p, 0, sizeof p);
+  p.weights = QVL_WEIGHTS_BF16;
+  p.threads = 0;
+  p.ctx_size = 8192;
+  p.image_cache_bytes = int64_t{256} << 20;
+  p.revision = nullptr;
+  p.offline = 0;
+  p.progress = 1;
+  return p;
+}
+
+qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* params, qvl_model** out) {
+  if (out) *out = nullptr;
+  return guarded(QVL_ERR_MODEL, [&] {
+    require(out != nullptr, "qvl_model_load: out is NULL");
+    require(path_or_repo != nullptr && *path_or_repo, "qvl_model_load: the model path is empty");
+    const qvl_model_params p = params ? *params : qvl_model_default_params();
+    qvl::EngineParams ep;
+    switch (p.weights) {
+      case QVL_WEIGHTS_BF16: ep.weights = qvl::WeightFormat::BF16; break;
+      case QVL_WEIGHTS_F32: ep.weights = qvl::WeightFormat::F32; break;
+      case QVL_WEIGHTS_Q8: ep.weights = qvl::WeightFormat::Q8; break;
+      case QVL_WEIGHTS_Q4: ep.weights = qvl::WeightFormat::Q4; break;
+      default: fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("weights: unknown qvl_weights value ", p.weights));
+    }
+    require(p.threads >= 0 && p.threads <= 1024, "threads: must be in [0, 1024]");
+    require(p.ctx_size >= 16, "ctx_size: must be at least 16");
+    require(p.min_pixels >= 0 && p.max_pixels >= 0, "min_pixels, max_pixels: must not be negative");
+    require(p.image_cache_bytes >= 0, "image_cache_bytes: must not be negative");
+    ep.threads = p.threads;
+    ep.ctx_size = p.ctx_size;
+    ep.min_pixels = p.min_pixels;
+    ep.max_pixels = p.max_pixels;
+    ep.image_cache_bytes = static_cast<size_t>(p.image_cache_bytes);
+
+    qvl::ModelSourceOptions source;
+    if (p.revision && *p.revision) source.revision = p.revision;
+    source.offline = p.offline != 0;
+    source.progress = p.progress != 0;
+    try {
+      ep.model_dir = qvl::resolve_model(path_or_repo, source);
+    } catch (const qvl::Error& e) {  // no such folder, or the download failed
+      std::string msg = e.what();
+      if (msg.rfind("--model ", 0) == 0) msg = "model " + msg.substr(8);  // the resolver speaks to the CLI
+      fail_with(QVL_ERR_IO, msg);
+    }
+    std::unique_ptr<qvl_model> m(new qvl_model);
+    try {
+      m->engine = qvl::Engine::create(ep);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail_with(QVL_ERR_MODEL, qvl::cat("model ", ep.model_dir, ": ", e.what()));
+    }
+    *out = m.release();
+  });
+}
+
+void qvl_model_free(qvl_model* model) { delete model; }
+
+qvl_request_params qvl_request_default_params(void) {
+  qvl_request_params p;
+  std::memset(&p, 0, sizeof p);
+  p.temperature = NAN;
+  p.top_p = NAN;
+  p.min_p = NAN;
+  p.top_k = -1;
+  p.repetition_penalty = NAN;
+  p.presence_penalty = NAN;
+  p.frequency_penalty = NAN;
+  p.seed = -1;
+  p.max_tokens = 0;
+  p.response_format = QVL_FORMAT_TEXT;
+  p.tool_choice = QVL_TOOL_CHOICE_AUTO;
+  p.parallel_tool_calls = 1;
+  return p;
+}
+
+qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out) {
+  if (out) *out = nullptr;
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    require(out != nullptr, "qvl_request_init: out is NULL");
+    const qvl_request_params p = params ? *params : qvl_request_default_params();
+    std::unique_ptr<qvl_request> r(new qvl_request);
+    qvl::GenerateRequest& g = r->request;
+    qvl::SamplingParams& s = g.sampling;
+    require(std::isnan(p.temperature) || (p.temperature >= 0 && p.temperature <= 100), "temperature: must be in [0, 100]");
+    require(std::isnan(p.top_p) || (p.top_p > 0 && p.top_p <= 1), "top_p: must be in (0, 1]");
+    require(std::isnan(p.min_p) || (p.min_p >= 0 && p.min_p <= 1), "min_p: must be in [0, 1]");
+    require(p.top_k >= -1, "top_k: must be -1 (unset), 0 (off) or a count");
+    require(std::isnan(p.repetition_penalty) || p.repetition_penalty > 0, "repetition_penalty: must be positive");
+    require(p.seed >= -1, "seed: must be -1 (random) or not negative");
+    require(p.max_tokens >= 0, "max_tokens: must not be negative");
+    s.temperature = opt(p.temperature);
+    s.top_p = opt(p.top_p);
+    s.min_p = opt(p.min_p);
+    if (p.top_k >= 0) s.top_k = p.top_k;
+    s.repetition_penalty = opt(p.repetition_penalty);
+    s.presence_penalty = opt(p.presence_penalty);
+    s.frequency_penalty = opt(p.frequency_penalty);
+    if (p.seed >= 0) s.seed = static_cast<uint64_t>(p.seed);
+    g.max_tokens = p.max_tokens;
+    g.ignore_eos = p.ignore_eos != 0;
+    g.cancel = &r->cancel;
+    switch (p.response_format) {
+      case QVL_FORMAT_TEXT: break;
+      case QVL_FORMAT_JSON_OBJECT: g.response_format.type = qvl::ResponseFormat::Type::JsonObject; break;
+      case QVL_FORMAT_JSON_SCHEMA:
+        require(p.json_schema != nullptr && *p.json_schema, "json_schema: QVL_FORMAT_JSON_SCHEMA needs a schema");
+        g.response_format = {qvl::ResponseFormat::Type::JsonSchema, p.json_schema};
+        break;
+      default: fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("response_format: unknown value ", p.response_format));
+    }
+    if (p.tools_json && *p.tools_json) parse_tools(p.tools_json, g);
+    switch (p.tool_choice) {
+      case QVL_TOOL_CHOICE_AUTO: g.tool_choice = qvl::ToolChoice::Auto; break;
+      case QVL_TOOL_CHOICE_NONE: g.tool_choice = qvl::ToolChoice::None; break;
+      case QVL_TOOL_CHOICE_REQUIRED: g.tool_choice = qvl::ToolChoice::Required; break;
+      case QVL_TOOL_CHOICE_FUNCTION:
+        require(p.tool_choice_name != nullptr && *p.tool_choice_name,
+                "tool_choice_name: QVL_TOOL_CHOICE_FUNCTION needs a function name");
+        g.tool_choice = qvl::ToolChoice::Function;
+        g.tool_choice_name = p.tool_choice_name;
+        break;
+      default: fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("tool_choice: unknown value ", p.tool_choice));
+    }
+    g.parallel_tool_calls = p.parallel_tool_calls != 0;
+    *out = r.release();
+  });
+}
+
+void qvl_request_free(qvl_request* request) { delete request; }
+
+qvl_status qvl_request_add_message(qvl_request* request, const char* role, const char* text) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    require(request != nullptr, "request is NULL");
+    require(role != nullptr, "role: NULL");
+    const std::string r = role;
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      fail_with(QVL_ERR_INVALID_ARGUMENT, "role: '" + r + "' is not system, user, assistant or tool");
+    qvl::Message m{r, {}, {}};
+    if (text) m.parts.push_back({text, nullptr});
+    request->request.messages.push_back(std::move(m));
+  });
+}
+
+qvl_status qvl_request_add_text(qvl_request* request, const char* text) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    require(text != nullptr, "text: NULL");
+    last_message(request).parts.push_back({text, nullptr});
+  });
+}
+
+qvl_status qvl_request_add_image(qvl_request* request, const uint8_t* bytes, size_t len) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(bytes != nullptr && len > 0, "image: no bytes");
+    try {
+      add_image(request, qvl::decode_image({bytes, len}));
+    } catch (const qvl::Error& e) {
+      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("image: ", e.what()));
+    }
+  });
+}
+
+qvl_status qvl_request_add_image_file(qvl_request* request, const char* path) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(path != nullptr && *path, "image path: empty");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail_with(QVL_ERR_IO, qvl::cat("image ", path, ": cannot open the file"));
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (bytes.empty()) fail_with(QVL_ERR_IO, qvl::cat("image ", path, ": empty or unreadable"));
+    try {
+      add_image(request, qvl::decode_image(bytes));
+    } catch (const qvl::Error& e) {
+      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("image ", path, ": ", e.what()));
+    }
+  });
+}
+
+qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t* rgb, int32_t width, int32_t height,
+                                     int32_t stride) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(rgb != nullptr, "image: rgb is NULL");
+    require(width > 0 && height > 0, "image: width and height must be positive");
+    require(int64_t{width} * height <= 100'000'000, "image: over 100 million pixels");
+    require(int64_t{stride} >= int64_t{width} * 3, "image: stride must be at least 3 * width");
+    qvl::Image img;
+    img.width = width;
+    img.height = height;
+    const size_t row = size_t(width) * 3;
+    img.rgb.resize(row * size_t(height));
+    for (int32_t y = 0; y < height; ++y) std::memcpy(img.rgb.data() + row * size_t(y), rgb + size_t(stride) * size_t(y), row);
+    add_image(request, std::move(img));
+  });
+}
+
+qvl_status qvl_request_add_tool_call(qvl_request* request, const char* id, const char* name, const char* arguments) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    qvl::Message& m = last_message(request);
+    require(m.role == "assistant", "tool call: the last message must be an assistant message");
+    require(name != nullptr && *name, "tool call: name is empty");
+    m.tool_calls.push_back({id ? id : "", name, arguments && *arguments ? arguments : "{}"});
+  });
+}
+
+qvl_status qvl_request_add_stop(qvl_request* request, const char* stop) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    require(request != nullptr, "request is NULL");
+    require(stop != nullptr && *stop, "stop: empty string");
+    request->request.stop.emplace_back(stop);
+  });
+}
+
+void qvl_request_cancel(qvl_request* request) {
+  if (request) request->cancel.store(true);
+}
+
+qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callback on_text, void* user_data,
+                        qvl_result* out) {
+  if (out) std::memset(out, 0, sizeof *out);
+  return guarded(QVL_ERR_MODEL, [&] {
+    require(model != nullptr && model->engine, "model is NULL");
+    require(request != nullptr, "request is NULL");
+    require(out != nullptr, "qvl_generate: out is NULL");
+    require(!request->request.messages.empty(), "messages: the request has no message");
+    std::lock_guard<std::mutex> lock(model->mutex);
+    qvl::Engine& engine = *model->engine;
+    engine.validate(request->request);
+    qvl::GenerateCallbacks cb;
+    if (on_text)
+      cb.on_text = [on_text, user_data](std::string_view piece) {
+        return on_text(piece.data(), piece.size(), user_data) == 0;
+      };
+    qvl::GenerateResult r = engine.generate(request->request, cb);
+    qvl_result res;
+    std::memset(&res, 0, sizeof res);
+    try {
+      res.text = copy_string(r.text);
+      res.text_len = r.text.size();
+      res.finish_reason = copy_string(r.finish_reason);
+      res.tool_calls_json = copy_string(tool_calls_json(r.tool_calls));
+      res.n_token_ids = r.token_ids.size();
+      res.token_ids = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (r.token_ids.size() + 1)));
+      if (!res.token_ids) throw std::bad_alloc();
+      if (!r.token_ids.empty()) std::memcpy(res.token_ids, r.token_ids.data(), sizeof(int32_t) * r.token_ids.size());
+    } catch (...) {
+      qvl_result_free(&res);
+      throw;
+    }
+    res.prompt_tokens = r.prompt_tokens;
+    res.cached_tokens = r.cached_tokens;
+    res.completion_tokens = r.completion_tokens;
+    res.prefill_ms = r.timings.prefill_ms;
+    res.decode_ms = r.timings.decode_ms;
+    *out = res;
+    if (request->cancel.load() && r.finish_reason == "cancelled")
+      fail_with(QVL_ERR_CANCELLED, "cancelled (qvl_request_cancel)");
+  });
+}
+
+void qvl_result_free(qvl_result* result) {
+  if (!result) return;
+  std::free(result->text);
+  std::free(result->finish_reason);
+  std::free(result->token_ids);
+  std::free(result->tool_calls_json);
+  std::memset(result, 0, sizeof *result);
+}
+
+}  // extern "C"
