@@ -1,0 +1,422 @@
+"""qvl from Python: Qwen3-VL on the CPU, over libqvl.so (include/qvl.h) with ctypes.
+
+    import qvl
+    with qvl.Model("Qwen/Qwen3-VL-2B-Instruct") as model:
+        r = model.chat([{"role": "user", "content": "What is in the picture?"}], images=["cat.jpg"])
+        print(r.text)
+        for piece in model.chat("Tell me a story.", stream=True):
+            print(piece, end="", flush=True)
+
+libqvl.so is found through $QVL_LIBRARY, next to this package, in the
+repository's build/ folder, or on the linker's path. No compiler is needed.
+"""
+
+import ctypes
+import json
+import math
+import os
+import queue
+import threading
+
+from . import _capi
+
+__all__ = [
+    "Model", "Result", "Stream", "Error", "InvalidArgumentError", "IoError", "ModelError", "UnsupportedError",
+    "CancelledError", "version",
+]
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _library():
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            _lib = _capi.load_library()
+        return _lib
+
+
+class Error(Exception):
+    """A failed qvl call; `status` is the C API's qvl_status, str(e) the engine's message."""
+
+    def __init__(self, message, status=_capi.QVL_ERR_INTERNAL):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad parameter or request field (the message names it)."""
+
+
+class IoError(Error, OSError):
+    """A model folder or image file that cannot be found or read, or a failed download."""
+
+
+class ModelError(Error):
+    """The model cannot be loaded, or cannot answer the request."""
+
+
+class UnsupportedError(Error):
+    """Something qvl does not do."""
+
+
+class CancelledError(Error):
+    """The request was cancelled."""
+
+
+_ERRORS = {
+    _capi.QVL_ERR_INVALID_ARGUMENT: InvalidArgumentError,
+    _capi.QVL_ERR_IO: IoError,
+    _capi.QVL_ERR_MODEL: ModelError,
+    _capi.QVL_ERR_UNSUPPORTED: UnsupportedError,
+    _capi.QVL_ERR_CANCELLED: CancelledError,
+}
+
+
+def _check(status):
+    # qvl_last_error is thread-local: read on the thread of the failed call.
+    if status != _capi.QVL_OK:
+        message = (_library().qvl_last_error() or b"").decode("utf-8", "replace")
+        raise _ERRORS.get(status, Error)(message, status)
+
+
+def version():
+    """The library's version ("0.1.0")."""
+    return _library().qvl_version().decode()
+
+
+def _b(s):
+    return None if s is None else str(s).encode("utf-8")
+
+
+class Result:
+    """One answer: text, finish_reason ("stop", "length", "tool_calls", "cancelled", "repetition"),
+    token_ids, tool_calls (OpenAI-style dicts) and usage."""
+
+    def __init__(self, c):
+        self.text = ctypes.string_at(c.text, c.text_len).decode("utf-8", "replace") if c.text else ""
+        self.finish_reason = (c.finish_reason or b"").decode()
+        self.token_ids = [c.token_ids[i] for i in range(c.n_token_ids)]
+        self.tool_calls = json.loads(c.tool_calls_json.decode()) if c.tool_calls_json else []
+        self.usage = {
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "total_tokens": c.prompt_tokens + c.completion_tokens,
+            "cached_tokens": c.cached_tokens,
+        }
+        self.timings = {"prefill_ms": c.prefill_ms, "decode_ms": c.decode_ms}
+
+    def __repr__(self):
+        return f"Result(text={self.text!r}, finish_reason={self.finish_reason!r}, tool_calls={self.tool_calls!r})"
+
+
+class _Request:
+    """A qvl_request built from OpenAI-style messages; freed by close()."""
+
+    def __init__(self, lib, params, messages, images, stop):
+        self._lib = lib
+        self.handle = ctypes.c_void_p()
+        _check(lib.qvl_request_init(ctypes.byref(params), ctypes.byref(self.handle)))
+        try:
+            self._add_messages(messages, list(images or []))
+            for s in stop or []:
+                _check(lib.qvl_request_add_stop(self.handle, _b(s)))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.handle:
+            self._lib.qvl_request_free(self.handle)
+            self.handle = ctypes.c_void_p()
+
+    def cancel(self):
+        if self.handle:
+            self._lib.qvl_request_cancel(self.handle)
+
+    def _add_messages(self, messages, images):
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        messages = list(messages)
+        if not messages:
+            raise InvalidArgumentError("messages: at least one message is needed", _capi.QVL_ERR_INVALID_ARGUMENT)
+        # images=: placed before the text of the last user message (as `qvl run --image` does).
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+        if images and last_user is None:
+            raise InvalidArgumentError("images: there is no user message to attach them to",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+        lib, h = self._lib, self.handle
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or "role" not in m:
+                raise InvalidArgumentError(f"messages[{i}]: must be a dict with a 'role'", _capi.QVL_ERR_INVALID_ARGUMENT)
+            _check(lib.qvl_request_add_message(h, _b(m["role"]), None))
+            if i == last_user:
+                for image in images:
+                    self._add_image(image, "images")
+            content = m.get("content")
+            if content is None:
+                pass
+            elif isinstance(content, str):
+                _check(lib.qvl_request_add_text(h, _b(content)))
+            else:
+                for k, part in enumerate(content):
+                    self._add_part(part, f"messages[{i}].content[{k}]")
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function", call)
+                args = fn.get("arguments", "{}")
+                if not isinstance(args, str):
+                    args = json.dumps(args)
+                _check(lib.qvl_request_add_tool_call(h, _b(call.get("id", "")), _b(fn.get("name")), _b(args)))
+
+    def _add_part(self, part, where):
+        if isinstance(part, str):
+            _check(self._lib.qvl_request_add_text(self.handle, _b(part)))
+            return
+        kind = part.get("type")
+        if kind == "text":
+            _check(self._lib.qvl_request_add_text(self.handle, _b(part.get("text", ""))))
+        elif kind in ("image", "input_image", "image_url"):
+            image = part.get("image", part.get("image_url"))
+            if isinstance(image, dict):
+                image = image.get("url")
+            if image is None:
+                raise InvalidArgumentError(f"{where}: an image part needs 'image' (a path, bytes or a PIL image)",
+                                           _capi.QVL_ERR_INVALID_ARGUMENT)
+            self._add_image(image, where)
+        else:
+            raise InvalidArgumentError(f"{where}.type: unsupported part type {kind!r} (text and image are)",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+
+    def _add_image(self, image, where):
+        lib, h = self._lib, self.handle
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            data = bytes(image)
+            _check(lib.qvl_request_add_image(h, data, len(data)))
+        elif isinstance(image, (str, os.PathLike)):
+            path = os.fspath(image)
+            if path.startswith("file://"):
+                path = path[len("file://"):]
+            _check(lib.qvl_request_add_image_file(h, _b(path)))
+        elif hasattr(image, "convert") and hasattr(image, "tobytes") and hasattr(image, "size"):  # PIL, duck-typed
+            rgb = image.convert("RGB")
+            w, h_px = rgb.size
+            _check(lib.qvl_request_add_image_rgb(h, rgb.tobytes(), w, h_px, 3 * w))
+        else:
+            raise InvalidArgumentError(f"{where}: an image must be a path, bytes or a PIL image, not "
+                                       f"{type(image).__name__}", _capi.QVL_ERR_INVALID_ARGUMENT)
+
+
+class Stream:
+    """The answer's text pieces as they are decided, from a generation running on its own
+    thread. Iterate it; close() (or leaving a `with` block) before the end cancels the
+    generation and waits for it. After the last piece, `result` holds the Result."""
+
+    _DONE = object()
+
+    def __init__(self, model, request):
+        self._request = request
+        self._queue = queue.Queue()
+        self._error = None
+        self.result = None
+        self._callback = _capi.TEXT_CALLBACK(self._on_text)  # kept alive for the C side
+        self._thread = threading.Thread(target=self._run, args=(model,), daemon=True)
+        self._thread.start()
+
+    def _on_text(self, piece, length, _user_data):
+        self._queue.put(ctypes.string_at(piece, length))
+        return 0
+
+    def _run(self, model):
+        try:
+            self.result = model._generate(self._request, self._callback)
+        except BaseException as e:  # re-raised on the consumer's thread
+            self._error = e
+        finally:
+            self._queue.put(self._DONE)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._thread is None:
+            raise StopIteration
+        item = self._queue.get()
+        if item is self._DONE:
+            self._finish()
+            if self._error is not None:
+                raise self._error
+            raise StopIteration
+        return item.decode("utf-8", "replace")
+
+    def _finish(self):
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            self._request.close()
+
+    def close(self):
+        """Stops the generation (if still running) and waits for it to end."""
+        if self._thread is not None:
+            self._request.cancel()
+            self._finish()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _nan(x):
+    return math.nan if x is None else float(x)
+
+
+class Model:
+    """A loaded model: a local folder or a Hugging Face repo id (downloaded into the HF cache).
+
+    weights: "q8" (default), "bf16", "f32" or "q4"; threads: 0 for the physical cores."""
+
+    def __init__(self, path_or_repo, weights="q8", threads=0, ctx_size=8192, min_pixels=0, max_pixels=0,
+                 image_cache_mb=256, revision=None, offline=False, progress=True):
+        lib = _library()
+        self._lib = lib
+        self._handle = ctypes.c_void_p()
+        if weights not in _capi.WEIGHTS:
+            raise InvalidArgumentError(f"weights: {weights!r} is not one of {', '.join(_capi.WEIGHTS)}",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+        p = lib.qvl_model_default_params()
+        p.weights = _capi.WEIGHTS[weights]
+        p.threads = int(threads)
+        p.ctx_size = int(ctx_size)
+        p.min_pixels = int(min_pixels)
+        p.max_pixels = int(max_pixels)
+        p.image_cache_bytes = int(image_cache_mb) << 20
+        revision_b = _b(revision)
+        p.revision = revision_b
+        p.offline = 1 if offline else 0
+        p.progress = 1 if progress else 0
+        _check(lib.qvl_model_load(_b(os.fspath(path_or_repo)), ctypes.byref(p), ctypes.byref(self._handle)))
+
+    def close(self):
+        """Frees the model (its weights and caches). Idempotent."""
+        if getattr(self, "_handle", None):
+            self._lib.qvl_model_free(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def chat(self, messages, images=None, stream=False, max_tokens=0, temperature=None, top_p=None, top_k=None,
+             min_p=None, seed=None, repetition_penalty=None, presence_penalty=None, frequency_penalty=None,
+             stop=None, ignore_eos=False, response_format=None, tools=None, tool_choice=None,
+             parallel_tool_calls=True):
+        """Answers OpenAI-style messages ({"role": ..., "content": str or [{"type": "text", "text": ...},
+        {"type": "image", "image": path | bytes | PIL image}]}); `messages` may also be one user string.
+        `images` are placed before the text of the last user message. Unset sampling options take the
+        model's generation_config; temperature 0 is greedy.
+
+        response_format: None, "json_object", {"type": "json_object"}, {"type": "json_schema",
+        "json_schema": {"schema": {...}}} or a JSON Schema dict. tools: OpenAI-style tool dicts;
+        tool_choice: "auto", "none", "required", a function name or {"type": "function", "function":
+        {"name": ...}}.
+
+        Returns a Result; with stream=True, a Stream of text pieces (its `result` is set at the end)."""
+        if not self._handle:
+            raise Error("the model is closed", _capi.QVL_ERR_INVALID_ARGUMENT)
+        lib = self._lib
+        p = lib.qvl_request_default_params()
+        p.temperature = _nan(temperature)
+        p.top_p = _nan(top_p)
+        p.min_p = _nan(min_p)
+        p.top_k = -1 if top_k is None else int(top_k)
+        p.repetition_penalty = _nan(repetition_penalty)
+        p.presence_penalty = _nan(presence_penalty)
+        p.frequency_penalty = _nan(frequency_penalty)
+        p.seed = -1 if seed is None else int(seed)
+        p.max_tokens = int(max_tokens or 0)
+        p.ignore_eos = 1 if ignore_eos else 0
+        keep = []  # the encoded strings, alive until qvl_request_init has copied them
+        fmt, schema = _response_format(response_format)
+        p.response_format = fmt
+        if schema is not None:
+            keep.append(_b(schema))
+            p.json_schema = keep[-1]
+        if tools:
+            keep.append(_b(tools if isinstance(tools, str) else json.dumps(list(tools))))
+            p.tools_json = keep[-1]
+        choice, name = _tool_choice(tool_choice)
+        p.tool_choice = choice
+        if name is not None:
+            keep.append(_b(name))
+            p.tool_choice_name = keep[-1]
+        p.parallel_tool_calls = 1 if parallel_tool_calls else 0
+        if isinstance(stop, str):
+            stop = [stop]
+        request = _Request(lib, p, messages, images, stop)
+        if stream:
+            return Stream(self, request)
+        try:
+            return self._generate(request, _capi.TEXT_CALLBACK())
+        finally:
+            request.close()
+
+    def _generate(self, request, callback):
+        c = _capi.Result()
+        status = self._lib.qvl_generate(self._handle, request.handle, callback, None, ctypes.byref(c))
+        try:
+            if status == _capi.QVL_ERR_CANCELLED:  # a closed Stream: the partial answer
+                return Result(c)
+            _check(status)
+            return Result(c)
+        finally:
+            self._lib.qvl_result_free(ctypes.byref(c))
+
+
+def _response_format(rf):
+    if rf is None or rf == "text":
+        return _capi.FORMAT_TEXT, None
+    if rf in ("json_object", "json"):
+        return _capi.FORMAT_JSON_OBJECT, None
+    if isinstance(rf, str):
+        return _capi.FORMAT_JSON_SCHEMA, rf  # JSON Schema text
+    if not isinstance(rf, dict):
+        raise InvalidArgumentError("response_format: must be None, 'json_object' or a dict",
+                                   _capi.QVL_ERR_INVALID_ARGUMENT)
+    kind = rf.get("type")
+    if kind == "text":
+        return _capi.FORMAT_TEXT, None
+    if kind == "json_object":
+        return _capi.FORMAT_JSON_OBJECT, None
+    if kind == "json_schema":
+        js = rf.get("json_schema", {})
+        schema = js.get("schema", js) if isinstance(js, dict) else js
+        return _capi.FORMAT_JSON_SCHEMA, schema if isinstance(schema, str) else json.dumps(schema)
+    return _capi.FORMAT_JSON_SCHEMA, json.dumps(rf)  # the schema itself
+
+
+def _tool_choice(tc):
+    if tc is None:
+        return _capi.TOOL_CHOICE["auto"], None
+    if isinstance(tc, str):
+        if tc in ("auto", "none", "required"):
+            return _capi.TOOL_CHOICE[tc], None
+        return _capi.TOOL_CHOICE["function"], tc
+    if isinstance(tc, dict):
+        fn = tc.get("function", tc)
+        return _capi.TOOL_CHOICE["function"], fn.get("name")
+    raise InvalidArgumentError("tool_choice: must be 'auto', 'none', 'required', a name or a dict",
+                               _capi.QVL_ERR_INVALID_ARGUMENT)
