@@ -5,25 +5,45 @@ MODEL ?= Qwen/Qwen3-VL-2B-Instruct
 # Extra `qvl serve` options, e.g. make serve SERVE_ARGS="--host 0.0.0.0 --port 9000"
 SERVE_ARGS ?=
 QVL    = $(BUILD)/qvl
+# The programs in bench/ (bench/CMakeLists.txt: <name>_bench.cpp -> bench_<name>,
+# any other .cpp -> <name>), and qvl itself for `qvl bench`.
+BENCH_TARGETS = qvl $(patsubst %_bench,bench_%,$(basename $(notdir $(wildcard bench/*.cpp))))
 
-.PHONY: all deps build test serve bench clean
+.PHONY: all deps configure build test serve bench clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+# Everything: the library, qvl, the tests, the fuzz replays and the benchmarks.
+build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-# Binds 127.0.0.1:8080; a repo id is downloaded into the Hugging Face cache first
-# (/health answers 503 until the model is loaded).
-serve: build
+# Builds the qvl binary only (no tests, benchmarks or browser tooling), then
+# binds 127.0.0.1:8080; a repo id is downloaded into the Hugging Face cache
+# first (/health answers 503 until the model is loaded).
+serve: configure
+	@cmake --build $(BUILD) --target qvl -j$(JOBS)
 	$(QVL) serve --model $(MODEL) $(SERVE_ARGS)
+
+# Builds the benchmark programs and prints the quick kernel report (JSON: the
+# machine's limits and each ops kernel as a fraction of them, in one run);
+# the README's "Speed" section lists the full runs.
+bench: configure
+	@cmake --build $(BUILD) --target $(BENCH_TARGETS) -j$(JOBS)
+	$(BUILD)/bench/ops_report --quick
+	@echo "bench: built $(filter-out qvl,$(BENCH_TARGETS)) in $(BUILD)/bench; full runs:" >&2
+	@echo "  $(BUILD)/bench/ops_report                  # kernels vs this machine's limits" >&2
+	@echo "  $(BUILD)/bench/image_preprocess --iters 5  # decode + preprocess vs PIL" >&2
+	@echo "  $(BUILD)/bench/grammar_report              # constrained decoding: mask costs" >&2
+	@echo "  $(QVL) bench --model M --weights q8  # end-to-end speed, one JSON object" >&2
 
 clean:
 	rm -rf $(BUILD)
