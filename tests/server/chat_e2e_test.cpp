@@ -15,16 +15,7 @@ std::string answer_of(const std::string& prompt, const std::string& image, int m
   return run_answer({"--prompt", prompt, "--image", kFixtures + "/golden/images/" + image + ".png"}, max_tokens);
 }
 
-class Chat : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(); }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->stop(), 0) << server_->log();
-    delete server_;
-  }
-  static ServerProcess* server_;
-};
-ServerProcess* Chat::server_ = nullptr;
+class Chat : public SharedServerSuite {};
 
 TEST_F(Chat, NonStreamedAnswerEqualsQvlRun) {
   const std::string expected = answer_of("What is in this image?", "gradient_320x240", 16);

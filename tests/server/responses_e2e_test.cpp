@@ -18,15 +18,8 @@ using json = nlohmann::json;
 // sent, so both routes must see the same order.
 using ojson = nlohmann::ordered_json;
 
-class Responses : public ::testing::Test {
+class Responses : public SharedServerSuite {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(); }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->stop(), 0) << server_->log();
-    delete server_;
-  }
-  static ServerProcess* server_;
-
   static json post(const std::string& path, const ojson& body, int want_status = 200) {
     auto c = server_->client();
     auto r = c.Post(path.c_str(), body.dump(), "application/json");
@@ -47,7 +40,6 @@ class Responses : public ::testing::Test {
     return m["content"].is_string() ? m["content"].get<std::string>() : "";
   }
 };
-ServerProcess* Responses::server_ = nullptr;
 
 // The output_text of a Response's message items.
 std::string output_text(const json& r) {

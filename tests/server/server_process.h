@@ -177,6 +177,19 @@ class ServerProcess {
   std::thread reader_;
 };
 
+// A test suite whose tests share one server, started before the suite's
+// first test and stopped after its last, which must exit 0.
+class SharedServerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(); }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->stop(), 0) << server_->log();
+    delete server_;
+    server_ = nullptr;
+  }
+  static inline ServerProcess* server_ = nullptr;
+};
+
 inline nlohmann::json user_message(const std::string& text, const std::string& image_uri = "") {
   nlohmann::json content = nlohmann::json::array();
   if (!image_uri.empty()) content.push_back({{"type", "image_url"}, {"image_url", {{"url", image_uri}}}});

@@ -13,15 +13,8 @@ namespace {
 
 using json = nlohmann::json;
 
-class Structured : public ::testing::Test {
+class Structured : public SharedServerSuite {
  protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(); }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->stop(), 0) << server_->log();
-    delete server_;
-  }
-  static ServerProcess* server_;
-
   // POST /v1/chat/completions, expecting 200; the parsed body.
   static json complete(const json& body) {
     auto c = server_->client();
@@ -59,7 +52,6 @@ class Structured : public ::testing::Test {
     return t.size() == 1 ? t[0].get<int>() : -1;
   }
 };
-ServerProcess* Structured::server_ = nullptr;
 
 json weather_tool() {
   return json::parse(R"({"type": "function", "function": {"name": "get_weather", "description": "Current weather",
