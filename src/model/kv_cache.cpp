@@ -9,14 +9,6 @@
 
 namespace qvl {
 
-const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
-
-KvType parse_kv_type(const std::string& name) {
-  if (name == "f32") return KvType::F32;
-  if (name == "f16") return KvType::F16;
-  fail("unknown KV cache type '", name, "' (f32 or f16)");
-}
-
 KvCache::KvCache(int layers, int64_t capacity, int64_t kv_dim, KvType type)
     : layers_(layers), capacity_(capacity), kv_dim_(kv_dim), type_(type) {
   if (layers <= 0 || capacity <= 0 || kv_dim <= 0) fail("KV cache: invalid size ", layers, "x", capacity, "x", kv_dim);

@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <string>
 
+#include "util/formats.h"
+
 namespace qvl {
 
 // f32 keeps every K/V value exact (the golden fixtures' numbers); f16 halves
 // the cache's memory and the bytes a decode step reads, at a relative
 // rounding error of at most 2^-11 per element (ops.h: f32_to_f16).
-enum class KvType { F32, F16 };
-const char* kv_type_name(KvType t);           // "f32", "f16"
-KvType parse_kv_type(const std::string& name);  // throws qvl::Error
+// (KvType: util/formats.h.)
 
 class KvCache {
  public:

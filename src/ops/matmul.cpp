@@ -11,14 +11,6 @@ namespace qvl {
 
 const char* matmul_simd_target() { return simd::matmul_target(); }
 
-const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::Fast ? "fast" : "exact"; }
-
-MatmulPrecision parse_matmul_precision(const std::string& name) {
-  if (name == "exact") return MatmulPrecision::Exact;
-  if (name == "fast") return MatmulPrecision::Fast;
-  fail("unknown matmul precision '", name, "' (expected exact or fast)");
-}
-
 bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported(); }
 
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,

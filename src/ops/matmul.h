@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ops/thread_pool.h"
+#include "util/formats.h"
 
 namespace qvl {
 
@@ -49,9 +50,7 @@ namespace qvl {
 // For m <= 8 (batched decode) every output row is bit-identical to the same
 // x row multiplied alone (m = 1), for every format; for q8 and q4, for every m
 // (prefill and decode agree exactly).
-enum class WeightFormat { F32, BF16, Q8, Q4 };
-const char* weight_format_name(WeightFormat f);           // "f32", "bf16", "q8", "q4"
-WeightFormat parse_weight_format(const std::string& name);  // throws qvl::Error
+// (WeightFormat: util/formats.h.)
 
 // How prefill and vision products (m > 8 rows of x) with BF16 weights are
 // computed. Exact (the default): as above, x in f32, every product exact.
@@ -65,9 +64,7 @@ WeightFormat parse_weight_format(const std::string& name);  // throws qvl::Error
 // it and stay exact; so does a CPU without AVX512-BF16
 // (matmul_fast_bf16_supported()).
 // Scalar twin: scalar::matmul_bf16_fast (scalar.h).
-enum class MatmulPrecision { Exact, Fast };
-const char* matmul_precision_name(MatmulPrecision p);            // "exact", "fast"
-MatmulPrecision parse_matmul_precision(const std::string& name);  // throws qvl::Error
+// (MatmulPrecision: util/formats.h.)
 // Whether this CPU runs the fast bf16 kernel (AVX512-BF16); without it Fast
 // falls back to the exact path.
 bool matmul_fast_bf16_supported();

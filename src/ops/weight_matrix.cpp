@@ -136,24 +136,6 @@ void quantize_x_scalar(const float* x, int64_t k, const XRow& out) {
 
 }  // namespace quant
 
-const char* weight_format_name(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::F32: return "f32";
-    case WeightFormat::BF16: return "bf16";
-    case WeightFormat::Q8: return "q8";
-    case WeightFormat::Q4: return "q4";
-  }
-  return "?";
-}
-
-WeightFormat parse_weight_format(const std::string& name) {
-  if (name == "f32") return WeightFormat::F32;
-  if (name == "bf16") return WeightFormat::BF16;
-  if (name == "q8") return WeightFormat::Q8;
-  if (name == "q4") return WeightFormat::Q4;
-  fail("unknown weight format '", name, "' (expected f32, bf16, q8 or q4)");
-}
-
 WeightMatrix WeightMatrix::view_bf16(const uint16_t* data, int64_t rows, int64_t cols) {
   if (rows < 0 || cols < 0) fail("bf16 weight view with negative shape [", rows, ", ", cols, "]");
   WeightMatrix w;
