@@ -411,7 +411,7 @@ qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callbac
     try {
       res.text = copy_string(r.text);
       res.text_len = r.text.size();
-      res.finish_reason = copy_string(r.finish_reason);
+      res.finish_reason = copy_string(finish_reason_name(r.finish_reason));
       res.tool_calls_json = copy_string(tool_calls_json(r.tool_calls));
       res.n_token_ids = r.token_ids.size();
       res.token_ids = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (r.token_ids.size() + 1)));
@@ -427,7 +427,7 @@ qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callbac
     res.prefill_ms = r.timings.prefill_ms;
     res.decode_ms = r.timings.decode_ms;
     *out = res;
-    if (request->cancel.load() && r.finish_reason == "cancelled")
+    if (request->cancel.load() && r.finish_reason == FinishReason::Cancelled)
       fail_with(QVL_ERR_CANCELLED, "cancelled (qvl_request_cancel)");
   });
 }

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "engine/engine.h"
+#include "engine/engine_internals.h"
 #include "image/preprocess.h"
 #include "model/model.h"
 #include "ops/machine_limits.h"
@@ -212,18 +213,18 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::ordered_json j;
   const Clock::time_point start = Clock::now();
   std::unique_ptr<Engine> engine = Engine::create(params);
-  Model& model = engine->model();
-  ThreadPool& pool = engine->pool();
+  Model& model = EngineInternals::model(*engine);
+  ThreadPool& pool = EngineInternals::pool(*engine);
   j["weights"] = weight_format_name(params.weights);
   j["precision"] = matmul_precision_name(params.precision);
   j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16)
   j["kv_type"] = kv_type_name(params.resolved_kv_type());
-  j["threads"] = engine->threads();
+  j["threads"] = engine->info().threads;
   j["simd_target"] = simd_target_name();
   j["load_s"] = seconds_since(start);
   j["file_bytes"] = model.file_bytes();
   j["weight_bytes"] = model.weights().matrix_bytes;
-  j["kv_cache_reserved_bytes"] = engine->kv_cache_reserved_bytes();
+  j["kv_cache_reserved_bytes"] = engine->info().kv_cache_bytes;
   j["rss_after_load_bytes"] = proc_status_bytes("VmRSS");
 
   // Start to first token: a 448x448 image and a question, through generate().

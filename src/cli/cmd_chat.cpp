@@ -109,8 +109,8 @@ int cmd_chat(int argc, char** argv) {
       continue;
     }
     g_answering = false;
-    std::cout << (r.finish_reason == "cancelled"    ? " [stopped]\n"
-                  : r.finish_reason == "repetition" ? " [stopped: the answer was repeating itself]\n"
+    std::cout << (r.finish_reason == FinishReason::Cancelled    ? " [stopped]\n"
+                  : r.finish_reason == FinishReason::Repetition ? " [stopped: the answer was repeating itself]\n"
                                                     : "\n")
               << std::flush;
     history.push_back({"assistant", {{r.text, nullptr}}});

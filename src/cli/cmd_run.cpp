@@ -11,8 +11,6 @@
 #include "cli/flags.h"
 #include "engine/engine.h"
 #include "image/image.h"
-#include "model/model.h"
-#include "ops/matmul.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -70,12 +68,13 @@ int cmd_run(int argc, char** argv) {
 
   EngineParams params = engine_params(args);
   std::unique_ptr<Engine> engine = Engine::create(params);
+  const EngineInfo& info = engine->info();
   if (verbose)
-    std::cerr << "loaded " << params.model_dir << " (" << weight_format_name(params.weights)
-              << (engine->model().fast_matmul() ? ", fast bf16 matmul" : "") << ", "
-              << engine->threads() << " threads) in " << engine->load_ms() << " ms\n";
-  if (verbose && !engine->model().weights().unused.empty()) {
-    const std::vector<std::string>& unused = engine->model().weights().unused;
+    std::cerr << "loaded " << info.model_dir << " (" << weight_format_name(info.weights)
+              << (info.fast_matmul ? ", fast bf16 matmul" : "") << ", " << info.threads << " threads) in "
+              << info.load_ms << " ms\n";
+  if (verbose && !info.unused_tensors.empty()) {
+    const std::vector<std::string>& unused = info.unused_tensors;
     std::cerr << unused.size() << " tensor(s) in the checkpoint are not used:";
     for (size_t i = 0; i < unused.size() && i < 10; ++i) std::cerr << " " << unused[i];
     std::cerr << (unused.size() > 10 ? " ...\n" : "\n");
@@ -112,11 +111,11 @@ int cmd_run(int argc, char** argv) {
     nlohmann::json j;
     j["text"] = r.text;
     j["token_ids"] = r.token_ids;
-    j["finish_reason"] = r.finish_reason;
+    j["finish_reason"] = finish_reason_name(r.finish_reason);
     j["usage"] = {{"prompt_tokens", r.prompt_tokens},
                   {"completion_tokens", r.completion_tokens},
                   {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-    j["timings"] = {{"load_ms", engine->load_ms()},
+    j["timings"] = {{"load_ms", info.load_ms},
                     {"image_decode_ms", image_decode_ms},
                     {"image_preprocess_ms", t.preprocess_ms},
                     {"vision_ms", t.vision_ms},
@@ -133,7 +132,7 @@ int cmd_run(int argc, char** argv) {
                  "load %.0f ms | image decode %.1f ms | preprocess %.1f ms | vision %.1f ms | prefill %.1f ms "
                  "(%.1f tok/s) | first token %.1f ms | decode %.1f tok/s\n",
                  static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.completion_tokens),
-                 r.finish_reason.c_str(), engine->load_ms(), image_decode_ms, t.preprocess_ms, t.vision_ms,
+                 finish_reason_name(r.finish_reason), info.load_ms, image_decode_ms, t.preprocess_ms, t.vision_ms,
                  t.prefill_ms, t.prefill_tok_s(), t.first_token_ms, t.decode_tok_s());
   }
   return 0;

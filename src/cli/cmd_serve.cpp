@@ -15,8 +15,6 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "engine/engine.h"
-#include "io/model_config.h"
-#include "model/model.h"
 #include "server/server.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -80,20 +78,14 @@ int cmd_serve(int argc, char** argv) {
   std::unique_ptr<Engine> engine;
   try {
     EngineParams params = engine_params(args);
-    // The server's cap on an image's area (--max-image-pixels) bounds the
-    // model's own limit; requests may ask for less, never more.
-    const ModelFolder folder = ModelFolder::open(params.model_dir);
-    const int64_t model_max = params.max_pixels > 0 ? params.max_pixels : folder.preprocessor.max_pixels;
-    const int64_t model_min = params.min_pixels > 0 ? params.min_pixels : folder.preprocessor.min_pixels;
-    params.max_pixels = model_max > 0 ? std::min(model_max, options.max_image_pixels) : options.max_image_pixels;
-    params.min_pixels = std::min(model_min, params.max_pixels);
+    params.pixel_cap = options.max_image_pixels;
+    params.default_max_tokens = options.default_max_tokens;
     params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
     engine = Engine::create(params);
+    const EngineInfo& info = engine->info();
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(args.get("model"))
-              << ", " << weight_format_name(params.weights)
-              << (engine->model().fast_matmul() ? ", fast bf16 matmul" : "") << ", " << engine->threads()
-              << " threads, loaded in "
-              << static_cast<int>(engine->load_ms()) << " ms)\n";
+              << ", " << weight_format_name(info.weights) << (info.fast_matmul ? ", fast bf16 matmul" : "") << ", "
+              << info.threads << " threads, loaded in " << static_cast<int>(info.load_ms) << " ms)\n";
   } catch (...) {
     load_failed.store(true);
     kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()

@@ -25,23 +25,20 @@
 #include "engine/repetition_guard.h"
 #include "engine/sampler.h"
 #include "image/image.h"
-#include "model/kv_cache.h"
-#include "ops/matmul.h"
+#include "util/formats.h"
 
 namespace qvl {
 
-class Model;
 class Tokenizer;
-class ThreadPool;
 
 struct EngineParams {
   std::string model_dir;  // a local model folder
   WeightFormat weights = WeightFormat::BF16;
-  MatmulPrecision precision = MatmulPrecision::Exact;  // prefill/vision products of bf16 weights (matmul.h)
+  MatmulPrecision precision = MatmulPrecision::Exact;  // prefill/vision products of bf16 weights (ops/matmul.h)
   int threads = 0;          // 0: physical cores
   int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
   // KV cache element type; unset: f16 with q8/q4 weights (whose products are
-  // already approximate), f32 otherwise (exact). kv_type() resolves it.
+  // already approximate), f32 otherwise (exact). resolved_kv_type() resolves it.
   std::optional<KvType> kv_type;
   KvType resolved_kv_type() const {
     return kv_type.value_or(weights == WeightFormat::Q8 || weights == WeightFormat::Q4 ? KvType::F16 : KvType::F32);
@@ -49,8 +46,17 @@ struct EngineParams {
   int slots = 1;            // sequences that may be in flight at once (begin/step/end)
   int64_t batch = 512;      // prefill chunk
   int64_t interleave_batch = 64;  // prefill chunk while other sequences decode (Engine::step of several runs)
-  int64_t min_pixels = 0;   // 0: the model's preprocessor_config
+  // An image's area after resizing (smart_resize); 0: the model's
+  // preprocessor_config. A request may narrow the range, never widen it.
+  int64_t min_pixels = 0;
   int64_t max_pixels = 0;
+  // A front end's cap on that area (qvl serve's --max-image-pixels, which
+  // bounds memory and time per image); it lowers max_pixels, the model's
+  // included. 0: none.
+  int64_t pixel_cap = 0;
+  // A request's max_tokens when it sets none; 0: the model's
+  // generation_config max_new_tokens, else until the context is full.
+  int64_t default_max_tokens = 0;
   size_t image_cache_bytes = size_t{256} << 20;  // image-embedding cache bound (LRU); 0: off
   std::function<void(size_t done, size_t total)> load_progress;  // weight conversion
 };
@@ -111,7 +117,10 @@ struct ResponseFormat {
 struct GenerateRequest {
   std::vector<Message> messages;
   SamplingParams sampling;
-  int64_t max_tokens = 0;          // 0: generation_config max_new_tokens, else until the context is full
+  int64_t max_tokens = 0;          // 0: EngineInfo::default_max_tokens
+  // This request's image area range (0: the engine's); clamped into
+  // [EngineInfo::min_pixels, EngineInfo::max_pixels].
+  int64_t min_pixels = 0, max_pixels = 0;
   std::vector<std::string> stop;   // stop strings (not included in the text)
   bool ignore_eos = false;
   RepetitionGuardOptions repetition_guard;  // stops an answer caught in a loop (finish_reason "repetition")
@@ -171,16 +180,21 @@ struct Timings {
   double decode_tok_s() const { return decode_ms > 0 ? decode_tokens / (decode_ms / 1e3) : 0; }
 };
 
+// Why an answer ended. Stop: EOS, a stop string, or a constrained value
+// complete. Length: max_tokens or the context full. ToolCalls: the answer
+// made tool calls. Cancelled: the cancel flag, a callback, or end() before
+// the answer was done. Repetition: it fell into a loop
+// (Choice::repetition_period says how many tokens the loop spans).
+enum class FinishReason { Stop, Length, ToolCalls, Cancelled, Repetition };
+const char* finish_reason_name(FinishReason r);  // OpenAI's names: "stop", "length", "tool_calls", …
+
 // One answer to the prompt.
 struct Choice {
   // The answer's text; with tools, the text around the tool-call blocks
   // (the calls are in tool_calls).
   std::string text;
   std::vector<int32_t> token_ids;  // the completion (EOS excluded)
-  // "stop" (EOS, stop string, or a constrained value complete), "length",
-  // "cancelled", "tool_calls" (the answer made tool calls), or "repetition"
-  // (the answer fell into a loop; repetition_period says how many tokens it spans).
-  std::string finish_reason;
+  FinishReason finish_reason = FinishReason::Length;
   int64_t repetition_period = 0;
   std::vector<ToolCall> tool_calls;
   std::vector<TokenLogprob> logprobs;  // [token_ids] when top_logprobs >= 0
@@ -198,6 +212,34 @@ struct GenerateResult : Choice {
   const Choice& choice(size_t i) const { return i == 0 ? *this : more_choices.at(i - 1); }
 };
 
+// What the loaded engine is and what it resolved each policy to, so a front
+// end shows and checks requests against these and keeps no copy of its own.
+struct EngineInfo {
+  std::string model_dir;
+  WeightFormat weights = WeightFormat::BF16;
+  bool fast_matmul = false;  // --precision fast in effect (bf16 weights and a CPU with AVX512-BF16)
+  KvType kv_type = KvType::F32;
+  int threads = 0;
+  int slots = 1;
+  int64_t ctx_size = 0;  // KV capacity in tokens over all slots
+  int64_t slot_ctx = 0;  // per slot: the longest prompt + answer of one request
+  // An image's area after resizing; one image token per
+  // (patch_size * merge_size)^2 pixels (preprocessor_config).
+  int64_t min_pixels = 0, max_pixels = 0;
+  int patch_size = 0, merge_size = 0;
+  int64_t default_max_tokens = 0;  // a request's max_tokens when it sets none; 0: until the context is full
+  int64_t vocab_size = 0;          // the logits' width (logit_bias ids are below it)
+  size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache
+  double load_ms = 0;
+  std::vector<std::string> unused_tensors;  // checkpoint tensors the model does not read
+};
+
+// A prompt's size before it runs: its tokens, and how many of them stand for images.
+struct PromptSize {
+  int64_t tokens = 0;
+  int64_t image_tokens = 0;
+};
+
 class Engine {
  public:
   static std::unique_ptr<Engine> create(const EngineParams& params);
@@ -205,6 +247,9 @@ class Engine {
 
   GenerateResult generate(const GenerateRequest& request, const GenerateCallbacks& callbacks = {});
   void reset();  // forget the cached conversations and image embeddings
+
+  const EngineInfo& info() const;
+  const Tokenizer& tokenizer() const;
 
   // Step-level generation, for a scheduler that interleaves several requests
   // on one model and one thread pool (generate() is begin, step until false,
@@ -245,23 +290,19 @@ class Engine {
     bool more = false;
     std::exception_ptr error;
   };
+  // results[i] for runs[i] (same length); allocates nothing per call.
+  void step(std::span<Run* const> runs, std::span<StepResult> results);
   std::vector<StepResult> step(std::span<Run* const> runs);
-  GenerateResult end(Run& run);  // also for a Run abandoned early: finish_reason "cancelled"
-  int slots() const;
-  int64_t slot_ctx() const;  // tokens per slot
+  GenerateResult end(Run& run);  // also for a Run abandoned early: FinishReason::Cancelled
+  int slots() const { return info().slots; }
+  int64_t slot_ctx() const { return info().slot_ctx; }
 
-  // Lower-level pieces for benchmarks and tests.
-  const Model& model() const;
-  Model& model();
-  const Tokenizer& tokenizer() const;
-  const EngineParams& params() const;
-  double load_ms() const;
-  int threads() const;
-  ThreadPool& pool();  // the compute threads (benchmarks drive the model directly)
-  size_t kv_cache_reserved_bytes() const;
   ImageCacheStats image_cache_stats() const;  // safe from any thread
-  // The rendered, tokenized prompt (the tools are part of it).
-  std::vector<int32_t> prompt_tokens(const std::vector<Message>& messages, const std::vector<Tool>& tools = {});
+  // The rendered, tokenized prompt (the tools are part of it), with each
+  // image counted at the size the request's pixel range gives it; cheap (no
+  // pixels are touched), so a front end can refuse a prompt that does not fit.
+  std::vector<int32_t> prompt_tokens(const GenerateRequest& request);
+  PromptSize prompt_size(const GenerateRequest& request);
   // Checks what a request asks of the engine beyond its prompt (n, the
   // output constraint and the tools it compiles to, logit_bias ids, logprobs)
   // and compiles its grammar into the engine's cache, so a bad request fails
@@ -273,6 +314,7 @@ class Engine {
   SamplerConfig sampler_config(const SamplingParams& sampling) const;
 
  private:
+  friend struct EngineInternals;
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

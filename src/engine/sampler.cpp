@@ -116,8 +116,8 @@ void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep&
   // The `want` largest finite logits: a min-heap of that size over one pass.
   // "More likely first" as the heap's order puts the least likely of the kept ones at its front.
   auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  std::vector<int32_t> heap;
-  heap.reserve(want + 1);
+  std::vector<int32_t>& heap = top_ids_;
+  heap.clear();
   for (int64_t i = 0; i < vocab_; ++i) {
     if (!(logits[i] > -std::numeric_limits<float>::infinity())) continue;
     const int32_t id = static_cast<int32_t>(i);

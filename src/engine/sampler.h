@@ -69,6 +69,7 @@ class Sampler {
   std::vector<int32_t> touched_;     // ids whose scratch entries are set
   std::vector<std::pair<float, int32_t>> candidates_;  // [vocab] scratch
   std::vector<float> kept_;          // [also_allowed] logits saved while the mask is applied
+  std::vector<int32_t> top_ids_;     // [top_logprobs] scratch heap
 };
 
 }  // namespace qvl

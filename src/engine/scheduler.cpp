@@ -213,7 +213,7 @@ void Scheduler::worker_loop() {
   };
   auto outcome_of = [](Task& t, const GenerateResult& r) {
     // Cancelled after the last token: the answer is complete, keep it.
-    if (t.cancel_flag_.load() && r.finish_reason == "cancelled") return static_cast<TaskOutcome>(t.cancel_why_.load());
+    if (t.cancel_flag_.load() && r.finish_reason == FinishReason::Cancelled) return static_cast<TaskOutcome>(t.cancel_why_.load());
     return TaskOutcome::Succeeded;
   };
 

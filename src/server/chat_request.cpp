@@ -7,7 +7,6 @@
 #include <limits>
 #include <set>
 
-#include "image/preprocess.h"
 #include "server/api_error.h"
 #include "util/error.h"
 
@@ -203,20 +202,6 @@ struct PartParser {
       *img = decode_image(bytes, limits.decode);
     } catch (const Error& e) {
       bad_request(url_param, cat("the image cannot be used: ", e.what()), "invalid_image");
-    }
-    // A per-request pixel range narrower than the server's: resize here to
-    // the size the processor would pick with that range. The engine's
-    // smart_resize then finds the size already on the grid and in range, so
-    // the image is resized once, exactly as with per-request options.
-    if (out.max_pixels != limits.max_image_pixels || out.min_pixels != limits.min_image_pixels) {
-      ResizedSize target;
-      try {
-        target = smart_resize(img->height, img->width, limits.resize_factor, out.min_pixels, out.max_pixels);
-      } catch (const Error& e) {
-        bad_request(url_param, cat("the image cannot be used: ", e.what()), "invalid_image");
-      }
-      if (target.width != img->width || target.height != img->height)
-        *img = resize_bicubic(*img, target.width, target.height);
     }
     out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - t).count();
     return {"", std::move(img)};
@@ -462,7 +447,7 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
 
   auto mt = integer(body, "max_completion_tokens", 1, 1 << 24);
   if (!mt) mt = integer(body, "max_tokens", 1, 1 << 24);
-  g.max_tokens = mt ? *mt : limits.default_max_tokens;
+  if (mt) g.max_tokens = *mt;  // else the engine's default
 
   if (const json* stop = field(body, "stop")) {
     if (stop->is_string()) {
@@ -485,17 +470,11 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
   tools(body, g, limits);
   token_options(body, out, limits);
 
-  // Per-request image area, clamped into the server's range (the cap is
-  // what keeps a CPU server responsive; clients see it in /v1/qvl/config).
-  out.max_pixels = limits.max_image_pixels;
-  out.min_pixels = limits.min_image_pixels;
-  // Both stay inside [server min, server cap], so the engine's own range
-  // never moves an image resized here.
-  if (auto v = integer(body, "max_pixels", 1, INT64_MAX))
-    out.max_pixels = std::clamp(*v, limits.min_image_pixels, limits.max_image_pixels);
-  if (auto v = integer(body, "min_pixels", 1, INT64_MAX))
-    out.min_pixels = std::clamp(*v, limits.min_image_pixels, out.max_pixels);
-  out.min_pixels = std::min(out.min_pixels, out.max_pixels);
+  // Per-request image area (qvl's extension, as Qwen's processor takes it);
+  // the engine clamps it into its range (EngineInfo), which clients see in
+  // /v1/qvl/config.
+  if (auto v = integer(body, "max_pixels", 1, INT64_MAX)) g.max_pixels = *v;
+  if (auto v = integer(body, "min_pixels", 1, INT64_MAX)) g.min_pixels = *v;
 
   const json* messages = field(body, "messages");
   if (!messages) bad_request("messages", "'messages' is required", "missing_field");

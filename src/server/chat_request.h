@@ -25,10 +25,6 @@ namespace qvl {
 struct ChatLimits {
   MediaOptions media;
   DecodeLimits decode;           // max_encoded_bytes follows media.max_image_bytes
-  int64_t max_image_pixels = 0;  // the server's cap on an image's resized area
-  int64_t min_image_pixels = 0;  // the model's floor
-  int resize_factor = 32;        // pixels per image token side (patch_size * merge_size)
-  int64_t default_max_tokens = 0;
   RepetitionGuardOptions repetition_guard;  // server-wide; a request may change it
   int64_t max_text_bytes = 1 << 20;  // one text part
   int max_images = 32;
@@ -45,7 +41,6 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;  // generate.top_logprobs >= 0
-  int64_t min_pixels = 0, max_pixels = 0;  // per request, clamped to the server's range
   int images = 0;
   double image_ms = 0;  // fetch + decode on the request thread
 };

@@ -12,9 +12,13 @@ using json = nlohmann::json;
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 const char* finish_reason(const Choice& c) {
-  if (c.finish_reason == "tool_calls" || (!c.tool_calls.empty() && c.finish_reason == "stop")) return "tool_calls";
-  if (c.finish_reason == "stop") return "stop";
-  if (c.finish_reason == "repetition") return "repetition";  // qvl's: the answer fell into a loop
+  switch (c.finish_reason) {
+    case FinishReason::Stop: return c.tool_calls.empty() ? "stop" : "tool_calls";
+    case FinishReason::ToolCalls: return "tool_calls";
+    case FinishReason::Repetition: return "repetition";  // qvl's: the answer fell into a loop
+    case FinishReason::Length:
+    case FinishReason::Cancelled: break;  // OpenAI has no "cancelled": the answer was cut short
+  }
   return "length";
 }
 

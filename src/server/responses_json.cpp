@@ -12,8 +12,8 @@ const std::string& OutputIds::call(size_t i) {
 }
 
 ResponseEnd response_end(const GenerateResult& r) {
-  if (r.finish_reason == "length") return {"incomplete", {{"reason", "max_output_tokens"}}};
-  if (r.finish_reason == "repetition") return {"incomplete", {{"reason", "repetition"}}};
+  if (r.finish_reason == FinishReason::Length) return {"incomplete", {{"reason", "max_output_tokens"}}};
+  if (r.finish_reason == FinishReason::Repetition) return {"incomplete", {{"reason", "repetition"}}};
   return {"completed", nullptr};
 }
 

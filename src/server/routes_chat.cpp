@@ -12,7 +12,6 @@
 #include <optional>
 
 #include "engine/tool_calls.h"
-#include "model/model.h"
 #include "server/conn_probe.h"
 #include "server/server_core.h"
 #include "util/error.h"
@@ -109,17 +108,16 @@ ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& promp
   } catch (const Error& e) {
     throw ApiError(400, "invalid_value", e.what());
   }
-  std::vector<int32_t> ids;
+  PromptSize size;
   try {
-    ids = engine->prompt_tokens(cr.generate.messages, cr.generate.tools);  // the template lists the tools
+    size = engine->prompt_size(cr.generate);  // the template lists the tools
   } catch (const Error& e) {
     // The template or the image processor refused this conversation (e.g. an
     // extreme aspect ratio): the client's input, so 400.
     throw ApiError(400, "invalid_prompt", e.what(), "messages");
   }
-  prompt_tokens = static_cast<int64_t>(ids.size());
-  const int32_t image_id = engine->model().config().image_token_id;
-  image_tokens = std::count(ids.begin(), ids.end(), image_id);
+  prompt_tokens = size.tokens;
+  image_tokens = size.image_tokens;
   const int64_t ctx = engine->slot_ctx();
   if (prompt_tokens >= ctx)
     throw ApiError(400, "context_length_exceeded",

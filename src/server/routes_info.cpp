@@ -1,6 +1,5 @@
 // Everything that is not a generation: health, model list, the page's config,
 // metrics, tokenize/detokenize, and the embedded web page.
-#include "model/model.h"
 #include "server/server_core.h"
 #include "server/web_assets.h"
 #include "tokenizer/tokenizer.h"
@@ -69,22 +68,19 @@ void ServerCore::register_info_routes() {
   });
 
   http.Get("/v1/qvl/config", [this](const httplib::Request&, httplib::Response& res) {
-    const ModelFolder& f = engine->model().folder();
-    const int64_t ctx = engine->slot_ctx();
+    const EngineInfo& info = engine->info();
     reply_json(res, 200,
                {{"model", model_name},
-                {"patch_size", f.preprocessor.patch_size},
-                {"merge_size", f.preprocessor.merge_size},
-                {"min_pixels", chat_limits.min_image_pixels},
-                {"max_pixels", chat_limits.max_image_pixels},
+                {"patch_size", info.patch_size},
+                {"merge_size", info.merge_size},
+                {"min_pixels", info.min_pixels},
+                {"max_pixels", info.max_pixels},
                 {"max_image_bytes", options.media.max_image_bytes},
                 {"max_body_bytes", options.max_body_bytes},
-                {"context_size", ctx},
-                {"kv_type", kv_type_name(engine->params().resolved_kv_type())},
-                {"matmul_precision", engine->model().fast_matmul() ? "fast" : "exact"},  // in effect (--precision)
-                {"default_max_tokens",
-                 options.default_max_tokens > 0 ? options.default_max_tokens
-                                                : f.generation.max_new_tokens.value_or(static_cast<int>(ctx))},
+                {"context_size", info.slot_ctx},
+                {"kv_type", kv_type_name(info.kv_type)},
+                {"matmul_precision", info.fast_matmul ? "fast" : "exact"},  // in effect (--precision)
+                {"default_max_tokens", info.default_max_tokens},
                 {"repetition_guard", options.repetition_guard.window},
                 {"repetition_guard_repeats", options.repetition_guard.min_repeats},
                 {"parallel", scheduler->stats().parallel},

@@ -3,7 +3,6 @@
 #include <random>
 #include <thread>
 
-#include "model/model.h"
 #include "server/request_log.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
@@ -59,7 +58,6 @@ ServerCore::ServerCore(const ServerOptions& o, std::string name)
   json_limits.max_string_bytes = (o.media.max_image_bytes + 2) / 3 * 4 + 256;
   chat_limits.media = o.media;
   chat_limits.decode.max_encoded_bytes = o.media.max_image_bytes;
-  chat_limits.default_max_tokens = o.default_max_tokens;
   chat_limits.repetition_guard = o.repetition_guard;
 }
 
@@ -256,12 +254,7 @@ int Server::start() {
 
 void Server::attach(std::unique_ptr<Engine> engine) {
   ServerCore& c = impl_->core;
-  const PreprocessorConfig& pp = engine->model().folder().preprocessor;
-  c.chat_limits.max_image_pixels = engine->params().max_pixels > 0 ? engine->params().max_pixels : pp.max_pixels;
-  c.chat_limits.min_image_pixels = std::min(engine->params().min_pixels > 0 ? engine->params().min_pixels : pp.min_pixels,
-                                            c.chat_limits.max_image_pixels);
-  c.chat_limits.resize_factor = pp.factor();
-  c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());
+  c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());  // ids that are tokens
   c.engine = std::move(engine);
   c.scheduler = std::make_unique<Scheduler>(*c.engine, c.options.scheduler);
   c.ready.store(true);

@@ -82,7 +82,7 @@ TEST_P(BatchedStep, AllStartTogetherAndMatchTheirSoloRuns) {
     for (size_t i = 0; i < count; ++i) {
       GenerateResult r = e->end(*runs[i]);
       EXPECT_EQ(r.token_ids, want[i]) << "run " << i;
-      EXPECT_EQ(r.finish_reason, "length");
+      EXPECT_EQ(r.finish_reason, FinishReason::Length);
       EXPECT_EQ(r.timings.decode_tokens, static_cast<int64_t>(want[i].size()) - 1);
     }
   }
@@ -129,7 +129,7 @@ TEST_P(BatchedStep, CancellingOneRunLeavesTheOthersUnchanged) {
     if (round == 9) cancel = true;
   });
   GenerateResult cancelled = e->end(*runs[1]);
-  EXPECT_EQ(cancelled.finish_reason, "cancelled");
+  EXPECT_EQ(cancelled.finish_reason, FinishReason::Cancelled);
   EXPECT_LT(cancelled.token_ids.size(), want[1].size());
   ASSERT_FALSE(cancelled.token_ids.empty());  // it was decoding when cancelled
   EXPECT_TRUE(std::equal(cancelled.token_ids.begin(), cancelled.token_ids.end(), want[1].begin()));

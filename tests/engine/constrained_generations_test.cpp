@@ -47,9 +47,9 @@ TEST(ConstrainedGenerations, EveryFinishedAnswerValidates) {
       r.response_format = {ResponseFormat::Type::JsonSchema, schema};
       const GenerateResult res = engine->generate(r);
       ++total;
-      ASSERT_TRUE(res.finish_reason == "stop" || res.finish_reason == "length")
-          << name << ": " << res.finish_reason;
-      if (res.finish_reason != "stop") continue;
+      ASSERT_TRUE(res.finish_reason == FinishReason::Stop || res.finish_reason == FinishReason::Length)
+          << name << ": " << finish_reason_name(res.finish_reason);
+      if (res.finish_reason != FinishReason::Stop) continue;
       ++finished;
       nlohmann::ordered_json v;
       try {

@@ -81,7 +81,7 @@ TEST(Constrained, JsonObjectAnswersParse) {
     r.response_format.type = ResponseFormat::Type::JsonObject;
     r.logit_bias = closing_bias();
     const GenerateResult res = engine().generate(r);
-    if (res.finish_reason != "stop") continue;
+    if (res.finish_reason != FinishReason::Stop) continue;
     ++finished;
     const json j = json::parse(res.text);  // throws if it does not parse
     EXPECT_TRUE(j.is_object()) << res.text;
@@ -95,7 +95,7 @@ TEST(Constrained, JsonSchemaAnswersHaveTheSchemasShape) {
     GenerateRequest r = sampled("Extract the invoice.", seed, 400);
     r.response_format = {ResponseFormat::Type::JsonSchema, kInvoiceSchema};
     const GenerateResult res = engine().generate(r);
-    if (res.finish_reason != "stop") continue;
+    if (res.finish_reason != FinishReason::Stop) continue;
     ++finished;
     const json j = json::parse(res.text);
     ASSERT_TRUE(j.is_object()) << res.text;
@@ -127,8 +127,8 @@ TEST(Constrained, RequiredToolChoiceMakesACall) {
     r.tools = {weather_tool(), sum_tool()};
     r.tool_choice = ToolChoice::Required;
     const GenerateResult res = engine().generate(r);
-    if (res.finish_reason == "length") continue;
-    ASSERT_EQ(res.finish_reason, "tool_calls") << res.text;
+    if (res.finish_reason == FinishReason::Length) continue;
+    ASSERT_EQ(res.finish_reason, FinishReason::ToolCalls) << res.text;
     ASSERT_GE(res.tool_calls.size(), 1u);
     for (const ToolCall& c : res.tool_calls) {
       EXPECT_EQ(c.id.rfind("call_", 0), 0u) << c.id;
@@ -152,8 +152,8 @@ TEST(Constrained, NamedFunctionIsTheOneCalled) {
   r.tool_choice_name = "sum_prices";
   r.parallel_tool_calls = false;
   const GenerateResult res = engine().generate(r);
-  if (res.finish_reason == "length") GTEST_SKIP() << "the random model wrote past 400 tokens";
-  ASSERT_EQ(res.finish_reason, "tool_calls");
+  if (res.finish_reason == FinishReason::Length) GTEST_SKIP() << "the random model wrote past 400 tokens";
+  ASSERT_EQ(res.finish_reason, FinishReason::ToolCalls);
   ASSERT_EQ(res.tool_calls.size(), 1u);
   EXPECT_EQ(res.tool_calls[0].name, "sum_prices");
 }

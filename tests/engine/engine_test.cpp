@@ -68,13 +68,15 @@ TEST_P(EngineGolden, GreedyTokensFromImageFiles) {
   const nlohmann::json& p = prompt_case(GetParam());
   engine().reset();
   const std::vector<Message> msgs = messages_of(p);
-  EXPECT_EQ(static_cast<int64_t>(engine().prompt_tokens(msgs).size()), p["num_tokens"].get<int64_t>());
+  GenerateRequest counted;
+  counted.messages = msgs;
+  EXPECT_EQ(static_cast<int64_t>(engine().prompt_tokens(counted).size()), p["num_tokens"].get<int64_t>());
   GenerateResult r = engine().generate(greedy_request(msgs, 16));
   EXPECT_EQ(r.token_ids, ids(p["generated_ids"]));
   EXPECT_EQ(r.text, p["generated_text_skip_special"].get<std::string>());
   EXPECT_EQ(r.prompt_tokens, p["num_tokens"].get<int64_t>());
   EXPECT_EQ(r.completion_tokens, 16);
-  EXPECT_EQ(r.finish_reason, "length");
+  EXPECT_EQ(r.finish_reason, FinishReason::Length);
 }
 
 INSTANTIATE_TEST_SUITE_P(Prompts, EngineGolden,
@@ -129,7 +131,7 @@ TEST(Engine, StopStringEndsTheAnswer) {
   GenerateRequest req = greedy_request(messages_of(p), 16);
   req.stop = {stop};
   GenerateResult r = engine().generate(req);
-  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_EQ(r.finish_reason, FinishReason::Stop);
   EXPECT_EQ(r.text, full.substr(0, full.find(stop)));
 }
 
@@ -158,7 +160,7 @@ TEST(Engine, EosFromGenerationConfigStopsUnlessIgnored) {
   GenerateRequest req = greedy_request(messages_of(p), 16);
   req.ignore_eos = false;
   GenerateResult r = e->generate(req);
-  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_EQ(r.finish_reason, FinishReason::Stop);
   EXPECT_TRUE(r.token_ids.empty());
   EXPECT_EQ(r.text, "");
   req.ignore_eos = true;
@@ -171,7 +173,7 @@ TEST(Engine, CancelledBeforeTheFirstToken) {
   GenerateRequest req = greedy_request(messages_of(prompt_case("text_only")), 16);
   req.cancel = &cancel;
   GenerateResult r = engine().generate(req);
-  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_EQ(r.finish_reason, FinishReason::Cancelled);
   EXPECT_TRUE(r.token_ids.empty());
 }
 
@@ -180,7 +182,7 @@ TEST(Engine, CallbackCanStopGeneration) {
   int pieces = 0;
   cb.on_text = [&](std::string_view) { return ++pieces < 3; };
   GenerateResult r = engine().generate(greedy_request(messages_of(prompt_case("text_only")), 16), cb);
-  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_EQ(r.finish_reason, FinishReason::Cancelled);
   EXPECT_LT(r.completion_tokens, 16);
 }
 
@@ -231,6 +233,86 @@ TEST(Engine, GenerationConfigDefaultsApplyWhenUnset) {
   EXPECT_TRUE(engine().sampler_config(s).greedy());
   s.seed = 9;
   EXPECT_EQ(engine().sampler_config(s).seed, 9u);
+}
+
+// The fixture's preprocessor_config: 65536 to 16777216 pixels, 16-pixel
+// patches merged 2x2, so an image token covers 32x32 pixels.
+TEST(EngineInfo, ResolvesThePolicyOnce) {
+  const EngineInfo& info = engine().info();
+  EXPECT_EQ(info.min_pixels, 65536);
+  EXPECT_EQ(info.max_pixels, 16777216);
+  EXPECT_EQ(info.patch_size, 16);
+  EXPECT_EQ(info.merge_size, 2);
+  EXPECT_EQ(info.slots, 1);
+  EXPECT_EQ(info.slot_ctx, 1024);
+  EXPECT_EQ(info.kv_type, KvType::F32);  // bf16 weights: exact K/V
+  EXPECT_EQ(info.weights, WeightFormat::BF16);
+  EXPECT_GT(info.vocab_size, 0);
+  EXPECT_GT(info.default_max_tokens, 0);
+  EXPECT_LE(info.default_max_tokens, info.slot_ctx);
+
+  EngineParams p;
+  p.model_dir = kFixtures + "/tiny-qwen3vl";
+  p.threads = 1;
+  p.ctx_size = 512;
+  p.slots = 2;
+  p.weights = WeightFormat::Q8;
+  p.pixel_cap = 1 << 20;          // qvl serve's --max-image-pixels
+  p.min_pixels = int64_t{2} << 20;  // above the cap: the floor follows it down
+  p.default_max_tokens = 77;
+  auto other = Engine::create(p);
+  const EngineInfo& o = other->info();
+  EXPECT_EQ(o.max_pixels, 1 << 20);
+  EXPECT_EQ(o.min_pixels, 1 << 20);
+  EXPECT_EQ(o.slot_ctx, 256);
+  EXPECT_EQ(o.kv_type, KvType::F16);  // q8 weights: f16 K/V unless asked
+  EXPECT_EQ(o.default_max_tokens, 77);
+  EXPECT_EQ(other->generate(greedy_request({{"user", {{"hi", nullptr}}, {}}}, 0)).completion_tokens, 77);
+}
+
+std::shared_ptr<const Image> gray(int width, int height) {
+  auto img = std::make_shared<Image>();
+  img->width = width;
+  img->height = height;
+  img->rgb.assign(static_cast<size_t>(width) * height * 3, 128);
+  return img;
+}
+
+GenerateRequest one_image(std::shared_ptr<const Image> img, int64_t min_pixels, int64_t max_pixels) {
+  GenerateRequest r;
+  r.messages = {{"user", {{"", std::move(img)}, {"describe", nullptr}}, {}}};
+  r.min_pixels = min_pixels;
+  r.max_pixels = max_pixels;
+  return r;
+}
+
+// A request narrows the engine's pixel range; asking for more than the
+// engine allows gets the engine's bound, and the tokens follow smart_resize.
+TEST(Engine, PerRequestPixelRangeIsClampedIntoTheEngines) {
+  const auto img = gray(1024, 768);  // 786432 pixels: 32x24 tokens at the engine's range
+  EXPECT_EQ(engine().prompt_size(one_image(img, 0, 0)).image_tokens, 32 * 24);
+  // At most 512x384 pixels' worth: 16x12 tokens.
+  EXPECT_EQ(engine().prompt_size(one_image(img, 0, 512 * 384)).image_tokens, 16 * 12);
+  // Beyond the engine's ceiling: the ceiling, i.e. the image as it is.
+  EXPECT_EQ(engine().prompt_size(one_image(img, 0, int64_t{1} << 40)).image_tokens, 32 * 24);
+  // Below the engine's floor: the floor, 65536 pixels, which this aspect
+  // ratio fills as 288x192 (smart_resize rounds each side down to 32).
+  EXPECT_EQ(engine().prompt_size(one_image(img, 0, 1000)).image_tokens, 9 * 6);
+  // A small image scaled up to a request's min_pixels.
+  const auto small = gray(64, 64);
+  EXPECT_EQ(engine().prompt_size(one_image(small, 0, 0)).image_tokens, 64);
+  EXPECT_EQ(engine().prompt_size(one_image(small, 512 * 512, 0)).image_tokens, 16 * 16);
+
+  // The run computes what was counted, and the answer depends on the range.
+  engine().reset();
+  GenerateRequest narrow = one_image(img, 0, 512 * 384);
+  narrow.sampling.temperature = 0;
+  narrow.max_tokens = 2;
+  const GenerateResult r = engine().generate(narrow);
+  EXPECT_EQ(r.prompt_tokens, engine().prompt_size(narrow).tokens);
+
+  GenerateRequest bad = one_image(img, -1, 0);
+  EXPECT_THROW(engine().validate(bad), FieldError);
 }
 
 TEST(Engine, PromptLargerThanContextNamesTheNumbers) {

@@ -122,7 +122,7 @@ TEST_P(VisionInterleave, CancelledMidEncodeLeavesTheEngineHealthy) {
   EXPECT_EQ(e->run_stage(*a), Engine::RunStage::Done);
   const GenerateResult cancelled = e->end(*a);
   a.reset();
-  EXPECT_EQ(cancelled.finish_reason, "cancelled");
+  EXPECT_EQ(cancelled.finish_reason, FinishReason::Cancelled);
   EXPECT_TRUE(cancelled.token_ids.empty());
   EXPECT_EQ(e->image_cache_stats().entries, 0u);  // a partial encode is never cached
   finish(*e, *b);

@@ -20,8 +20,6 @@ struct Refused {
 
 ChatLimits limits() {
   ChatLimits l;
-  l.max_image_pixels = 1 << 20;
-  l.min_image_pixels = 65536;
   l.vocab_size = 1000;
   return l;
 }

@@ -1,0 +1,309 @@
+// The steps of a run: the vision job, prefill pieces, then each answer's
+// next token (sampled under its constraint, checked against every rule that
+// ends an answer) and the batched decode of every live answer; end() turns
+// the answers into choices.
+#include <algorithm>
+#include <limits>
+
+#include "engine/engine_impl.h"
+#include "engine/tool_calls.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+// Length of the next prefill piece after `done` of `todo` tokens: at most
+// `piece` (at least kMinPrefillPiece), inside the `batch`-token chunk the run
+// would compute alone, and leaving no rest under kMinPrefillPiece in that
+// chunk, so the answer is the same bits whether or not the prefill was cut
+// for others.
+int64_t prefill_piece(int64_t done, int64_t todo, int64_t batch, int64_t piece) {
+  const int64_t chunk_end = std::min(todo, (done / batch + 1) * batch);
+  const int64_t left = chunk_end - done;
+  const int64_t len = std::min(left, std::max(piece, kMinPrefillPiece));
+  return left - len < kMinPrefillPiece ? left : len;
+}
+
+void cancel_all(Engine::Run& r) {
+  for (auto& a : r.answers) a->choice.finish_reason = FinishReason::Cancelled;
+  r.stage = Engine::RunStage::Done;
+}
+
+}  // namespace
+
+bool Engine::Impl::unit(Run& r, int64_t piece, bool alone) {
+  switch (r.stage) {
+    case Run::Stage::Vision: return vision_unit(r, alone);
+    case Run::Stage::Prefill: return prefill_unit(r, piece);
+    case Run::Stage::Decode: return true;  // decoding goes through next_token and decode
+    case Run::Stage::Done: return false;
+  }
+  return false;
+}
+
+// Alone, the whole encode in this step (nobody waits on it); among other
+// runs, pieces until the budget is spent, so their tokens keep coming.
+// Either way a cancellation is seen between pieces.
+bool Engine::Impl::vision_unit(Run& r, bool alone) {
+  double spent = 0;
+  for (;;) {
+    if (r.cancelled()) {
+      r.vision->cancel();
+      cancel_all(r);
+      return false;
+    }
+    const double cost = r.vision->next_flops();
+    if (!alone && spent > 0 && spent + cost > vision_budget) return true;
+    if (r.vision->step(*model, image_cache, pool, r.result.timings)) {
+      r.stage = Run::Stage::Prefill;
+      return true;
+    }
+    spent += cost;
+  }
+}
+
+// One piece per step, at the decoder's own chunk boundaries (so the numbers
+// equal one forward over the whole prompt), leaving room for other
+// sequences' decode steps in between; shorter pieces while they decode
+// (prefill_piece).
+bool Engine::Impl::prefill_unit(Run& r, int64_t piece) {
+  if (r.cancelled()) {
+    cancel_all(r);
+    return false;
+  }
+  TextDecoder& text = model->text();
+  Slot& slot = *r.slot;
+  const EngineClock::time_point t = EngineClock::now();
+  const int64_t todo = r.prompt_length() - r.reused;
+  const int64_t len = prefill_piece(r.prefilled, todo, std::max<int64_t>(1, params.batch), piece);
+  const int64_t at = r.reused + r.prefilled;
+  TextInput in{r.prompt.ids.data() + at, r.prompt.positions.pos.data() + at, len,
+               r.vision->rows().data() + r.prefilled, &r.vision->features()};
+  text.forward(in, slot.cache, pool);
+  r.prefilled += len;
+  slot.hold(r.prompt, at, at + len);
+  if (r.prefilled == todo) {
+    Answer& first = *r.answers[0];
+    text.logits(text.last_hidden(), 1, first.logits.data(), pool);
+    // The other choices start from the same prompt: its K/V copied, not computed again.
+    for (size_t i = 1; i < r.answers.size(); ++i) {
+      Answer& a = *r.answers[i];
+      a.own_cache = std::make_unique<KvCache>(text.make_cache(slot.cache.capacity(), slot.cache.type()));
+      a.own_cache->copy_prefix(slot.cache, slot.cache.size());
+      a.cache = a.own_cache.get();
+      a.logits = first.logits;
+    }
+    r.stage = Run::Stage::Decode;
+    // The image rows live in the KV cache now (and in the image cache when
+    // it is on): this run's copy would only add to the peak memory.
+    r.vision.reset();
+    r.result.timings.prefill_tokens = todo;
+    r.decode_start = EngineClock::now();
+  }
+  r.result.timings.prefill_ms += ms_since(t);
+  return true;
+}
+
+// The single and the batched step both come through here, so a rule added
+// here holds for both.
+bool Engine::Impl::next_token(Run& r, Answer& a, int32_t& token_out) {
+  const GenerateRequest& req = *r.request;
+  if (r.cancelled() || r.stop_all) {
+    a.end(FinishReason::Cancelled);
+    return false;
+  }
+  SampleStep step;
+  a.also_allowed.clear();
+  const EngineClock::time_point t = EngineClock::now();
+  const bool constrained = a.matcher.has_value();
+  if (a.matcher) {
+    step.allowed = a.matcher->allowed().words.data();
+    // The whole answer's value may end here: EOS joins the allowed tokens.
+    if (!r.constraint->block && a.matcher->complete()) a.also_allowed.assign(eos.begin(), eos.end());
+    step.also_allowed = a.also_allowed;
+  } else if (r.constraint && r.constraint->no_calls && tool_call_open >= 0) {
+    a.logits[tool_call_open] = -std::numeric_limits<float>::infinity();
+  }
+  step.top_logprobs = req.top_logprobs;
+  step.logprob = &a.logprob;
+  const int32_t token = a.sampler.sample(a.logits.data(), a.context, a.choice.token_ids, step);
+  if (constrained) r.result.timings.constraint_ms += ms_since(t);
+  if (r.first_token && a.index == 0) {
+    r.first_token = false;
+    r.result.timings.first_token_ms = ms_since(r.start);
+  }
+  const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
+  if (is_eos && (!req.ignore_eos || a.matcher)) {
+    a.end(FinishReason::Stop);
+    return false;
+  }
+  a.choice.token_ids.push_back(token);
+  a.context.push_back(token);
+  if (req.top_logprobs >= 0) a.choice.logprobs.push_back(a.logprob);
+  bool value_complete = false;
+  const EngineClock::time_point ta = EngineClock::now();
+  if (a.matcher) {
+    if (!a.matcher->accept(token))
+      fail("constrained decoding: the sampler chose token ", token, ", which the grammar refuses");
+    if (a.matcher->complete() && !a.matcher->can_continue()) {
+      if (r.constraint->block) a.matcher.reset();  // the block is closed: free text again
+      else value_complete = true;
+    }
+  } else if (r.constraint && r.constraint->block && token == tool_call_open) {
+    a.matcher.emplace(r.constraint->block);  // the model opened a call: it must be a valid one
+  }
+  if (constrained) r.result.timings.constraint_ms += ms_since(ta);
+  const StopStrings::Result sr = a.stops.push(a.stream.push(token));
+  if (!r.emit(a, sr.emit, req.top_logprobs >= 0 ? &a.logprob : nullptr)) {
+    a.end(FinishReason::Cancelled);
+    return false;
+  }
+  if (sr.stopped || value_complete) {
+    a.end(FinishReason::Stop);
+    return false;
+  }
+  if (a.guard.push(token)) {
+    a.choice.repetition_period = a.guard.period();
+    a.end(FinishReason::Repetition);
+    return false;
+  }
+  if (static_cast<int64_t>(a.choice.token_ids.size()) >= r.max_tokens || a.cache->size() >= a.cache->capacity()) {
+    a.end(FinishReason::Length);
+    return false;
+  }
+  token_out = token;
+  return true;
+}
+
+void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32_t> tokens) {
+  TextDecoder& text = model->text();
+  const size_t n = rows.size();
+  const int64_t hidden = model->config().text.hidden_size, vocab = info.vocab_size;
+  batch_pos.clear();
+  batch_caches.clear();
+  for (const DecodeRow& row : rows) {
+    batch_pos.push_back(generated_position(row.answer->cache->size(), row.run->prompt.positions.rope_delta));
+    batch_caches.push_back(row.answer->cache);
+  }
+  if (batch_logits.size() < n * vocab) {
+    batch_hidden.resize(n * hidden);
+    batch_logits.resize(n * vocab);
+  }
+  text.forward_batch(tokens, batch_pos, batch_caches, pool, batch_hidden.data());
+  text.logits(batch_hidden.data(), static_cast<int64_t>(n), batch_logits.data(), pool);
+  for (size_t i = 0; i < n; ++i) {
+    Run& r = *rows[i].run;
+    Answer& a = *rows[i].answer;
+    std::copy_n(batch_logits.begin() + i * vocab, vocab, a.logits.begin());
+    if (a.index == 0) {  // only the slot's own cache is a prefix for later requests
+      r.slot->cached_ids.push_back(tokens[i]);
+      r.slot->cached_keys.push_back(0);
+      ++r.result.timings.decode_tokens;
+    }
+  }
+}
+
+bool Engine::step(Run& r) {
+  Run* const one[1] = {&r};
+  StepResult result;
+  step(std::span<Run* const>(one), std::span<StepResult>(&result, 1));
+  if (result.error) std::rethrow_exception(result.error);
+  return result.more;
+}
+
+std::vector<Engine::StepResult> Engine::step(std::span<Run* const> runs) {
+  std::vector<StepResult> results(runs.size());
+  step(runs, results);
+  return results;
+}
+
+void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
+  Impl& m = *impl_;
+  if (results.size() != runs.size()) fail("Engine::step: ", runs.size(), " runs but ", results.size(), " results");
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (runs[i]->slot == runs[j]->slot) fail("Engine::step: runs ", j, " and ", i, " share a sequence slot");
+  std::fill(results.begin(), results.end(), StepResult{});
+  // Decode first, so the tokens of running answers go out before a prefill
+  // piece; a run whose prefill ends below starts decoding next round. Every
+  // live answer of every decoding run is one row of the batched forward.
+  m.decode_rows.clear();
+  m.decode_tokens.clear();
+  m.is_decoding.assign(runs.size(), 0);
+  bool decoding = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Run& r = *runs[i];
+    if (r.stage != Run::Stage::Decode) continue;
+    m.is_decoding[i] = 1;
+    decoding = true;
+    try {
+      for (auto& a : r.answers) {
+        if (a->done) continue;
+        int32_t token = 0;
+        if (m.next_token(r, *a, token)) {
+          m.decode_rows.push_back({&r, a.get(), i});
+          m.decode_tokens.push_back(token);
+        }
+      }
+      if (std::all_of(r.answers.begin(), r.answers.end(), [](const auto& a) { return a->done; }))
+        r.stage = Run::Stage::Done;
+    } catch (...) {
+      // This run's rows are the batch's last ones: drop them, the others go on.
+      results[i].error = std::current_exception();
+      std::erase_if(m.decode_rows, [&](const Impl::DecodeRow& row) { return row.run == &r; });
+      m.decode_tokens.resize(m.decode_rows.size());
+    }
+  }
+  if (!m.decode_rows.empty()) {
+    try {
+      m.decode(m.decode_rows, m.decode_tokens);
+      for (const Impl::DecodeRow& row : m.decode_rows) results[row.index].more = true;
+    } catch (...) {
+      for (const Impl::DecodeRow& row : m.decode_rows) results[row.index].error = std::current_exception();
+    }
+  }
+  // A long prompt is cut into short pieces while others decode, so their
+  // streams are not held up by a whole `batch` of prefill. Likewise a vision
+  // encode is cut into pieces whenever it has company.
+  const int64_t piece = decoding ? m.params.interleave_batch : m.params.batch;
+  const bool alone = runs.size() == 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (m.is_decoding[i]) continue;
+    try {
+      results[i].more = m.unit(*runs[i], piece, alone);
+    } catch (...) {
+      results[i].error = std::current_exception();
+    }
+  }
+}
+
+GenerateResult Engine::end(Run& r) {
+  const bool decoded = r.stage == Run::Stage::Decode || r.stage == Run::Stage::Done;
+  if (decoded && r.decode_start != EngineClock::time_point{}) r.result.timings.decode_ms = ms_since(r.decode_start);
+  GenerateResult res = std::move(r.result);
+  res.completion_tokens = 0;
+  for (auto& answer : r.answers) {
+    Answer& a = *answer;
+    if (decoded && !a.stops.stopped()) r.emit(a, a.stops.finish(a.stream.finish()), nullptr);
+    if (!a.done) a.choice.finish_reason = FinishReason::Cancelled;  // abandoned before it was done
+    Choice c = std::move(a.choice);
+    c.text = a.stops.text();
+    if (!r.request->tools.empty()) {
+      // The calls the answer made, and the text around them.
+      ToolCallParser parser;
+      parser.push(c.text);
+      parser.finish();
+      c.tool_calls = parser.calls();
+      if (!c.tool_calls.empty()) {
+        c.text = parser.content();
+        if (c.finish_reason == FinishReason::Stop) c.finish_reason = FinishReason::ToolCalls;
+      }
+    }
+    res.completion_tokens += static_cast<int64_t>(c.token_ids.size());
+    if (a.index == 0) static_cast<Choice&>(res) = std::move(c);
+    else res.more_choices.push_back(std::move(c));
+  }
+  return res;
+}
+
+}  // namespace qvl
