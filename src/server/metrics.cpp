@@ -1,6 +1,14 @@
 #include "server/metrics.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <exception>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 namespace qvl {
 namespace {
@@ -20,7 +28,56 @@ void header(std::string& out, const std::string& name, const char* type, const s
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
+// Boot time in seconds since the epoch (/proc/stat "btime"), -1 if absent.
+double boot_time() {
+  std::ifstream f("/proc/stat");
+  std::string key;
+  double v;
+  while (f >> key) {
+    if (key == "btime" && f >> v) return v;
+    f.ignore(1 << 20, '\n');
+  }
+  return -1;
+}
+
 }  // namespace
+
+ProcessStats read_process_stats() {
+  ProcessStats p;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  // /proc/self/stat: "pid (comm) state ..."; comm may hold spaces and ')',
+  // so fields are counted after the last ')'. Field 3 (state) is first there;
+  // utime 14, stime 15, starttime 22 (clock ticks after boot), vsize 23
+  // (bytes), rss 24 (pages) — proc(5).
+  std::ifstream sf("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(sf)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren != std::string::npos && ticks > 0) {
+    std::istringstream in(stat.substr(paren + 2));
+    std::vector<std::string> f;  // f[0] is field 3
+    for (std::string w; in >> w;) f.push_back(w);
+    auto field = [&](int n) { return std::stod(f.at(n - 3)); };
+    try {
+      p.cpu_seconds = (field(14) + field(15)) / ticks;
+      const double btime = boot_time();
+      if (btime >= 0) p.start_time = btime + field(22) / ticks;
+      p.virtual_bytes = field(23);
+      p.resident_bytes = field(24) * page;
+    } catch (const std::exception&) {  // a short or odd line: leave -1
+    }
+  }
+  if (DIR* d = opendir("/proc/self/fd")) {
+    int n = 0;
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+    p.open_fds = n - 1;  // not the descriptor opendir itself holds
+  }
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) p.max_fds = static_cast<double>(rl.rlim_cur);
+  return p;
+}
 
 void Histogram::observe(double v) {
   size_t i = 0;
@@ -107,6 +164,31 @@ std::string Metrics::render(const Gauges& gg) const {
   gauge("qvl_image_cache_entries", "images in the image-embedding cache", static_cast<double>(gg.image_cache_entries));
   gauge("qvl_image_cache_capacity_bytes", "bound of the image-embedding cache (--image-cache-mb)",
         static_cast<double>(gg.image_cache_capacity));
+  if (gg.model_loaded) {
+    header(o, "qvl_model_info", "gauge", "the loaded model's weight format, KV cache type and matmul precision (always 1)");
+    o += "qvl_model_info{weights=\"" + gg.weights + "\",kv_type=\"" + gg.kv_type + "\",fast_matmul=\"" +
+         (gg.fast_matmul ? "true" : "false") + "\"} 1\n";
+    gauge("qvl_threads", "threads of the compute pool (--threads)", gg.threads);
+    gauge("qvl_context_tokens", "KV cache capacity in tokens over all slots (--ctx-size)",
+          static_cast<double>(gg.context_tokens));
+    gauge("qvl_kv_cache_bytes", "address space reserved for every slot's KV cache (pages are taken as tokens are written)",
+          static_cast<double>(gg.kv_cache_bytes));
+  }
+  const ProcessStats p = read_process_stats();
+  auto process = [&](const char* name, const char* type, const char* help, double v) {
+    if (v < 0) return;  // unreadable here (not Linux): left out, as client libraries do
+    header(o, name, type, help);
+    char b[64];
+    std::snprintf(b, sizeof b, "%.15g", v);  // 0.77, not 0.77000000000000002
+    o += std::string(name) + " " + b + "\n";
+  };
+  process("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", p.resident_bytes);
+  process("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", p.virtual_bytes);
+  process("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", p.cpu_seconds);
+  process("process_open_fds", "gauge", "Number of open file descriptors.", p.open_fds);
+  process("process_max_fds", "gauge", "Maximum number of open file descriptors.", p.max_fds);
+  process("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+          p.start_time);
   queue_.render(o, "qvl_queue_seconds", "time from submission to a slot");
   image_.render(o, "qvl_image_seconds", "image fetch, decode and preprocess time per request");
   vision_.render(o, "qvl_vision_seconds", "vision encoder time per request");

@@ -32,7 +32,24 @@ struct Gauges {  // sampled when /metrics is read
   // The engine's image-embedding cache (counters kept by the engine).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
   size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_capacity = 0;
+  // What the loaded model is (EngineInfo); model_loaded false until then.
+  bool model_loaded = false;
+  std::string weights, kv_type;  // "bf16", "f32", ...
+  bool fast_matmul = false;
+  int threads = 0;
+  int64_t context_tokens = 0;  // KV capacity over all slots
+  size_t kv_cache_bytes = 0;
 };
+
+// The standard Prometheus process figures (what client libraries export as
+// process_*), read from /proc/self and getrlimit; -1 where unreadable.
+struct ProcessStats {
+  double resident_bytes = -1, virtual_bytes = -1;
+  double cpu_seconds = -1;   // user + system
+  double start_time = -1;    // seconds since the Unix epoch
+  double open_fds = -1, max_fds = -1;
+};
+ProcessStats read_process_stats();
 
 class Metrics {
  public:

@@ -107,6 +107,14 @@ void ServerCore::register_info_routes() {
       g.image_cache_bytes = c.bytes;
       g.image_cache_entries = c.entries;
       g.image_cache_capacity = c.capacity;
+      const EngineInfo& info = engine->info();
+      g.model_loaded = true;
+      g.weights = weight_format_name(info.weights);
+      g.kv_type = kv_type_name(info.kv_type);
+      g.fast_matmul = info.fast_matmul;
+      g.threads = info.threads;
+      g.context_tokens = info.ctx_size;
+      g.kv_cache_bytes = info.kv_cache_bytes;
     }
     res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
   });
