@@ -18,6 +18,19 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 // decode step of the real model, so a timeout is as prompt as a disconnect.
 constexpr auto kWatchdogPeriod = std::chrono::milliseconds(20);
 
+// What a task that failed in Engine::step is told.
+std::string step_error_message(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::bad_alloc&) {
+    return "out of memory while generating";
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error while generating";
+  }
+}
+
 }  // namespace
 
 const char* outcome_name(TaskOutcome o) {
@@ -150,6 +163,12 @@ Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(
   if (options_.queue_size < 0) fail("--queue-size must not be negative, got ", options_.queue_size);
   // A slot needs its own KV cache in the engine (EngineParams::slots).
   slots_ = std::min(options_.parallel, engine_.slots());
+  running_.reserve(slots_);
+  active_.reserve(slots_);
+  slot_in_use_.assign(slots_, false);
+  free_slots_.reserve(slots_);
+  step_runs_.reserve(slots_);
+  step_results_.reserve(slots_);
   workers_.emplace_back([this] { worker_loop(); });
   watchdog_ = std::thread([this] { watchdog_loop(); });
 }
@@ -187,114 +206,131 @@ Scheduler::Refusal Scheduler::submit(const std::shared_ptr<Task>& task) {
 // chunk or a token), so neither a long prefill nor a large image stalls the
 // others' decoding, and the compute threads are the engine's one pool.
 void Scheduler::worker_loop() {
-  struct Active {
-    std::shared_ptr<Task> task;
-    GenerateCallbacks cb;  // the Run keeps a pointer to it
-    Engine::RunPtr run;
-    int slot = -1;  // chosen by the engine at begin
-  };
-  std::vector<std::unique_ptr<Active>> active;
-  std::vector<bool> slot_used(slots_, false);
+  while (wait_for_work()) {
+    admit();
+    step();
+    retire();
+  }
+}
 
-  auto release = [&](size_t i, TaskOutcome outcome, GenerateResult result, std::string error) {
-    std::shared_ptr<Task> task = active[i]->task;
-    if (active[i]->slot >= 0) slot_used[active[i]->slot] = false;
-    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-    {
-      // The slot is free before the client hears the answer, so a client
-      // that reads /metrics right after its answer sees it free.
-      std::lock_guard lock(mutex_);
-      running_.erase(std::find(running_.begin(), running_.end(), task));
-      const double ms = task->total_ms();
-      recent_task_ms_ = recent_task_ms_ == 0 ? ms : 0.8 * recent_task_ms_ + 0.2 * ms;
-    }
-    task->finish(outcome, std::move(result), std::move(error));
-    idle_cv_.notify_all();
-  };
-  auto outcome_of = [](Task& t, const GenerateResult& r) {
-    // Cancelled after the last token: the answer is complete, keep it.
-    if (t.cancel_flag_.load() && r.finish_reason == FinishReason::Cancelled) return static_cast<TaskOutcome>(t.cancel_why_.load());
-    return TaskOutcome::Succeeded;
-  };
+// Sleeps until there is a queued task or a running one; false once the
+// scheduler is stopping and nothing is left, which ends the worker.
+bool Scheduler::wait_for_work() {
+  std::unique_lock lock(mutex_);
+  work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active_.empty(); });
+  return !(stopping_ && queue_.empty() && active_.empty());
+}
 
-  for (;;) {
-    std::vector<Active*> admitted;
-    {
-      std::unique_lock lock(mutex_);
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active.empty(); });
-      if (stopping_ && queue_.empty() && active.empty()) return;
-      while (static_cast<int>(active.size()) < slots_ && !queue_.empty()) {
-        auto a = std::make_unique<Active>();
-        a->task = queue_.front();
-        queue_.pop_front();
-        running_.push_back(a->task);
-        admitted.push_back(a.get());
-        active.push_back(std::move(a));
-      }
-    }
-    for (Active* a : admitted) {
-      Task& t = *a->task;
-      const size_t i = std::find_if(active.begin(), active.end(), [&](auto& x) { return x.get() == a; }) - active.begin();
-      if (t.cancel_flag_.load()) {  // cancelled or expired while queued
-        release(i, static_cast<TaskOutcome>(t.cancel_why_.load()), {}, {});
-        continue;
-      }
-      t.start();
-      a->cb.on_text = [&t](std::string_view piece) {
-        t.on_text(piece);
-        return !t.cancel_flag_.load();
-      };
-      if (t.stream_deltas_)
-        a->cb.on_delta = [&t](const ChoiceDelta& d) {
-          t.on_delta(d);
-          return !t.cancel_flag_.load();
-        };
-      try {
-        // The engine picks among the free slots (Engine::begin): a follow-up
-        // question lands where its conversation is cached.
-        std::vector<int> free_slots;
-        for (int s = 0; s < slots_; ++s)
-          if (!slot_used[s]) free_slots.push_back(s);
-        a->run = engine_.begin(t.request_, a->cb, free_slots);
-        a->slot = engine_.run_slot(*a->run);
-        slot_used[a->slot] = true;
-      } catch (const std::bad_alloc&) {
-        release(i, TaskOutcome::Failed, {}, "out of memory while preparing the prompt");
-      } catch (const std::exception& e) {
-        release(i, TaskOutcome::Failed, {}, e.what());
-      }
-    }
-    // One step for every active sequence together: those decoding share one
-    // pass over the weights (batched decode), the others do vision pieces
-    // or a prefill chunk (Engine::step of several runs).
-    std::vector<Engine::Run*> runs;
-    for (const auto& a : active) runs.push_back(a->run.get());
-    std::vector<Engine::StepResult> steps;
-    try {
-      steps = engine_.step(runs);
-    } catch (...) {
-      steps.assign(runs.size(), {false, std::current_exception()});
-    }
-    // Backwards, so release() leaves the indices still to visit in place.
-    for (size_t i = active.size(); i-- > 0;) {
-      if (steps[i].error) {
-        try {
-          std::rethrow_exception(steps[i].error);
-        } catch (const std::bad_alloc&) {
-          release(i, TaskOutcome::Failed, {}, "out of memory while generating");
-        } catch (const std::exception& e) {
-          release(i, TaskOutcome::Failed, {}, e.what());
-        } catch (...) {
-          release(i, TaskOutcome::Failed, {}, "unknown error while generating");
-        }
-        continue;
-      }
-      if (steps[i].more) continue;
-      GenerateResult r = engine_.end(*active[i]->run);
-      const TaskOutcome o = outcome_of(*active[i]->task, r);
-      release(i, o, std::move(r), {});
+// Takes queued tasks into the free slots and begins their runs, so a new
+// request starts at the next step rather than after the others finish. A task
+// cancelled or expired while it waited, or whose prompt cannot be prepared,
+// is answered here at once and never takes a step.
+void Scheduler::admit() {
+  const size_t first_admitted = active_.size();
+  {
+    std::lock_guard lock(mutex_);
+    while (static_cast<int>(active_.size()) < slots_ && !queue_.empty()) {
+      auto admitted = std::make_unique<ActiveRun>();
+      admitted->task = queue_.front();
+      queue_.pop_front();
+      running_.push_back(admitted->task);
+      active_.push_back(std::move(admitted));
     }
   }
+  // A task that does not begin is released, which moves the next one to `i`.
+  for (size_t i = first_admitted; i < active_.size();)
+    if (begin_run(i)) ++i;
+}
+
+// Begins active_[index]'s run on a free slot; false when the task was
+// released instead (cancelled while queued, or begin failed).
+bool Scheduler::begin_run(size_t index) {
+  ActiveRun& admitted = *active_[index];
+  Task& task = *admitted.task;
+  if (task.cancel_flag_.load()) {  // cancelled or expired while queued
+    release(index, static_cast<TaskOutcome>(task.cancel_why_.load()), {}, {});
+    return false;
+  }
+  task.start();
+  admitted.callbacks.on_text = [&task](std::string_view piece) {
+    task.on_text(piece);
+    return !task.cancel_flag_.load();
+  };
+  if (task.stream_deltas_)
+    admitted.callbacks.on_delta = [&task](const ChoiceDelta& delta) {
+      task.on_delta(delta);
+      return !task.cancel_flag_.load();
+    };
+  try {
+    // The engine picks among the free slots (Engine::begin): a follow-up
+    // question lands where its conversation is cached.
+    free_slots_.clear();
+    for (int s = 0; s < slots_; ++s)
+      if (!slot_in_use_[s]) free_slots_.push_back(s);
+    admitted.run = engine_.begin(task.request_, admitted.callbacks, free_slots_);
+    admitted.slot = engine_.run_slot(*admitted.run);
+    slot_in_use_[admitted.slot] = true;
+    return true;
+  } catch (const std::bad_alloc&) {
+    release(index, TaskOutcome::Failed, {}, "out of memory while preparing the prompt");
+  } catch (const std::exception& e) {
+    release(index, TaskOutcome::Failed, {}, e.what());
+  }
+  return false;
+}
+
+// One step for every active sequence together: those decoding share one pass
+// over the weights (batched decode), the others do vision pieces or a prefill
+// chunk (Engine::step of several runs). Deadlines and cancellation need
+// nothing here: the watchdog turns a passed deadline into the task's cancel
+// flag, and the engine reads that flag before each run's step, so such a run
+// comes back finished (FinishReason::Cancelled) for retire() to end.
+void Scheduler::step() {
+  step_runs_.clear();
+  for (const auto& active : active_) step_runs_.push_back(active->run.get());
+  step_results_.resize(step_runs_.size());
+  try {
+    engine_.step(step_runs_, step_results_);
+  } catch (...) {  // the call itself failed: every run shares its error
+    step_results_.assign(step_runs_.size(), {false, std::current_exception()});
+  }
+}
+
+// Ends the runs that step() finished or that failed, and answers their tasks,
+// so a slot is free for the next admit() as soon as its answer is complete.
+// Backwards, so release() leaves the indices still to visit in place.
+void Scheduler::retire() {
+  for (size_t i = active_.size(); i-- > 0;) {
+    const Engine::StepResult& stepped = step_results_[i];
+    if (stepped.error) {
+      release(i, TaskOutcome::Failed, {}, step_error_message(stepped.error));
+      continue;
+    }
+    if (stepped.more) continue;
+    GenerateResult result = engine_.end(*active_[i]->run);
+    const Task& task = *active_[i]->task;
+    // A cancel that came after the last token leaves a complete answer: kept.
+    const bool cut_short = task.cancel_flag_.load() && result.finish_reason == FinishReason::Cancelled;
+    const TaskOutcome outcome = cut_short ? static_cast<TaskOutcome>(task.cancel_why_.load()) : TaskOutcome::Succeeded;
+    release(i, outcome, std::move(result), {});
+  }
+}
+
+// Frees active_[index]'s slot, drops its run and tells its task how it ended.
+void Scheduler::release(size_t index, TaskOutcome outcome, GenerateResult result, std::string error) {
+  std::shared_ptr<Task> task = active_[index]->task;
+  if (active_[index]->slot >= 0) slot_in_use_[active_[index]->slot] = false;
+  active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(index));
+  {
+    // The slot is free before the client hears the answer, so a client
+    // that reads /metrics right after its answer sees it free.
+    std::lock_guard lock(mutex_);
+    running_.erase(std::find(running_.begin(), running_.end(), task));
+    const double ms = task->total_ms();
+    recent_task_ms_ = recent_task_ms_ == 0 ? ms : 0.8 * recent_task_ms_ + 0.2 * ms;
+  }
+  task->finish(outcome, std::move(result), std::move(error));
+  idle_cv_.notify_all();
 }
 
 void Scheduler::watchdog_loop() {

@@ -158,7 +158,22 @@ class Scheduler {
   int retry_after_s() const;
 
  private:
+  // A task the worker has taken from the queue: its engine Run and the slot
+  // (KV cache) that run holds. Heap-held so the callbacks keep their address.
+  struct ActiveRun {
+    std::shared_ptr<Task> task;
+    GenerateCallbacks callbacks;  // the Run keeps a pointer to it
+    Engine::RunPtr run;           // null until begin() succeeded
+    int slot = -1;                // chosen by the engine at begin; -1 before
+  };
+
   void worker_loop();
+  bool wait_for_work();
+  void admit();
+  bool begin_run(size_t index);
+  void step();
+  void retire();
+  void release(size_t index, TaskOutcome outcome, GenerateResult result, std::string error);
   void watchdog_loop();
 
   Engine& engine_;
@@ -172,6 +187,15 @@ class Scheduler {
   bool stopping_ = false;
   double recent_task_ms_ = 0;  // exponential moving average
   std::vector<std::thread> workers_;  // one thread: it steps every slot in turn
+
+  // The worker thread's own state (not guarded by mutex_; only the wait
+  // predicate reads active_, and it runs on the worker thread). The vectors
+  // are sized once for `slots_` so a step allocates nothing.
+  std::vector<std::unique_ptr<ActiveRun>> active_;  // [<= slots_] in begin order
+  std::vector<bool> slot_in_use_;                   // [slots_]
+  std::vector<int> free_slots_;                     // [<= slots_] scratch for Engine::begin
+  std::vector<Engine::Run*> step_runs_;             // [active_.size()] active_[i]->run
+  std::vector<Engine::StepResult> step_results_;    // [active_.size()] what step i returned
   std::thread watchdog_;
 };
 
