@@ -37,23 +37,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int run(int argc, char** argv) {
   qvl::Args args("tokenizer_speed", "--tokenizer FILE --text FILE [--runs N] [--ids-out FILE]",
-                 "Encodes a text file several times on one thread and prints the speed as JSON.",
-                 {{"tokenizer", "FILE", "tokenizer.json"},
-                  {"text", "FILE", "the text to encode"},
-                  {"runs", "N", "timed runs (best and median reported)", "5"},
-                  {"ids-out", "FILE", "write the ids of the text as a JSON array"},
-                  {"lines", "", "encode each line (with its newline) as its own input"}});
+                 "Encodes a text file several times on one thread and prints the speed as JSON.");
+  std::string tokenizer_path, text_path, ids_out;
+  long runs = 5;
+  bool lines = false;
+  args(tokenizer_path, "tokenizer", "FILE", "tokenizer.json");
+  args(text_path, "text", "FILE", "the text to encode");
+  args(runs, "runs", "N", "timed runs (best and median reported)").range(1, 1000);
+  args(ids_out, "ids-out", "FILE", "write the ids of the text as a JSON array");
+  args(lines, "lines", "encode each line (with its newline) as its own input");
   if (!args.parse(argc, argv)) return 0;
   if (!args.has("tokenizer") || !args.has("text")) throw qvl::UsageError("tokenizer_speed: --tokenizer and --text are required");
-  long runs = args.get_int("runs", 1, 1000);
 
   auto t0 = std::chrono::steady_clock::now();
-  qvl::Tokenizer tok = qvl::Tokenizer::load(args.get("tokenizer"));
+  qvl::Tokenizer tok = qvl::Tokenizer::load(tokenizer_path);
   double load_s = seconds_since(t0);
-  std::string text = read_all(args.get("text"));
+  std::string text = read_all(text_path);
 
   std::vector<std::string_view> inputs;
-  if (args.on("lines")) {
+  if (lines) {
     for (size_t b = 0; b < text.size();) {
       size_t nl = text.find('\n', b);
       size_t e = nl == std::string::npos ? text.size() : nl + 1;
@@ -87,14 +89,14 @@ int run(int argc, char** argv) {
   std::sort(cpus.begin(), cpus.end());
   double cpu_median = cpus[cpus.size() / 2];
   if (args.has("ids-out")) {
-    std::ofstream out(args.get("ids-out"), std::ios::binary);
+    std::ofstream out(ids_out, std::ios::binary);
     out << nlohmann::json(ids).dump();
-    if (!out) qvl::fail("cannot write ", args.get("ids-out"));
+    if (!out) qvl::fail("cannot write ", ids_out);
   }
   double best = times.front(), median = times[times.size() / 2];
   double bytes = static_cast<double>(text.size());
   nlohmann::json j = {{"library", "qvl"},
-                      {"mode", args.on("lines") ? "lines" : "whole"},
+                      {"mode", lines ? "lines" : "whole"},
                       {"bytes", text.size()},
                       {"tokens", ids.size()},
                       {"runs", runs},

@@ -33,27 +33,22 @@ std::string default_like_dir(const char* argv0) {
 
 int run(int argc, char** argv) {
   qvl::Args args("make_random_model", "--out DIR [options]",
-                 "Write a Qwen3-VL folder with random bf16 weights in the shapes of a config.",
-                 {
-                     {"out", "DIR", "folder to write (created if needed)"},
-                     {"config", "FILE", "config.json to take the shapes from (default: Qwen3-VL-2B-Instruct)"},
-                     {"like", "DIR", "copy tokenizer/template/preprocessor/generation files from this folder",
-                      "tests/fixtures/tiny-qwen3vl"},
-                     {"untied", "", "untie the embeddings: write lm_head.weight"},
-                     {"seed", "N", "random seed", "0"},
-                     {"threads", "N", "generator threads (0: every core)", "0"},
-                 });
+                 "Write a Qwen3-VL folder with random bf16 weights in the shapes of a config.");
+  std::string out, config_path;
+  qvl::RandomModelOptions opt;
+  opt.like_dir = default_like_dir(argv[0]);
+  args(out, "out", "DIR", "folder to write (created if needed)");
+  args(config_path, "config", "FILE", "config.json to take the shapes from").unset("Qwen3-VL-2B-Instruct's");
+  args(opt.like_dir, "like", "DIR", "copy tokenizer/template/preprocessor/generation files from this folder");
+  args(opt.untied, "untied", "untie the embeddings: write lm_head.weight");
+  args(opt.seed, "seed", "N", "random seed").range(0, LONG_MAX);
+  args(opt.threads, "threads", "N", "generator threads (0: every core)").range(0, 1024);
   if (!args.parse(argc, argv)) return 0;
   if (!args.has("out")) throw qvl::UsageError("make_random_model: --out DIR is required");
-  qvl::RandomModelOptions opt;
-  opt.seed = static_cast<uint64_t>(args.get_int("seed", 0, LONG_MAX));
-  opt.threads = static_cast<int>(args.get_int("threads", 0, 1024));
-  opt.untied = args.on("untied");
-  opt.like_dir = args.has("like") ? args.get("like") : default_like_dir(argv[0]);
-  const std::string config = args.has("config") ? qvl::read_file(args.get("config")) : qvl::qwen3vl_2b_config_json();
+  const std::string config = args.has("config") ? qvl::read_file(config_path) : qvl::qwen3vl_2b_config_json();
 
-  qvl::RandomModelStats s = qvl::make_random_model(args.get("out"), config, opt);
-  nlohmann::ordered_json j = {{"out", args.get("out")},
+  qvl::RandomModelStats s = qvl::make_random_model(out, config, opt);
+  nlohmann::ordered_json j = {{"out", out},
                               {"tensors", s.tensors},
                               {"parameters", s.parameters},
                               {"bytes", s.file_bytes},

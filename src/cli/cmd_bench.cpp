@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 #include "engine/engine_internals.h"
 #include "image/preprocess.h"
@@ -199,16 +199,20 @@ int cmd_bench(int argc, char** argv) {
             "Measures load time, memory, vision, prefill and decode speed and prints one JSON object.\n"
             "Figures: vision on synthetic 448x448 and 1024x768 images, text prefill of 256 and 1024 tokens,\n"
             "decode over --decode-tokens tokens, aggregate decode of 1, 2 and 4 streams decoding together\n"
-            "(a quarter as many tokens each), and the machine's read bandwidth measured in the same run.",
-            join({model_flags(),
-                  {{"decode-tokens", "N", "tokens decoded for decode_tok_s", "128"},
-                   {"skip-vision", "", "leave out the vision figures"}}}));
+            "(a quarter as many tokens each), and the machine's read bandwidth measured in the same run.");
+  ModelChoice choice;  // `model` is the loaded Model below
+  EngineParams requested;
+  requested.ctx_size = 2048;  // enough for every figure; less address space
+  int64_t decode_tokens = 128;
+  bool skip_vision = false;
+  visit_options(choice, args);
+  visit_options(requested, args);
+  args(decode_tokens, "decode-tokens", "N", "tokens decoded for decode_tok_s").range(1, 100000);
+  args(skip_vision, "skip-vision", "leave out the vision figures");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("bench: unexpected argument '", args.positional()[0], "' (see qvl bench --help)"));
-  const int64_t decode_tokens = args.get_int("decode-tokens", 1, 100000);
-  EngineParams params = engine_params(args);
-  if (!args.has("ctx-size")) params.ctx_size = 2048;  // enough for every figure; less address space
+  EngineParams params = engine_params(choice, requested);
 
   nlohmann::ordered_json j;
   const Clock::time_point start = Clock::now();
@@ -228,7 +232,7 @@ int cmd_bench(int argc, char** argv) {
   j["rss_after_load_bytes"] = proc_status_bytes("VmRSS");
 
   // Start to first token: a 448x448 image and a question, through generate().
-  if (!args.on("skip-vision")) {
+  if (!skip_vision) {
     GenerateRequest req;
     req.messages = {{"user", {{"", synthetic_image(448, 448)}, {"Describe this image.", nullptr}}}};
     req.sampling.temperature = 0;
@@ -256,7 +260,7 @@ int cmd_bench(int argc, char** argv) {
     j["vision_gflop_s_1024x768"] = model.vision().flops({&in.grid, 1}) / s / 1e9;
   }
 
-  if (!args.on("skip-vision")) repeat_image_figures(*engine, j);
+  if (!skip_vision) repeat_image_figures(*engine, j);
 
   // Text prefill and decode on their own cache (the engine's is left alone).
   KvCache cache = model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1), params.resolved_kv_type());

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 #include "image/image.h"
 #include "util/args.h"
@@ -47,23 +47,25 @@ bool load_into(const std::string& path, std::vector<MessagePart>& pending) {
 int cmd_chat(int argc, char** argv) {
   Args args("chat", "--model M [--image FILE ...] [options]",
             "Talk with the model in the terminal. Commands: /image PATH (attach to the next message),\n"
-            "/reset (new conversation), /exit. Ctrl-C stops the current answer.",
-            join({model_flags(),
-                  {{"image", "FILE", "an image for the first message", "", "", true},
-                   {"system", "TEXT", "a system message"}},
-                  sampling_flags()}));
+            "/reset (new conversation), /exit. Ctrl-C stops the current answer.");
+  ModelChoice model;
+  EngineParams requested;
+  PromptOptions prompt;
+  GenerateRequest base;
+  visit_options(model, args);
+  visit_options(requested, args);
+  visit_options(prompt, args);
+  visit_options(base, args);
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
-  GenerateRequest base;
-  apply_sampling(args, base);
   std::vector<MessagePart> pending;
-  for (const std::string& path : args.all("image"))
+  for (const std::string& path : prompt.images)
     if (!load_into(path, pending)) return 1;
-  std::unique_ptr<Engine> engine = Engine::create(engine_params(args));
+  std::unique_ptr<Engine> engine = Engine::create(engine_params(model, requested));
 
   std::vector<Message> history;
-  if (args.has("system")) history.push_back({"system", {{args.get("system"), nullptr}}});
+  if (args.has("system")) history.push_back({"system", {{prompt.system, nullptr}}});
   const size_t system_messages = history.size();
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDIN_FILENO);

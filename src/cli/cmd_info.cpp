@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/checkpoint_layout.h"
 #include "io/model_config.h"
 #include "io/model_source.h"
@@ -195,17 +196,18 @@ void print_json(const Summary& s) {
 int cmd_info(int argc, char** argv) {
   Args args("info", "--model DIR [--json]",
             "Summarises a Qwen3-VL model folder: architecture, parameter counts, dtypes, size on disk,\n"
-            "image token size, context length and dimensions. Fails (exit 1) on a folder qvl cannot run.",
-            join({{{"model", "DIR", "model folder or Hugging Face repo id", "", "QVL_MODEL"},
-                   {"json", "", "print one JSON object instead of text"}},
-                  model_source_flags()}));
+            "image token size, context length and dimensions. Fails (exit 1) on a folder qvl cannot run.");
+  ModelChoice model;
+  bool as_json = false;
+  visit_options(model, args);
+  args(as_json, "json", "print one JSON object instead of text");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("info: unexpected argument '", args.positional()[0], "' (see qvl info --help)"));
   if (!args.has("model")) throw UsageError("info: --model is required (see qvl info --help)");
-  std::string dir = resolve_model(args.get("model"), model_source_options(args));
+  std::string dir = resolve_model(model.model, model.source);
   Summary s = summarize(dir);
-  if (args.on("json"))
+  if (as_json)
     print_json(s);
   else
     print_text(s);

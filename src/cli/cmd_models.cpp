@@ -14,11 +14,12 @@ namespace qvl::cli {
 int cmd_models(int argc, char** argv) {
   Args args("models", "[options]",
             "List the models in the Hugging Face cache (shared with Python tools): repo, revision -> commit,\n"
-            "size on disk, and whether the snapshot is complete.",
-            {{"cache-dir", "DIR", "cache folder (default: HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)"}});
+            "size on disk, and whether the snapshot is complete.");
+  std::string dir;
+  args(dir, "cache-dir", "DIR", "cache folder").unset("HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty()) throw UsageError("models: takes no arguments (see qvl models --help)");
-  std::string dir = args.has("cache-dir") ? args.get("cache-dir") : hub::default_cache_dir();
+  if (!args.has("cache-dir")) dir = hub::default_cache_dir();
   std::vector<hub::CachedModel> models = hub::scan_cache(dir);
   if (models.empty()) {
     std::cout << "no models in " << dir << "\n";

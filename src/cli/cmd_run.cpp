@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 #include "image/image.h"
 #include "util/args.h"
@@ -24,38 +24,37 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  // One prompt, each image encoded once: a cached copy of its embeddings
-  // could never be used and would only add to the peak memory.
-  std::vector<Flag> engine_flags = model_flags();
-  for (Flag& f : engine_flags)
-    if (f.name == "image-cache-mb") f.default_value = "0";
   Args args("run", "--model M [--image FILE ...] --prompt TEXT [options]",
             "Answers one prompt about zero or more images (placed before the prompt text in one user turn).\n"
             "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
-            "token_ids, usage, timings and finish_reason.",
-            join({engine_flags,
-                  {{"image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF)", "", "", true},
-                   {"prompt", "TEXT", "the question or instruction"},
-                   {"system", "TEXT", "a system message"},
-                   {"json", "", "answer with a JSON object (constrained decoding)"},
-                   {"json-schema", "FILE", "answer with JSON valid against the JSON Schema in FILE (constrained decoding)"}},
-                  sampling_flags(),
-                  {{"output-format", "FORMAT", "text or json", "text"},
-                   {"verbose", "", "timings and model details on stderr"}}}));
+            "token_ids, usage, timings and finish_reason.");
+  ModelChoice model;
+  EngineParams requested;
+  // One prompt, each image encoded once: a cached copy of its embeddings
+  // could never be used and would only add to the peak memory.
+  requested.image_cache_bytes = 0;
+  PromptOptions prompt;
+  GenerateRequest req;
+  std::string question, json_schema, format = "text";
+  bool json = false, verbose = false;
+  visit_options(model, args);
+  visit_options(requested, args);
+  visit_options(prompt, args);
+  args(question, "prompt", "TEXT", "the question or instruction");
+  args(json, "json", "answer with a JSON object (constrained decoding)");
+  args(json_schema, "json-schema", "FILE", "answer with JSON valid against the JSON Schema in FILE (constrained decoding)");
+  visit_options(req, args);
+  args(format, "output-format", "FORMAT", "the answer streamed as text, or one JSON object").choices({"text", "json"});
+  args(verbose, "verbose", "timings and model details on stderr");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("run: unexpected argument '", args.positional()[0], "' (see qvl run --help)"));
   if (!args.has("prompt")) throw UsageError("run: --prompt is required (see qvl run --help)");
-  const std::string format = args.get("output-format");
-  if (format != "text" && format != "json") throw UsageError("run: --output-format must be text or json");
-  const bool verbose = args.on("verbose");
 
-  GenerateRequest req;
-  apply_sampling(args, req);
-  if (args.has("system")) req.messages.push_back({"system", {{args.get("system"), nullptr}}});
+  if (args.has("system")) req.messages.push_back({"system", {{prompt.system, nullptr}}});
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
-  for (const std::string& path : args.all("image")) {
+  for (const std::string& path : prompt.images) {
     try {
       user.parts.push_back({"", std::make_shared<Image>(load_image(path))});
     } catch (const Error& e) {
@@ -63,10 +62,10 @@ int cmd_run(int argc, char** argv) {
     }
   }
   const double image_decode_ms = ms_since(t_images);
-  user.parts.push_back({args.get("prompt"), nullptr});
+  user.parts.push_back({question, nullptr});
   req.messages.push_back(std::move(user));
 
-  EngineParams params = engine_params(args);
+  EngineParams params = engine_params(model, requested);
   std::unique_ptr<Engine> engine = Engine::create(params);
   const EngineInfo& info = engine->info();
   if (verbose)
@@ -80,9 +79,9 @@ int cmd_run(int argc, char** argv) {
     std::cerr << (unused.size() > 10 ? " ...\n" : "\n");
   }
 
-  if (args.on("json")) req.response_format.type = ResponseFormat::Type::JsonObject;
+  if (json) req.response_format.type = ResponseFormat::Type::JsonObject;
   if (args.has("json-schema")) {
-    const std::string path = args.get("json-schema");
+    const std::string path = json_schema;
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("--json-schema ", path, ": cannot open the file");
     std::ostringstream text;
@@ -92,7 +91,7 @@ int cmd_run(int argc, char** argv) {
   try {
     engine->validate(req);
   } catch (const FieldError& e) {
-    fail(args.has("json-schema") ? "--json-schema " + args.get("json-schema") + ": " : "", e.what());
+    fail(args.has("json-schema") ? "--json-schema " + json_schema + ": " : "", e.what());
   }
 
   GenerateCallbacks cb;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 #include "server/server.h"
 #include "util/args.h"
@@ -36,13 +36,17 @@ std::string served_name(std::string model) {
 int cmd_serve(int argc, char** argv) {
   Args args("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]",
             "Serves the web page at / and the OpenAI-compatible API (/v1/chat/completions, /v1/responses, /v1/jobs,\n"
-            "/v1/models, /health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.",
-            join({model_flags(), server_flags()}));
+            "/v1/models, /health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.");
+  ModelChoice model;
+  EngineParams requested;
+  ServerOptions options;
+  visit_options(model, args);
+  visit_options(requested, args);
+  visit_options(options, args);
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("serve: unexpected argument '", args.positional()[0], "' (see qvl serve --help)"));
   if (!args.has("model")) throw UsageError("serve: --model is required (a model folder or a Hugging Face repo id)");
-  const ServerOptions options = server_options(args);
 
   // Signals are taken by one thread with sigwait(); every other thread,
   // created after this, inherits the mask.
@@ -53,7 +57,7 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a dead server
 
-  Server server(options, served_name(args.get("model")));
+  Server server(options, served_name(model.model));
   const int port = server.start();
   std::cerr << "qvl serve: listening on http://" << options.host << ":" << port << " (loading the model)\n";
 
@@ -77,13 +81,13 @@ int cmd_serve(int argc, char** argv) {
 
   std::unique_ptr<Engine> engine;
   try {
-    EngineParams params = engine_params(args);
+    EngineParams params = engine_params(model, requested);
     params.pixel_cap = options.max_image_pixels;
     params.default_max_tokens = options.default_max_tokens;
     params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
     engine = Engine::create(params);
     const EngineInfo& info = engine->info();
-    std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(args.get("model"))
+    std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(model.model)
               << ", " << weight_format_name(info.weights) << (info.fast_matmul ? ", fast bf16 matmul" : "") << ", "
               << info.threads << " threads, loaded in " << static_cast<int>(info.load_ms) << " ms)\n";
   } catch (...) {

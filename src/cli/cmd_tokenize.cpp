@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/model_source.h"
 #include "tokenizer/tokenizer.h"
 #include "util/args.h"
@@ -46,31 +47,33 @@ std::vector<int32_t> parse_ids(const std::string& text, const std::string& from)
 int cmd_tokenize(int argc, char** argv) {
   Args args("tokenize", "--model DIR (--text TEXT | --file FILE) [--decode]",
             "Prints the token ids of a text as a JSON array. A file is tokenized byte for byte (no newline\n"
-            "stripped). With --decode the input is a JSON array of ids and the decoded text is printed as is.",
-            join({{{"model", "DIR", "model folder (with tokenizer.json) or Hugging Face repo id", "", "QVL_MODEL"},
-                   {"text", "TEXT", "the text (or, with --decode, the JSON array of ids)"},
-                   {"file", "FILE", "read the text (or the JSON array of ids) from FILE"},
-                   {"decode", "", "ids -> text instead of text -> ids"},
-                   {"skip-special", "", "with --decode: leave out special tokens such as <|im_end|>"}},
-                  model_source_flags()}));
+            "stripped). With --decode the input is a JSON array of ids and the decoded text is printed as is.");
+  ModelChoice model;
+  std::string text, file;
+  bool decode = false, skip_special = false;
+  visit_options(model, args);
+  args(text, "text", "TEXT", "the text (or, with --decode, the JSON array of ids)");
+  args(file, "file", "FILE", "read the text (or the JSON array of ids) from FILE");
+  args(decode, "decode", "ids -> text instead of text -> ids");
+  args(skip_special, "skip-special", "with --decode: leave out special tokens such as <|im_end|>");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("tokenize: unexpected argument '", args.positional()[0], "' (see qvl tokenize --help)"));
   if (!args.has("model")) throw UsageError("tokenize: --model is required (see qvl tokenize --help)");
   if (args.has("text") == args.has("file"))
     throw UsageError("tokenize: give exactly one of --text and --file (see qvl tokenize --help)");
-  if (args.on("skip-special") && !args.on("decode"))
+  if (skip_special && !decode)
     throw UsageError("tokenize: --skip-special applies only with --decode");
 
-  std::string input = args.has("text") ? args.get("text") : read_input(args.get("file"));
-  std::string dir = resolve_model(args.get("model"), model_source_options(args));
+  std::string input = args.has("text") ? text : read_input(file);
+  std::string dir = resolve_model(model.model, model.source);
   std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
   if (!std::filesystem::exists(path)) fail("model folder ", dir, " has no tokenizer.json");
   Tokenizer tok = Tokenizer::load(path);
 
-  if (args.on("decode")) {
-    std::string from = args.has("text") ? "--text" : args.get("file");
-    std::cout << tok.decode(parse_ids(input, from), args.on("skip-special"));
+  if (decode) {
+    std::string from = args.has("text") ? "--text" : file;
+    std::cout << tok.decode(parse_ids(input, from), skip_special);
   } else {
     std::cout << nlohmann::json(tok.encode(input)).dump() << "\n";
   }

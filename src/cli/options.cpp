@@ -1,86 +1,154 @@
-#include "cli/flags.h"
+#include "cli/options.h"
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <iostream>
+#include <filesystem>
 #include <memory>
-#include <unistd.h>
 
-#include "io/model_source.h"
 #include "util/error.h"
 
 namespace qvl::cli {
 
-std::vector<Flag> model_flags() {
-  return join({{{"model", "DIR|REPO", "model folder or Hugging Face repo id", "", "QVL_MODEL"},
-                {"weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4", "bf16",
-                 "QVL_WEIGHTS"},
-                {"precision", "MODE",
-                 "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded "
-                 "to bf16, AVX512-BF16, ~2x faster, ~0.15% error per product); no effect on f32/q8/q4 or without "
-                 "AVX512-BF16",
-                 "exact", "QVL_PRECISION"},
-                {"threads", "N", "compute threads (0: physical cores)", "0", "QVL_THREADS"},
-                {"ctx-size", "N", "context (KV cache) size in tokens", "8192", "QVL_CTX_SIZE"},
-                {"kv-type", "TYPE",
-                 "KV cache element type: f32 (exact) or f16 (half the memory and decode reads; default with q8/q4 "
-                 "weights)",
-                 "", "QVL_KV_TYPE"},
-                {"batch", "N", "prefill chunk in tokens", "512"},
-                {"min-pixels", "N", "smallest image area after resizing (default: the model's)"},
-                {"max-pixels", "N", "largest image area after resizing (default: the model's)"},
-                {"image-cache-mb", "MB", "memory for cached image embeddings (a repeated image skips the vision encoder; 0: off)",
-                 "256", "QVL_IMAGE_CACHE_MB"}},
-               model_source_flags()});
+void visit_options(ModelSourceOptions& o, Args& v) {
+  v(o.revision, "revision", "REV", "branch, tag or commit of a hub model");
+  v(o.offline, "offline", "never use the network: only models already in the cache").env("HF_HUB_OFFLINE");
+  v(o.hf_token, "hf-token", "TOKEN", "Hugging Face access token for gated or private repos").env("HF_TOKEN");
+  v(o.source, "source", "NAME", "hub to download from (hf and ms are short for the two)")
+      .choices({"huggingface", "modelscope", "hf", "ms"});
+  v(o.endpoint, "endpoint", "URL", "hub address")
+      .unset(
+          "$HF_ENDPOINT or https://huggingface.co; $MODELSCOPE_ENDPOINT or https://www.modelscope.cn with "
+          "--source modelscope");
 }
 
-std::vector<Flag> sampling_flags() {
-  return {{"max-tokens", "N", "most tokens to generate (default: until EOS or the context is full)"},
-          {"temperature", "T", "sampling temperature; 0 = greedy (default: the model's generation_config)"},
-          {"top-k", "K", "sample among the K most likely tokens (0: off)"},
-          {"top-p", "P", "nucleus sampling: smallest set with probability >= P"},
-          {"min-p", "P", "drop tokens less likely than P x the most likely"},
-          {"repetition-penalty", "R", "divide logits of tokens already seen (1: off)"},
-          {"presence-penalty", "X", "subtract X from logits of generated tokens"},
-          {"frequency-penalty", "X", "subtract X x count from logits of generated tokens"},
-          {"seed", "N", "random seed (reproducible sampling)"},
-          {"stop", "TEXT", "stop when the answer contains TEXT", "", "", true},
-          {"ignore-eos", "", "keep generating past the end-of-sequence token"},
-          {"repetition-guard", "N", "stop when the last N tokens of the answer loop (0: off)", "400"},
-          {"repetition-guard-repeats", "R", "a loop must repeat at least R times to stop the answer", "3"}};
+void visit_options(ModelChoice& m, Args& v) {
+  v(m.model, "model", "DIR|REPO", "model folder or Hugging Face repo id").env("QVL_MODEL");
+  visit_options(m.source, v);
 }
 
-EngineParams engine_params(const Args& args) {
-  if (!args.has("model")) throw UsageError("--model is required (a model folder or a Hugging Face repo id)");
-  EngineParams p;
-  p.model_dir = resolve_model(args.get("model"), model_source_options(args));
-  try {
-    p.weights = parse_weight_format(args.get("weights"));
-  } catch (const Error& e) {
-    throw UsageError(cat("--weights: ", e.what()));
-  }
-  try {
-    p.precision = parse_matmul_precision(args.get("precision"));
-  } catch (const Error& e) {
-    throw UsageError(cat("--precision: ", e.what()));
-  }
-  p.threads = static_cast<int>(args.get_int("threads", 0, 1024));
-  p.ctx_size = args.get_int("ctx-size", 16, 1 << 24);
-  if (args.has("kv-type")) {
-    try {
-      p.kv_type = parse_kv_type(args.get("kv-type"));
-    } catch (const Error& e) {
-      throw UsageError(cat("--kv-type: ", e.what()));
-    }
-  }
-  p.batch = args.get_int("batch", 1, 1 << 16);
-  if (args.has("min-pixels")) p.min_pixels = args.get_int("min-pixels", 1, int64_t{1} << 40);
-  if (args.has("max-pixels")) p.max_pixels = args.get_int("max-pixels", 1, int64_t{1} << 40);
-  p.image_cache_bytes = static_cast<size_t>(args.get_int("image-cache-mb", 0, int64_t{1} << 20)) << 20;
+void visit_options(EngineParams& p, Args& v) {
+  v(p.weights, "weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4")
+      .choices({WeightFormat::BF16, WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}, weight_format_name)
+      .env("QVL_WEIGHTS");
+  v(p.precision, "precision", "MODE",
+    "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
+    "AVX512-BF16, ~2x faster, ~0.15% error per product); no effect on f32/q8/q4 or without AVX512-BF16")
+      .choices({MatmulPrecision::Exact, MatmulPrecision::Fast}, matmul_precision_name)
+      .env("QVL_PRECISION");
+  v(p.threads, "threads", "N", "compute threads (0: physical cores)").range(0, 1024).env("QVL_THREADS");
+  v(p.ctx_size, "ctx-size", "N", "context (KV cache) size in tokens").range(16, 1 << 24).env("QVL_CTX_SIZE");
+  v(p.kv_type, "kv-type", "TYPE", "KV cache element type: f32 (exact) or f16 (half the memory and decode reads)")
+      .choices({KvType::F32, KvType::F16}, kv_type_name)
+      .unset("f16 with q8/q4 weights, else f32")
+      .env("QVL_KV_TYPE");
+  v(p.batch, "batch", "N", "prefill chunk in tokens").range(1, 1 << 16);
+  v(p.min_pixels, "min-pixels", "N", "smallest image area after resizing")
+      .range(1, int64_t{1} << 40)
+      .unset("the model's");
+  v(p.max_pixels, "max-pixels", "N", "largest image area after resizing")
+      .range(1, int64_t{1} << 40)
+      .unset("the model's");
+  v(p.image_cache_bytes, "image-cache-mb", "MB",
+    "memory for cached image embeddings (a repeated image skips the vision encoder; 0: off)")
+      .range(0, 1 << 20)
+      .unit(1 << 20)
+      .env("QVL_IMAGE_CACHE_MB");
+}
+
+void visit_options(RepetitionGuardOptions& g, Args& v) {
+  v(g.window, "repetition-guard", "N", "stop an answer whose last N tokens loop (finish_reason \"repetition\"; 0: off)")
+      .range(0, 1 << 24);
+  v(g.min_repeats, "repetition-guard-repeats", "R", "a loop must repeat at least R times to stop the answer")
+      .range(2, 1000);
+}
+
+void visit_options(GenerateRequest& r, Args& v) {
+  SamplingParams& s = r.sampling;
+  v(r.max_tokens, "max-tokens", "N", "most tokens to generate")
+      .range(1, 1 << 24)
+      .unset("the model's generation_config, else until the context is full");
+  v(s.temperature, "temperature", "T", "sampling temperature; 0 = greedy")
+      .range(0, 100)
+      .unset("the model's generation_config");
+  v(s.top_k, "top-k", "K", "sample among the K most likely tokens (0: off)").range(0, 1 << 30).unset("the model's");
+  v(s.top_p, "top-p", "P", "nucleus sampling: smallest set with probability >= P").range(1e-9, 1).unset("the model's");
+  v(s.min_p, "min-p", "P", "drop tokens less likely than P x the most likely").range(0, 1).unset("the model's");
+  v(s.repetition_penalty, "repetition-penalty", "R", "divide logits of tokens already seen (1: off)")
+      .range(1e-3, 100)
+      .unset("the model's");
+  v(s.presence_penalty, "presence-penalty", "X", "subtract X from logits of generated tokens")
+      .range(-100, 100)
+      .unset("0");
+  v(s.frequency_penalty, "frequency-penalty", "X", "subtract X x count from logits of generated tokens")
+      .range(-100, 100)
+      .unset("0");
+  v(s.seed, "seed", "N", "random seed (reproducible sampling)").range(0, INT64_MAX).unset("random");
+  v(r.stop, "stop", "TEXT", "stop when the answer contains TEXT");
+  v(r.ignore_eos, "ignore-eos", "keep generating past the end-of-sequence token");
+  visit_options(r.repetition_guard, v);
+}
+
+void visit_options(PromptOptions& p, Args& v) {
+  v(p.images, "image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF) for the first message");
+  v(p.system, "system", "TEXT", "a system message");
+}
+
+void visit_options(ServerOptions& o, Args& v) {
+  v(o.host, "host", "ADDR", "address to listen on (0.0.0.0 exposes the server to the network)").env("QVL_HOST");
+  v(o.port, "port", "N", "TCP port (0: any free one)").range(0, 65535).env("QVL_PORT");
+  v(o.api_key, "api-key", "KEY", "require 'Authorization: Bearer KEY' on every route but /health")
+      .unset("none")
+      .env("QVL_API_KEY");
+  v(o.cors_origin, "cors-origin", "ORIGIN", "allow cross-origin browser requests from ORIGIN ('*' for any)")
+      .unset("none");
+  v(o.scheduler.parallel, "parallel", "N", "sequences generated at once (each gets --ctx-size / N tokens of context)")
+      .range(1, 256)
+      .env("QVL_PARALLEL");
+  v(o.scheduler.queue_size, "queue-size", "N", "requests that may wait for a slot; more get 429")
+      .range(0, 1 << 16)
+      .env("QVL_QUEUE_SIZE");
+  v(o.scheduler.timeout_s, "timeout", "SECONDS", "deadline of a request from arrival to its last token (0: none)")
+      .range(0, 1e7)
+      .env("QVL_TIMEOUT");
+  v(o.max_body_bytes, "max-body-bytes", "N", "largest request body").range(1024, int64_t{1} << 34);
+  v(o.media.max_image_bytes, "max-image-bytes", "N", "largest image file (encoded)").range(1, int64_t{1} << 32);
+  v(o.max_image_pixels, "max-image-pixels", "N",
+    "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
+      .range(1024, int64_t{1} << 32);
+  v(o.default_max_tokens, "default-max-tokens", "N",
+    "completion limit when a request gives none (0: the model's, else the context)")
+      .range(0, 1 << 24);
+  visit_options(o.repetition_guard, v);
+  v(o.media.allowed_media_dir, "allowed-media-dir", "DIR", "allow image_url file paths inside DIR")
+      .unset("no local files")
+      .check([](const std::string& dir) {
+        std::error_code ec;
+        return std::filesystem::is_directory(dir, ec) ? "" : "is not a folder";
+      });
+  v(o.media.allow_remote, "allow-remote-images", "allow http(s) image URLs (size cap, timeout, public addresses only)");
+  v(o.media.allow_private_remote, "allow-private-remote-images",
+    "with --allow-remote-images: also loopback, private and link-local hosts");
+  v(o.media.remote_timeout_s, "remote-timeout", "SECONDS", "time limit for fetching one remote image").range(0.1, 3600);
+  v(o.jobs.ttl_s, "job-ttl", "SECONDS", "how long a finished async job's result is kept").range(0, 1e7);
+  v(o.jobs.max_jobs, "max-jobs", "N", "most async jobs kept at once").range(1, 1 << 20);
+  v(o.log_format, "log-format", "FORMAT", "request log lines on stderr")
+      .choices({"text", "json"})
+      .env("QVL_LOG_FORMAT");
+  v(o.shutdown_grace_s, "shutdown-grace", "SECONDS",
+    "on SIGINT/SIGTERM, time given to running requests before they are cancelled")
+      .range(0, 3600);
+  v(o.http_threads, "http-threads", "N", "HTTP worker threads (0: parallel + queue-size + 8)").range(0, 4096);
+}
+
+EngineParams engine_params(const ModelChoice& model, EngineParams p) {
+  if (model.model.empty()) throw UsageError("--model is required (a model folder or a Hugging Face repo id)");
+  p.model_dir = resolve_model(model.model, model.source);
   // Conversion progress: silent when it is quick, one updating line otherwise.
   auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   auto last = std::make_shared<int>(-1);
-  const std::string format = args.get("weights");
+  const std::string format = weight_format_name(p.weights);
   // A terminal gets one line redrawn in place; a log gets a line per quarter.
   const bool tty = isatty(STDERR_FILENO);
   p.load_progress = [start, last, format, tty](size_t done, size_t total) {
@@ -95,23 +163,6 @@ EngineParams engine_params(const Args& args) {
     std::fflush(stderr);
   };
   return p;
-}
-
-void apply_sampling(const Args& args, GenerateRequest& r) {
-  SamplingParams& s = r.sampling;
-  if (args.has("temperature")) s.temperature = args.get_double("temperature", 0, 100);
-  if (args.has("top-k")) s.top_k = static_cast<int>(args.get_int("top-k", 0, 1 << 30));
-  if (args.has("top-p")) s.top_p = args.get_double("top-p", 1e-9, 1);
-  if (args.has("min-p")) s.min_p = args.get_double("min-p", 0, 1);
-  if (args.has("repetition-penalty")) s.repetition_penalty = args.get_double("repetition-penalty", 1e-3, 100);
-  if (args.has("presence-penalty")) s.presence_penalty = args.get_double("presence-penalty", -100, 100);
-  if (args.has("frequency-penalty")) s.frequency_penalty = args.get_double("frequency-penalty", -100, 100);
-  if (args.has("seed")) s.seed = static_cast<uint64_t>(args.get_int("seed", 0, INT64_MAX));
-  if (args.has("max-tokens")) r.max_tokens = args.get_int("max-tokens", 1, 1 << 24);
-  r.stop = args.all("stop");
-  r.ignore_eos = args.on("ignore-eos");
-  r.repetition_guard.window = args.get_int("repetition-guard", 0, 1 << 24);
-  r.repetition_guard.min_repeats = static_cast<int>(args.get_int("repetition-guard-repeats", 2, 1000));
 }
 
 }  // namespace qvl::cli

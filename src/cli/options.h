@@ -1,28 +1,62 @@
-// Flag groups shared by the commands that load a model (run, chat, bench and,
-// later, serve), declared once (STYLE.md 7), with the code that turns parsed
-// flags into engine parameters.
+// Every option the qvl commands share, declared once per group (STYLE.md 7):
+// each visit_options() declares, on an Args, the members of one struct it
+// sets, with the flag's name, value, range or choices, help and environment
+// variable (util/args.h). The defaults are the structs' member initialisers
+// (EngineParams in engine/engine.h, ModelSourceOptions in io/model_source.h,
+// ServerOptions in server/server_options.h, ...), so the engine, --help and
+// docs/api.md (compared with `qvl serve --help-markdown` by a test) cannot
+// disagree. An option several commands take (--model, the repetition guard)
+// is declared here once; options of one command only are declared in its
+// cmd_*.cpp the same way.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "io/model_source.h"
+#include "server/server_options.h"
 #include "util/args.h"
 
 namespace qvl::cli {
 
-// --model, --weights, --precision, --threads, --ctx-size, --batch, --min-pixels,
-// --max-pixels, --image-cache-mb, plus the model-source flags (--revision, --offline, ...).
-std::vector<Flag> model_flags();
+// --model and where a repo id is downloaded from.
+struct ModelChoice {
+  std::string model;  // a local folder or a hub repo id ("Qwen/Qwen3-VL-2B-Instruct"); empty: not given
+  ModelSourceOptions source;
+};
+
+// The first user turn's images and the system message (run, chat).
+struct PromptOptions {
+  std::vector<std::string> images;  // image files, in order
+  std::string system;               // empty: no system message
+};
+
+// --revision, --offline, --hf-token, --source, --endpoint.
+void visit_options(ModelSourceOptions& o, Args& v);
+// --model, then the model-source options.
+void visit_options(ModelChoice& m, Args& v);
+// --weights, --precision, --threads, --ctx-size, --kv-type, --batch,
+// --min-pixels, --max-pixels, --image-cache-mb.
+void visit_options(EngineParams& p, Args& v);
+// --repetition-guard, --repetition-guard-repeats: the CLI's setting for its
+// answers, and the server's default for requests that set none.
+void visit_options(RepetitionGuardOptions& g, Args& v);
 // --max-tokens, --temperature, --top-k, --top-p, --min-p,
 // --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,
-// --stop (repeatable), --ignore-eos.
-std::vector<Flag> sampling_flags();
+// --stop (repeatable), --ignore-eos and the repetition guard. Sampling
+// options not given stay unset: the model's generation_config applies.
+void visit_options(GenerateRequest& r, Args& v);
+// --image (repeatable), --system.
+void visit_options(PromptOptions& p, Args& v);
+// Everything `qvl serve` takes beyond the model and the engine: network,
+// limits, security, scheduling, jobs, logs, the repetition guard.
+void visit_options(ServerOptions& o, Args& v);
 
-// Resolves --model (a folder or a repo id, downloading if needed) and reads
-// the model flags. Prints conversion progress on stderr when it takes > 1 s.
-EngineParams engine_params(const Args& args);
-// Sampling flags into a request (unset flags stay unset: the model's
-// generation_config then applies).
-void apply_sampling(const Args& args, GenerateRequest& request);
+// The engine parameters once the command line is parsed: `requested` with
+// the model folder (a repo id resolved, downloading if needed) and a
+// weight-conversion progress line on stderr when it takes > 1 s. Throws
+// UsageError without --model.
+EngineParams engine_params(const ModelChoice& model, EngineParams requested);
 
 }  // namespace qvl::cli

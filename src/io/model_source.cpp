@@ -121,29 +121,6 @@ std::string from_hub(const std::string& repo, const ModelSourceOptions& o) {
 
 }  // namespace
 
-std::vector<Flag> model_source_flags() {
-  return {
-      {"revision", "REV", "branch, tag or commit of a hub model", "main"},
-      {"offline", "", "never use the network: only models already in the cache", "", "HF_HUB_OFFLINE"},
-      {"hf-token", "TOKEN", "Hugging Face access token for gated or private repos", "", "HF_TOKEN"},
-      {"source", "NAME", "hub to download from: huggingface or modelscope", "huggingface"},
-      {"endpoint", "URL",
-       "hub address (default $HF_ENDPOINT or https://huggingface.co; $MODELSCOPE_ENDPOINT or "
-       "https://www.modelscope.cn with --source modelscope)"},
-  };
-}
-
-ModelSourceOptions model_source_options(const Args& args) {
-  ModelSourceOptions o;
-  o.revision = args.get("revision");
-  o.offline = args.on("offline");
-  o.hf_token = args.get("hf-token");
-  o.source = args.get("source");
-  o.endpoint = args.get("endpoint");
-  is_modelscope(o.source);  // a bad --source is a usage error before anything else
-  return o;
-}
-
 std::string resolve_model(const std::string& model, const ModelSourceOptions& opts) {
   if (model.empty()) throw UsageError("--model is empty: pass a model folder or a repo id like Qwen/Qwen3-VL-2B-Instruct");
   std::error_code ec;

@@ -3,16 +3,13 @@
 // Hugging Face cache (shared with Python tools, see hub_cache.h), downloading
 // what is missing. This is the one entry point run/serve/info/tokenize call:
 //
-//   ModelSourceOptions opts = model_source_options(args);  // flags below
-//   std::string dir = resolve_model(args.get("model"), opts);
+//   ModelSourceOptions opts;  // set by --revision, --offline, ... (cli/options.cpp)
+//   std::string dir = resolve_model(model, opts);
 //   ModelFolder folder = ModelFolder::open(dir);
 #pragma once
 
 #include <ostream>
 #include <string>
-#include <vector>
-
-#include "util/args.h"
 
 namespace qvl {
 
@@ -21,7 +18,7 @@ struct ModelSourceOptions {
   bool offline = false;           // never touch the network: the cache or nothing
   std::string hf_token;           // empty: HF_TOKEN_PATH or HF_HOME/token (huggingface-cli login), if any
   std::string endpoint;           // empty: $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the official hub
-  std::string source = "huggingface";  // or "modelscope"
+  std::string source = "huggingface";  // or "modelscope" ("hf", "ms" for short)
   std::string cache_dir;          // empty: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub
   bool refresh = false;           // ask the hub even when the cache holds the revision (`qvl pull`)
   bool progress = true;           // progress bars / lines on `log`
@@ -33,11 +30,6 @@ struct ModelSourceOptions {
   long connect_timeout_s = 10;
   long stall_timeout_s = 30;
 };
-
-// --revision, --offline [HF_HUB_OFFLINE], --hf-token [HF_TOKEN], --source, --endpoint.
-std::vector<Flag> model_source_flags();
-// Reads those flags (declared with model_source_flags()) from parsed Args.
-ModelSourceOptions model_source_options(const Args& args);
 
 // A folder that exists is returned as is. Otherwise `model` must be a repo id:
 // its cached snapshot for the revision if complete, else a download (unless

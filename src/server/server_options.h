@@ -1,6 +1,7 @@
 // Everything `qvl serve` can be told beyond the model: network, limits,
-// security, scheduling, jobs, logs. The flags are declared once here
-// (STYLE.md 7) and read into ServerOptions by server_options().
+// security, scheduling, jobs, logs. The member initialisers are the
+// defaults; the command-line options that set them are declared in
+// cli/options.cpp (visit_options).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,6 @@
 #include "engine/scheduler.h"
 #include "server/job_store.h"
 #include "server/media.h"
-#include "util/args.h"
 
 namespace qvl {
 
@@ -31,13 +31,5 @@ struct ServerOptions {
   double shutdown_grace_s = 10;
   int http_threads = 0;  // 0: enough for every slot and queue place, plus a few for health and metrics
 };
-
-// --host, --port, --api-key [QVL_API_KEY], --cors-origin, --parallel,
-// --queue-size, --timeout, --max-body-bytes, --max-image-bytes,
-// --max-image-pixels, --default-max-tokens, --allowed-media-dir,
-// --allow-remote-images, --allow-private-remote-images, --remote-timeout,
-// --job-ttl, --max-jobs, --log-format, --shutdown-grace, --http-threads.
-std::vector<Flag> server_flags();
-ServerOptions server_options(const Args& args);
 
 }  // namespace qvl

@@ -1,36 +1,137 @@
 #include "util/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 
-#include "util/error.h"
-
 namespace qvl {
+namespace args_detail {
 
-Args::Args(std::string command, std::string usage, std::string summary, std::vector<Flag> flags)
-    : command_(std::move(command)),
-      usage_(std::move(usage)),
-      summary_(std::move(summary)),
-      flags_(std::move(flags)) {
-  flags_.push_back({"help", "", "show this help and exit"});
+bool parse_integer(const std::string& text, long long& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtoll(text.c_str(), &end, 10);
+  return *end == '\0' && errno != ERANGE;
 }
 
-const Flag& Args::find(const std::string& name) const {
-  for (const Flag& f : flags_)
-    if (f.name == name) return f;
-  throw Error(cat("internal: flag --", name, " is not declared for ", command_));
+bool parse_number(const std::string& text, double& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(text.c_str(), &end);
+  return *end == '\0' && errno != ERANGE && std::isfinite(out);
+}
+
+bool switch_value(const std::string& text) {
+  return !(text.empty() || text == "0" || text == "false" || text == "no" || text == "off");
+}
+
+std::string show_number(double x) {
+  std::ostringstream out;
+  out.precision(15);  // 1e7 as 10000000, 0.1 as 0.1
+  out << x;
+  return out.str();
+}
+
+std::string join(const std::vector<std::string>& words, const char* separator) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i) out += separator;
+    out += words[i];
+  }
+  return out;
+}
+
+}  // namespace args_detail
+
+namespace {
+
+// A value as an error message shows it: quoted when it would not read as one word.
+std::string shown(const std::string& value) {
+  if (!value.empty() && value.find_first_of(" \t\n'") == std::string::npos) return value;
+  return cat("'", value, "'");
+}
+
+// `text` in lines of at most `width` columns, each after `indent` spaces but
+// the first (which continues a line already `indent` wide).
+std::string wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out, word;
+  size_t column = indent;
+  std::istringstream words(text);
+  bool first = true;
+  while (words >> word) {
+    if (!first && column + 1 + word.size() > width) {
+      out += '\n';
+      out.append(indent, ' ');
+      column = indent;
+    } else if (!first) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    first = false;
+  }
+  return out;
+}
+
+// What --help says about an option besides its help: kind and range, default,
+// environment variable, repeatable.
+std::string details(const Option& o) {
+  std::vector<std::string> parts;
+  if (!o.allowed().empty()) parts.push_back(o.allowed());
+  if (!o.default_text().empty()) parts.push_back(cat("default: ", o.default_text()));
+  if (!o.env_var().empty()) parts.push_back(cat("env ", o.env_var()));
+  if (o.repeatable()) parts.push_back("repeatable");
+  return args_detail::join(parts, "; ");
+}
+
+// "--ctx-size N", "--offline".
+std::string flag_text(const Option& o) {
+  return o.is_switch() ? cat("--", o.name()) : cat("--", o.name(), " ", o.metavar());
+}
+
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+constexpr size_t kHelpColumn = 32, kHelpWidth = 100;
+
+}  // namespace
+
+Args::Args(std::string command, std::string usage, std::string summary)
+    : command_(std::move(command)), usage_(std::move(usage)), summary_(std::move(summary)) {}
+
+void Args::declare(std::unique_ptr<Option> option) {
+  if (option->name() == "help" || option->name() == "help-markdown" || find(option->name()))
+    throw Error(cat("internal: --", option->name(), " is declared twice for ", command_));
+  options_.push_back(std::move(option));
+}
+
+const Option* Args::find(const std::string& name) const {
+  for (const auto& o : options_)
+    if (o->name() == name) return o.get();
+  return nullptr;
+}
+
+void Args::store(Option& option, const std::string& value, const std::string& from) const {
+  if (std::string why = option.store(value); !why.empty())
+    throw UsageError(cat(command_, ": --", option.name(), ": ", shown(value), from, " ", why));
 }
 
 bool Args::parse(int argc, char** argv, int first) {
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
-      if (arg == "--") {
-        for (++i; i < argc; ++i) positional_.push_back(argv[i]);
-        break;
-      }
+    if (arg == "--") {
+      for (++i; i < argc; ++i) positional_.push_back(argv[i]);
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) {
       if (arg.size() > 1 && arg[0] == '-')
         throw UsageError(cat(command_, ": unknown option '", arg, "' (see qvl ", command_, " --help)"));
       positional_.push_back(arg);
@@ -43,99 +144,71 @@ bool Args::parse(int argc, char** argv, int first) {
       name = name.substr(0, eq);
       inline_value = true;
     }
-    const Flag* flag = nullptr;
-    for (const Flag& f : flags_)
-      if (f.name == name) flag = &f;
-    if (!flag) throw UsageError(cat(command_, ": unknown option '--", name, "' (see qvl ", command_, " --help)"));
-    if (name == "help") {
-      std::cout << help();
+    if (name == "help" || name == "help-markdown") {
+      if (inline_value) throw UsageError(cat(command_, ": option '--", name, "' takes no value"));
+      std::cout << (name == "help" ? help() : markdown());
       return false;
     }
-    if (flag->metavar.empty()) {
+    const Option* option = find(name);
+    if (!option) throw UsageError(cat(command_, ": unknown option '--", name, "' (see qvl ", command_, " --help)"));
+    if (option->is_switch()) {
       if (inline_value) throw UsageError(cat(command_, ": option '--", name, "' takes no value"));
-      value = "1";
+      value.assign(1, '1');  // "1" (assigning the literal trips a GCC 12 -Wrestrict false positive)
     } else if (!inline_value) {
-      if (i + 1 >= argc) throw UsageError(cat(command_, ": option '--", name, "' needs a value (", flag->metavar, ")"));
+      if (i + 1 >= argc)
+        throw UsageError(cat(command_, ": option '--", name, "' needs a value (", option->metavar(), ")"));
       value = argv[++i];
     }
-    auto& slot = values_[name];
-    if (!slot.empty() && !flag->repeatable)
-      throw UsageError(cat(command_, ": option '--", name, "' given more than once"));
-    slot.push_back(value);
+    if (!option->repeatable())
+      for (const auto& g : given_)
+        if (g.first == option) throw UsageError(cat(command_, ": option '--", name, "' given more than once"));
+    given_.emplace_back(option, value);
+  }
+  // Stored after the whole line is read, so --help anywhere wins over a bad value.
+  for (const auto& o : options_) {
+    bool on_line = false;
+    for (const auto& g : given_)
+      if (g.first == o.get()) {
+        store(*o, g.second, "");
+        on_line = true;
+      }
+    if (!on_line && !o->env_var().empty())
+      if (const char* v = std::getenv(o->env_var().c_str())) store(*o, v, cat(" (from ", o->env_var(), ")"));
   }
   return true;
 }
 
 bool Args::has(const std::string& name) const {
-  const Flag& f = find(name);
-  if (values_.count(name)) return true;
-  return !f.env.empty() && std::getenv(f.env.c_str()) != nullptr;
-}
-
-std::string Args::get(const std::string& name) const {
-  const Flag& f = find(name);
-  if (auto it = values_.find(name); it != values_.end()) return it->second.back();
-  if (!f.env.empty())
-    if (const char* v = std::getenv(f.env.c_str())) return v;
-  return f.default_value;
-}
-
-std::vector<std::string> Args::all(const std::string& name) const {
-  find(name);
-  auto it = values_.find(name);
-  return it == values_.end() ? std::vector<std::string>{} : it->second;
-}
-
-bool Args::on(const std::string& name) const {
-  if (!has(name)) return false;
-  std::string v = get(name);
-  return !(v == "0" || v == "false" || v == "no" || v == "off" || v.empty());
-}
-
-long Args::get_int(const std::string& name, long min, long max) const {
-  std::string v = get(name);
-  char* end = nullptr;
-  errno = 0;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError(cat(command_, ": --", name, " expects an integer, got '", v, "'"));
-  if (x < min || x > max)
-    throw UsageError(cat(command_, ": --", name, " must be in [", min, ", ", max, "], got ", x));
-  return x;
-}
-
-double Args::get_double(const std::string& name, double min, double max) const {
-  std::string v = get(name);
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno == ERANGE || x != x)
-    throw UsageError(cat(command_, ": --", name, " expects a number, got '", v, "'"));
-  if (x < min || x > max)
-    throw UsageError(cat(command_, ": --", name, " must be in [", min, ", ", max, "], got ", x));
-  return x;
+  const Option* o = find(name);
+  if (!o) throw Error(cat("internal: flag --", name, " is not declared for ", command_));
+  for (const auto& g : given_)
+    if (g.first == o) return true;
+  return !o->env_var().empty() && std::getenv(o->env_var().c_str()) != nullptr;
 }
 
 std::string Args::help() const {
   std::ostringstream out;
   out << "usage: qvl " << command_ << " " << usage_ << "\n\n" << summary_ << "\n\noptions:\n";
-  for (const Flag& f : flags_) {
-    std::string left = "  --" + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
-    out << left;
-    out << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << f.help;
-    if (!f.default_value.empty()) out << " (default: " << f.default_value << ")";
-    if (!f.env.empty()) out << " [env " << f.env << "]";
-    if (f.repeatable) out << " (repeatable)";
-    out << "\n";
-  }
+  auto entry = [&](const std::string& left, const std::string& help, const std::string& more) {
+    out << left << std::string(left.size() < kHelpColumn ? kHelpColumn - left.size() : 1, ' ')
+        << wrap(help, kHelpColumn, kHelpWidth) << "\n";
+    if (!more.empty()) out << std::string(kHelpColumn, ' ') << wrap(more, kHelpColumn, kHelpWidth) << "\n";
+  };
+  for (const auto& o : options_) entry(cat("  ", flag_text(*o)), o->help(), details(*o));
+  entry("  --help", "show this help and exit", "");
   return out.str();
 }
 
-std::vector<Flag> join(std::vector<std::vector<Flag>> groups) {
-  std::vector<Flag> out;
-  for (auto& g : groups)
-    for (auto& f : g) out.push_back(std::move(f));
-  return out;
+std::string Args::markdown() const {
+  std::ostringstream out;
+  out << "| Option | Value | Default | Environment | Meaning |\n|---|---|---|---|---|\n";
+  for (const auto& o : options_) {
+    std::string value = o->is_switch() ? "switch" : o->allowed();
+    if (o->repeatable()) value += ", repeatable";
+    out << "| " << cell(cat("`", flag_text(*o), "`")) << " | " << cell(value) << " | " << cell(o->default_text())
+        << " | " << (o->env_var().empty() ? "" : cat("`", o->env_var(), "`")) << " | " << cell(o->help()) << " |\n";
+  }
+  return out.str();
 }
 
 }  // namespace qvl

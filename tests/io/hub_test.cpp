@@ -19,7 +19,6 @@
 #include "io/hub_sha.h"
 #include "io/model_source.h"
 #include "io_test_util.h"
-#include "util/args.h"
 
 namespace qvl {
 namespace {
@@ -287,31 +286,6 @@ TEST(ModelSource, LocalFoldersAndBadArguments) {
   o.source = "pypi";
   o.offline = false;
   EXPECT_THROW(resolve_model("Org/Name", o), UsageError);
-}
-
-TEST(ModelSource, FlagsAreDeclaredOnceAndReadFromTheEnvironment) {
-  std::vector<Flag> flags = model_source_flags();
-  auto parse = [&](std::vector<std::string> argv) {
-    Args a("run", "", "", flags);
-    std::vector<char*> ptrs;
-    for (auto& s : argv) ptrs.push_back(s.data());
-    a.parse(static_cast<int>(ptrs.size()), ptrs.data(), 0);
-    return model_source_options(a);
-  };
-  ScopedEnv t("HF_TOKEN", "tok"), off("HF_HUB_OFFLINE", "0");
-  ModelSourceOptions o = parse({"--revision", "v1", "--source", "modelscope", "--endpoint", "http://m"});
-  EXPECT_EQ(o.revision, "v1");
-  EXPECT_EQ(o.source, "modelscope");
-  EXPECT_EQ(o.endpoint, "http://m");
-  EXPECT_EQ(o.hf_token, "tok");
-  EXPECT_FALSE(o.offline);  // HF_HUB_OFFLINE=0 is off
-  EXPECT_TRUE(parse({"--offline"}).offline);
-  EXPECT_EQ(parse({}).revision, "main");
-  {
-    ScopedEnv on("HF_HUB_OFFLINE", "1");
-    EXPECT_TRUE(parse({}).offline);
-  }
-  EXPECT_THROW(parse({"--source", "nope"}), UsageError);
 }
 
 TEST(HubCache, ScanListsModelsWithSizesAndCompleteness) {
