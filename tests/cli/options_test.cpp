@@ -1,12 +1,15 @@
 // The commands' option declarations (cli/options.cpp): defaults read from the
 // structs, every name declared once per command, typed range errors from the
-// binary, environment variables.
+// binary, environment variables, and docs/api.md's list of serve's options
+// against `qvl serve --help-markdown`.
 #include "cli/options.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -237,6 +240,29 @@ TEST(Options, CommandsOwnDefaultsShowInTheirHelp) {
   // run caches no image embeddings; bench's context is 2048 tokens.
   EXPECT_NE(run_qvl({"run", "--help"}).out.find("integer in [0, 1048576]; default: 0;"), std::string::npos);
   EXPECT_NE(run_qvl({"bench", "--help"}).out.find("integer in [16, 16777216]; default: 2048;"), std::string::npos);
+}
+
+// docs/api.md lists serve's options as `qvl serve --help-markdown` prints them.
+TEST(Options, DocsListServesOptionsAsDeclared) {
+  const std::string path = std::string(QVL_FIXTURES_DIR) + "/../../docs/api.md";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path;
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string doc = text.str();
+  const std::string begin = "<!-- qvl serve --help-markdown: generated;",
+                    end = "<!-- end of qvl serve --help-markdown -->";
+  size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << path << " has no " << begin;
+  ASSERT_NE(e, std::string::npos) << path << " has no " << end;
+  b = doc.find('\n', b) + 1;
+  std::string section = doc.substr(b, e - b);
+  while (!section.empty() && section.front() == '\n') section.erase(0, 1);
+  while (section.size() > 1 && section[section.size() - 2] == '\n') section.pop_back();
+  test::QvlResult r = run_qvl({"serve", "--help-markdown"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(section, r.out) << "docs/api.md's table of serve options differs from the declarations: paste the output "
+                               "of `qvl serve --help-markdown` between its two markers";
 }
 
 }  // namespace
