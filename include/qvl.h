@@ -18,6 +18,7 @@
  *   qvl_result res;
  *   qvl_generate(model, req, on_text, NULL, &res);  (on_text may be NULL)
  *   ... res.text, res.finish_reason, res.token_ids, res.tool_calls_json ...
+ *   ... with rp.n > 1 or rp.top_logprobs >= 0: qvl_result_choice(&res, i) ...
  *   qvl_result_free(&res);
  *   qvl_request_free(req);
  *   qvl_model_free(model);
@@ -35,6 +36,11 @@
  * Strings are UTF-8 and NUL-terminated unless a length is given; every
  * string passed in is copied, so the caller's buffers may be freed after the
  * call returns.
+ *
+ * ABI: the structs grow at their end, and only with a new minor version,
+ * which is also the .so's version (libqvl.so.0.2): a program runs with the
+ * library it was built against. Start params from qvl_*_default_params() so
+ * a rebuild picks up the new fields' defaults.
  */
 #ifndef QVL_H
 #define QVL_H
@@ -87,7 +93,8 @@ typedef enum qvl_tool_choice {
 typedef struct qvl_model qvl_model;
 typedef struct qvl_request qvl_request;
 
-/* "0.1.0": the library's version. */
+/* "0.2.0": the library's version (0.2 added n, logit_bias, logprobs, the
+ * repetition guard's params and qvl_generate_deltas). */
 QVL_API const char* qvl_version(void);
 /* The message of the calling thread's last failed qvl_* call ("" if none).
  * Valid until the next failing call on this thread. */
@@ -141,6 +148,16 @@ typedef struct qvl_request_params {
   int32_t tool_choice;        /* qvl_tool_choice */
   const char* tool_choice_name;  /* QVL_TOOL_CHOICE_FUNCTION */
   int32_t parallel_tool_calls;   /* 0: at most one call per answer; default 1 */
+  /* Since 0.2: */
+  int32_t n;                  /* answers to the prompt, prefilled once and decoded together
+                               * (choice i samples with seed + i); 1..16, default 1 */
+  int32_t top_logprobs;       /* -1: no logprobs (default); 0..20: each answer token's logprob and
+                               * that many of the likeliest alternatives (qvl_choice.logprobs) */
+  /* The repetition guard stops an answer caught in a loop (finish_reason
+   * "repetition"): the looping tail is at least `repetition_guard` tokens
+   * long and holds `repetition_guard_repeats` periods. */
+  int64_t repetition_guard;         /* -1: the default (400); 0: off */
+  int32_t repetition_guard_repeats; /* -1: the default (3); else 2..1000 */
 } qvl_request_params;
 
 QVL_API qvl_request_params qvl_request_default_params(void);
@@ -164,6 +181,11 @@ QVL_API qvl_status qvl_request_add_tool_call(qvl_request* request, const char* i
                                              const char* arguments);
 /* A stop string: the answer ends before it. */
 QVL_API qvl_status qvl_request_add_stop(qvl_request* request, const char* stop);
+/* Adds `bias` (-100..100) to token `token_id`'s logit before sampling, after
+ * the penalties (OpenAI's logit_bias: -100 in effect bans a token, +100 in
+ * effect forces it); a second call for the same id replaces its bias. The
+ * id is checked against the model's vocabulary by qvl_generate. */
+QVL_API qvl_status qvl_request_add_logit_bias(qvl_request* request, int32_t token_id, float bias);
 /* From any thread: the running (or next) qvl_generate of this request stops
  * before its next token and returns QVL_ERR_CANCELLED. Stays set. */
 QVL_API void qvl_request_cancel(qvl_request* request);
@@ -173,6 +195,27 @@ QVL_API void qvl_request_cancel(qvl_request* request);
 /* A piece of the answer (UTF-8 complete, `len` bytes, not NUL-terminated);
  * return non-zero to stop (finish_reason "cancelled", status QVL_OK). */
 typedef int (*qvl_text_callback)(const char* piece, size_t len, void* user_data);
+
+/* A token with its log-probability (natural log, <= 0) under the
+ * distribution it was drawn from: the logits after the penalties,
+ * logit_bias and the output constraint, divided by the temperature (1 when
+ * greedy); top-k/top-p/min-p do not cut it. */
+typedef struct qvl_logprob {
+  int32_t token_id;
+  float logprob;
+  const char* bytes;          /* the bytes the token stands for (NUL-terminated; a token may
+                               * hold part of a UTF-8 character) */
+  size_t n_bytes;
+} qvl_logprob;
+
+/* One answer token, and the likeliest tokens at its step (the constraint's
+ * allowed ones), most likely first: `top_logprobs` of them, fewer only when
+ * fewer are allowed. */
+typedef struct qvl_token_logprob {
+  qvl_logprob token;
+  const qvl_logprob* top;     /* [n_top] */
+  size_t n_top;
+} qvl_token_logprob;
 
 typedef struct qvl_result {
   char* text;                 /* the answer (NUL-terminated; with tools, the text around the calls) */
@@ -185,17 +228,62 @@ typedef struct qvl_result {
   char* tool_calls_json;
   int64_t prompt_tokens;
   int64_t cached_tokens;      /* prompt tokens reused from the previous request */
-  int64_t completion_tokens;
+  int64_t completion_tokens;  /* over every choice */
   double prefill_ms;
   double decode_ms;
+  /* Since 0.2: */
+  size_t n_choices;           /* the request's n; the fields above are choice 0's */
+  struct qvl_result_choices* choices; /* private: read with qvl_result_choice */
 } qvl_result;
 
+/* Choice i of a result: its own copy of the fields above and its logprobs.
+ * The pointers belong to the result (valid until qvl_result_free). */
+typedef struct qvl_choice {
+  const char* text;
+  size_t text_len;
+  const char* finish_reason;
+  const int32_t* token_ids;
+  size_t n_token_ids;
+  const char* tool_calls_json;
+  const qvl_token_logprob* logprobs; /* [n_logprobs]: one per token id when top_logprobs >= 0 (else NULL) */
+  size_t n_logprobs;
+  int64_t repetition_period;  /* finish_reason "repetition": the loop's period in tokens; else 0 */
+} qvl_choice;
+
+/* NULL when `i` >= n_choices (or the result is empty). Library-owned, so a
+ * later version may add fields at the end. */
+QVL_API const qvl_choice* qvl_result_choice(const qvl_result* result, size_t i);
+
 /* Renders the messages with the model's chat template and answers them.
- * `on_text` may be NULL. `out` is filled on QVL_OK and QVL_ERR_CANCELLED
- * (and zeroed otherwise); free it with qvl_result_free. A request may be
- * generated again (a conversation that extends it reuses the cached prefix). */
+ * `on_text` (choice 0's text as it is decided) may be NULL. `out` is filled
+ * on QVL_OK and QVL_ERR_CANCELLED (and zeroed otherwise); free it with
+ * qvl_result_free. A request may be generated again (a conversation that
+ * extends it reuses the cached prefix). What needs the model is checked
+ * here, as QVL_ERR_INVALID_ARGUMENT naming the field: n's upper bound,
+ * logit_bias ids against the vocabulary, json_schema and the tools'
+ * parameters (a keyword qvl cannot enforce). */
 QVL_API qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callback on_text, void* user_data,
                                 qvl_result* out);
+
+/* What one decided token adds to one choice: the text it makes safe to show
+ * (UTF-8 complete, clear of stop strings; may be empty, and with tools it
+ * is the raw text, <tool_call> blocks included) and, when top_logprobs >= 0,
+ * the token's logprob (valid during the call). Library-owned (a later
+ * version may add fields at the end). */
+typedef struct qvl_delta {
+  int32_t choice;             /* 0 .. n-1 */
+  const char* text;           /* not NUL-terminated */
+  size_t text_len;
+  const qvl_token_logprob* logprob; /* NULL without top_logprobs */
+} qvl_delta;
+/* Return non-zero to stop the whole request (status QVL_OK; the unfinished
+ * choices end "cancelled"). */
+typedef int (*qvl_delta_callback)(const qvl_delta* delta, void* user_data);
+
+/* qvl_generate with every choice streamed token by token (a call per token
+ * that adds text or carries a logprob). `on_delta` may be NULL. */
+QVL_API qvl_status qvl_generate_deltas(qvl_model* model, qvl_request* request, qvl_delta_callback on_delta,
+                                       void* user_data, qvl_result* out);
 QVL_API void qvl_result_free(qvl_result* result);
 
 #ifdef __cplusplus

@@ -14,12 +14,15 @@
 #include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
 #include "image/image.h"
 #include "io/model_source.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #ifndef QVL_VERSION
@@ -34,6 +37,65 @@ struct qvl_model {
 struct qvl_request {
   qvl::GenerateRequest request;
   std::atomic<bool> cancel{false};
+  std::unordered_map<int32_t, size_t> bias_at;  // token id -> its entry in request.logit_bias
+};
+
+namespace qvl::capi {
+
+// C arrays over TokenLogprobs (what qvl_token_logprob and qvl_logprob point
+// into): `top` holds every token's alternatives in order, `bytes` every
+// entry's token bytes, NUL-separated.
+struct LogprobArrays {
+  std::vector<qvl_token_logprob> tokens;
+  std::vector<qvl_logprob> top;
+  std::string bytes;
+
+  void assign(std::span<const qvl::TokenLogprob> lps, const qvl::Tokenizer& tok) {
+    tokens.clear();
+    top.clear();
+    bytes.clear();
+    offsets_.clear();
+    size_t n_top = 0;
+    for (const qvl::TokenLogprob& lp : lps) n_top += lp.top.size();
+    tokens.reserve(lps.size());
+    top.reserve(n_top);
+    auto entry = [&](int32_t id, float logprob) {
+      const std::string b = tok.token_bytes(id);
+      offsets_.push_back(bytes.size());
+      bytes.append(b).push_back('\0');
+      return qvl_logprob{id, logprob, nullptr, b.size()};
+    };
+    for (const qvl::TokenLogprob& lp : lps) {
+      qvl_token_logprob t{entry(lp.token, lp.logprob), nullptr, lp.top.size()};
+      for (const auto& [id, logprob] : lp.top) top.push_back(entry(id, logprob));
+      tokens.push_back(t);
+    }
+    // Every string is in place: point at it (each token's entry, then its alternatives).
+    size_t next = 0, at = 0;
+    for (qvl_token_logprob& t : tokens) {
+      t.token.bytes = bytes.data() + offsets_[next++];
+      t.top = t.n_top ? top.data() + at : nullptr;
+      for (size_t k = 0; k < t.n_top; ++k) top[at++].bytes = bytes.data() + offsets_[next++];
+    }
+  }
+
+ private:
+  std::vector<size_t> offsets_;  // [tokens + top] scratch: where each entry's bytes start
+};
+
+}  // namespace qvl::capi
+
+// A result's choices as qvl_result_choice shows them: each one's copy of
+// the engine's Choice and the qvl_choice over it.
+struct qvl_result_choices {
+  struct One {
+    std::string text, tool_calls_json;
+    const char* finish_reason = "";
+    std::vector<int32_t> token_ids;
+    qvl::capi::LogprobArrays logprobs;
+    qvl_choice view{};
+  };
+  std::vector<One> choices;
 };
 
 namespace {
@@ -145,6 +207,74 @@ std::string tool_calls_json(const std::vector<qvl::ToolCall>& calls) {
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+const char* reason_name(const qvl::Choice& c) { return qvl::finish_reason_name(c.finish_reason); }
+
+qvl_result_choices* copy_choices(const qvl::GenerateResult& r, const qvl::Tokenizer& tok) {
+  auto all = std::make_unique<qvl_result_choices>();
+  all->choices.resize(r.choices());
+  for (size_t i = 0; i < r.choices(); ++i) {
+    const qvl::Choice& c = r.choice(i);
+    qvl_result_choices::One& o = all->choices[i];
+    o.text = c.text;
+    o.finish_reason = reason_name(c);
+    o.tool_calls_json = tool_calls_json(c.tool_calls);
+    o.token_ids = c.token_ids;
+    o.logprobs.assign(c.logprobs, tok);
+    qvl_choice& v = o.view;
+    v.text = o.text.c_str();
+    v.text_len = o.text.size();
+    v.finish_reason = o.finish_reason;
+    v.token_ids = o.token_ids.data();
+    v.n_token_ids = o.token_ids.size();
+    v.tool_calls_json = o.tool_calls_json.c_str();
+    v.logprobs = c.logprobs.empty() ? nullptr : o.logprobs.tokens.data();
+    v.n_logprobs = o.logprobs.tokens.size();
+    v.repetition_period = c.repetition_period;
+  }
+  return all.release();
+}
+
+// qvl_generate and qvl_generate_deltas: one request answered, the result
+// copied into C memory.
+qvl_status generate(qvl_model* model, qvl_request* request, qvl::GenerateCallbacks cb, qvl_result* out) {
+  if (out) std::memset(out, 0, sizeof *out);
+  return guarded(QVL_ERR_MODEL, [&] {
+    require(model != nullptr && model->engine, "model is NULL");
+    require(request != nullptr, "request is NULL");
+    require(out != nullptr, "qvl_generate: out is NULL");
+    require(!request->request.messages.empty(), "messages: the request has no message");
+    std::lock_guard<std::mutex> lock(model->mutex);
+    qvl::Engine& engine = *model->engine;
+    engine.validate(request->request);
+    qvl::GenerateResult r = engine.generate(request->request, cb);
+    qvl_result res;
+    std::memset(&res, 0, sizeof res);
+    try {
+      res.text = copy_string(r.text);
+      res.text_len = r.text.size();
+      res.finish_reason = copy_string(reason_name(r));
+      res.tool_calls_json = copy_string(tool_calls_json(r.tool_calls));
+      res.n_token_ids = r.token_ids.size();
+      res.token_ids = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (r.token_ids.size() + 1)));
+      if (!res.token_ids) throw std::bad_alloc();
+      if (!r.token_ids.empty()) std::memcpy(res.token_ids, r.token_ids.data(), sizeof(int32_t) * r.token_ids.size());
+      res.choices = copy_choices(r, engine.tokenizer());
+      res.n_choices = r.choices();
+    } catch (...) {
+      qvl_result_free(&res);
+      throw;
+    }
+    res.prompt_tokens = r.prompt_tokens;
+    res.cached_tokens = r.cached_tokens;
+    res.completion_tokens = r.completion_tokens;
+    res.prefill_ms = r.timings.prefill_ms;
+    res.decode_ms = r.timings.decode_ms;
+    *out = res;
+    if (request->cancel.load() && r.finish_reason == qvl::FinishReason::Cancelled)
+      fail_with(QVL_ERR_CANCELLED, "cancelled (qvl_request_cancel)");
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -244,6 +374,10 @@ qvl_request_params qvl_request_default_params(void) {
   p.response_format = QVL_FORMAT_TEXT;
   p.tool_choice = QVL_TOOL_CHOICE_AUTO;
   p.parallel_tool_calls = 1;
+  p.n = 1;
+  p.top_logprobs = -1;
+  p.repetition_guard = -1;
+  p.repetition_guard_repeats = -1;
   return p;
 }
 
@@ -262,6 +396,11 @@ qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out)
     require(std::isnan(p.repetition_penalty) || p.repetition_penalty > 0, "repetition_penalty: must be positive");
     require(p.seed >= -1, "seed: must be -1 (random) or not negative");
     require(p.max_tokens >= 0, "max_tokens: must not be negative");
+    require(p.n >= 1, "n: must be at least 1 (the answers to the prompt)");
+    require(p.top_logprobs >= -1, "top_logprobs: must be -1 (no logprobs) or a count");
+    require(p.repetition_guard >= -1, "repetition_guard: must be -1 (the default), 0 (off) or a token count");
+    require(p.repetition_guard_repeats == -1 || (p.repetition_guard_repeats >= 2 && p.repetition_guard_repeats <= 1000),
+            "repetition_guard_repeats: must be -1 (the default) or in [2, 1000]");
     s.temperature = opt(p.temperature);
     s.top_p = opt(p.top_p);
     s.min_p = opt(p.min_p);
@@ -273,6 +412,10 @@ qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out)
     g.max_tokens = p.max_tokens;
     g.ignore_eos = p.ignore_eos != 0;
     g.cancel = &r->cancel;
+    g.n = p.n;  // its upper bound, like top_logprobs', is the engine's (Engine::validate)
+    g.top_logprobs = p.top_logprobs;
+    if (p.repetition_guard >= 0) g.repetition_guard.window = p.repetition_guard;
+    if (p.repetition_guard_repeats >= 0) g.repetition_guard.min_repeats = p.repetition_guard_repeats;
     switch (p.response_format) {
       case QVL_FORMAT_TEXT: break;
       case QVL_FORMAT_JSON_OBJECT: g.response_format.type = qvl::ResponseFormat::Type::JsonObject; break;
@@ -385,51 +528,53 @@ qvl_status qvl_request_add_stop(qvl_request* request, const char* stop) {
   });
 }
 
+qvl_status qvl_request_add_logit_bias(qvl_request* request, int32_t token_id, float bias) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    require(request != nullptr, "request is NULL");
+    if (token_id < 0) fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("logit_bias: token id ", token_id, " is negative"));
+    if (!(bias >= -100 && bias <= 100))
+      fail_with(QVL_ERR_INVALID_ARGUMENT,
+                qvl::cat("logit_bias: the bias of token ", token_id, " must be in [-100, 100], got ", bias));
+    auto& biases = request->request.logit_bias;
+    const auto [at, added] = request->bias_at.try_emplace(token_id, biases.size());
+    if (added) biases.emplace_back(token_id, bias);
+    else biases[at->second].second = bias;
+  });
+}
+
 void qvl_request_cancel(qvl_request* request) {
   if (request) request->cancel.store(true);
 }
 
 qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callback on_text, void* user_data,
                         qvl_result* out) {
-  if (out) std::memset(out, 0, sizeof *out);
-  return guarded(QVL_ERR_MODEL, [&] {
-    require(model != nullptr && model->engine, "model is NULL");
-    require(request != nullptr, "request is NULL");
-    require(out != nullptr, "qvl_generate: out is NULL");
-    require(!request->request.messages.empty(), "messages: the request has no message");
-    std::lock_guard<std::mutex> lock(model->mutex);
-    qvl::Engine& engine = *model->engine;
-    engine.validate(request->request);
-    qvl::GenerateCallbacks cb;
-    if (on_text)
-      cb.on_text = [on_text, user_data](std::string_view piece) {
-        return on_text(piece.data(), piece.size(), user_data) == 0;
-      };
-    qvl::GenerateResult r = engine.generate(request->request, cb);
-    qvl_result res;
-    std::memset(&res, 0, sizeof res);
-    try {
-      res.text = copy_string(r.text);
-      res.text_len = r.text.size();
-      res.finish_reason = copy_string(finish_reason_name(r.finish_reason));
-      res.tool_calls_json = copy_string(tool_calls_json(r.tool_calls));
-      res.n_token_ids = r.token_ids.size();
-      res.token_ids = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (r.token_ids.size() + 1)));
-      if (!res.token_ids) throw std::bad_alloc();
-      if (!r.token_ids.empty()) std::memcpy(res.token_ids, r.token_ids.data(), sizeof(int32_t) * r.token_ids.size());
-    } catch (...) {
-      qvl_result_free(&res);
-      throw;
-    }
-    res.prompt_tokens = r.prompt_tokens;
-    res.cached_tokens = r.cached_tokens;
-    res.completion_tokens = r.completion_tokens;
-    res.prefill_ms = r.timings.prefill_ms;
-    res.decode_ms = r.timings.decode_ms;
-    *out = res;
-    if (request->cancel.load() && r.finish_reason == FinishReason::Cancelled)
-      fail_with(QVL_ERR_CANCELLED, "cancelled (qvl_request_cancel)");
-  });
+  qvl::GenerateCallbacks cb;
+  if (on_text)
+    cb.on_text = [on_text, user_data](std::string_view piece) {
+      return on_text(piece.data(), piece.size(), user_data) == 0;
+    };
+  return generate(model, request, std::move(cb), out);
+}
+
+qvl_status qvl_generate_deltas(qvl_model* model, qvl_request* request, qvl_delta_callback on_delta, void* user_data,
+                               qvl_result* out) {
+  qvl::GenerateCallbacks cb;
+  auto lp = std::make_shared<qvl::capi::LogprobArrays>();  // one token's, rebuilt for each delta that has one
+  if (on_delta && model && model->engine)
+    cb.on_delta = [on_delta, user_data, lp, &tok = model->engine->tokenizer()](const qvl::ChoiceDelta& d) {
+      qvl_delta c{d.choice, d.text.data(), d.text.size(), nullptr};
+      if (d.logprob) {
+        lp->assign({d.logprob, 1}, tok);
+        c.logprob = lp->tokens.data();
+      }
+      return on_delta(&c, user_data) == 0;
+    };
+  return generate(model, request, std::move(cb), out);
+}
+
+const qvl_choice* qvl_result_choice(const qvl_result* result, size_t i) {
+  if (!result || !result->choices || i >= result->choices->choices.size()) return nullptr;
+  return &result->choices->choices[i].view;
 }
 
 void qvl_result_free(qvl_result* result) {
@@ -438,6 +583,7 @@ void qvl_result_free(qvl_result* result) {
   std::free(result->finish_reason);
   std::free(result->token_ids);
   std::free(result->tool_calls_json);
+  delete result->choices;
   std::memset(result, 0, sizeof *result);
 }
 

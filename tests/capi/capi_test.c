@@ -1,9 +1,12 @@
 /* The C API from C99 against the tiny random-weight model: errors carry a
  * status and a message naming what failed, cancel works from another thread,
- * a JSON-schema answer and a required tool call come back complete.
+ * a JSON-schema answer and a required tool call come back complete, and n,
+ * logit_bias, logprobs, the repetition guard and per-choice streaming do
+ * what qvl.h says.
  *
  *   test_capi FIXTURES_DIR
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +246,322 @@ static void test_required_tool_call(void) {
   qvl_request_free(r);
 }
 
+/* ---- n, logit_bias, logprobs, the repetition guard, deltas ---- */
+
+static int same_tokens(const int32_t* a, size_t na, const int32_t* b, size_t nb) {
+  return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+static void test_request_params_errors(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  CHECK(rp.n == 1 && rp.top_logprobs == -1 && rp.repetition_guard == -1 && rp.repetition_guard_repeats == -1);
+  qvl_request* r = NULL;
+  rp.n = 0;
+  CHECK_STATUS(qvl_request_init(&rp, &r), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strncmp(qvl_last_error(), "n:", 2) == 0);
+  rp = qvl_request_default_params();
+  rp.top_logprobs = -2;
+  CHECK_STATUS(qvl_request_init(&rp, &r), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "top_logprobs") != NULL);
+  rp = qvl_request_default_params();
+  rp.repetition_guard_repeats = 1;
+  CHECK_STATUS(qvl_request_init(&rp, &r), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "repetition_guard_repeats") != NULL);
+
+  /* What only the model can check fails in qvl_generate, naming the field. */
+  qvl_result res;
+  rp = qvl_request_default_params();
+  rp.n = 17;
+  r = user_request(&rp, "Hi");
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "'n'") != NULL);
+  CHECK(res.text == NULL && res.n_choices == 0 && qvl_result_choice(&res, 0) == NULL);
+  qvl_request_free(r);
+  rp = qvl_request_default_params();
+  rp.top_logprobs = 21;
+  r = user_request(&rp, "Hi");
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "top_logprobs") != NULL);
+  qvl_request_free(r);
+
+  r = user_request(NULL, "Hi");
+  CHECK_STATUS(qvl_request_add_logit_bias(r, -1, 1), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "logit_bias") != NULL);
+  CHECK_STATUS(qvl_request_add_logit_bias(r, 5, 101), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "logit_bias") != NULL);
+  CHECK_STATUS(qvl_request_add_logit_bias(r, 5, NAN), QVL_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(qvl_request_add_logit_bias(r, 10000000, 1), QVL_OK); /* the vocabulary is the model's */
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "logit_bias") != NULL && strstr(qvl_last_error(), "10000000") != NULL);
+  qvl_request_free(r);
+}
+
+/* Four greedy tokens of "Name three colors." (with each step's two
+ * likeliest tokens), with a bias on each of `n` tokens. */
+static void greedy_with_bias(const int32_t* tokens, const float* biases, size_t n, qvl_result* res) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 0;
+  rp.max_tokens = 4;
+  rp.ignore_eos = 1;
+  rp.top_logprobs = 2;
+  qvl_request* r = user_request(&rp, "Name three colors.");
+  for (size_t i = 0; i < n; ++i) CHECK_STATUS(qvl_request_add_logit_bias(r, tokens[i], biases[i]), QVL_OK);
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, res), QVL_OK);
+  qvl_request_free(r);
+}
+
+static void test_logit_bias(void) {
+  qvl_result plain, res;
+  greedy_with_bias(NULL, NULL, 0, &plain);
+  CHECK(plain.n_token_ids == 4 && plain.n_choices == 1);
+  if (plain.n_token_ids != 4) return;
+  /* The first step's runner-up, forced: +100 outweighs its gap to the greedy token (random weights' logits
+   * spread too far for +100 to force just any token). */
+  const qvl_token_logprob* first = &qvl_result_choice(&plain, 0)->logprobs[0];
+  CHECK(first->n_top == 2 && first->top[1].logprob > -50);
+  const int32_t greedy = plain.token_ids[0], second = first->top[1].token_id;
+  const float up = 100, down = -100, none = 0;
+  greedy_with_bias(&second, &up, 1, &res);
+  CHECK(res.n_token_ids == 4 && res.token_ids[0] == second);
+  qvl_result_free(&res);
+  greedy_with_bias(&greedy, &down, 1, &res);
+  CHECK(res.n_token_ids == 4 && res.token_ids[0] != greedy);
+  qvl_result_free(&res);
+  /* A second bias for the same id replaces the first. */
+  const int32_t twice[2] = {second, second};
+  const float then_none[2] = {up, none};
+  greedy_with_bias(twice, then_none, 2, &res);
+  CHECK(same_tokens(res.token_ids, res.n_token_ids, plain.token_ids, plain.n_token_ids));
+  qvl_result_free(&res);
+  qvl_result_free(&plain);
+}
+
+/* A repetition penalty below 1 favours the tokens already seen, so random
+ * weights fall into a loop at once; the guard (a window of 8) stops it, and
+ * with the guard off the loop runs to max_tokens. */
+static void test_repetition_guard(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 0;
+  rp.max_tokens = 60;
+  rp.ignore_eos = 1;
+  rp.repetition_penalty = 0.01;
+  rp.repetition_guard = 8;
+  rp.repetition_guard_repeats = 2;
+  qvl_request* r = user_request(&rp, "Name three colors.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  const qvl_choice* c = qvl_result_choice(&res, 0);
+  CHECK(strcmp(res.finish_reason, "repetition") == 0 && res.n_token_ids >= 8 && res.n_token_ids < 60);
+  CHECK(c && c->repetition_period >= 1 && strcmp(c->finish_reason, "repetition") == 0);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+
+  rp.repetition_guard = 0;
+  rp.repetition_guard_repeats = -1;
+  r = user_request(&rp, "Name three colors.");
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  CHECK(strcmp(res.finish_reason, "length") == 0 && res.n_token_ids == 60);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+}
+
+/* Random weights make the next token near certain at temperature 1: 5 spreads the draws. */
+static qvl_result sampled(int32_t n, int32_t top_logprobs) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 5;
+  rp.seed = 42;
+  rp.max_tokens = 8;
+  rp.ignore_eos = 1;
+  rp.n = n;
+  rp.top_logprobs = top_logprobs;
+  qvl_request* r = user_request(&rp, "Tell me a story.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  qvl_request_free(r);
+  return res;
+}
+
+static void test_n_choices(void) {
+  qvl_result one = sampled(1, -1), three = sampled(3, -1);
+  CHECK(one.n_choices == 1 && three.n_choices == 3);
+  const qvl_choice* c0 = qvl_result_choice(&one, 0);
+  CHECK(c0 != NULL && qvl_result_choice(&one, 1) == NULL);
+  if (c0) {
+    CHECK(same_tokens(c0->token_ids, c0->n_token_ids, one.token_ids, one.n_token_ids));
+    CHECK(c0->text_len == one.text_len && strcmp(c0->text, one.text) == 0);
+    CHECK(strcmp(c0->finish_reason, one.finish_reason) == 0 && strcmp(c0->tool_calls_json, "[]") == 0);
+    CHECK(c0->logprobs == NULL && c0->n_logprobs == 0 && c0->repetition_period == 0);
+  }
+  /* Choice 0 of n = 3 is the n = 1 answer at that seed; the others are further draws. */
+  CHECK(same_tokens(three.token_ids, three.n_token_ids, one.token_ids, one.n_token_ids));
+  CHECK(strcmp(three.text, one.text) == 0);
+  CHECK(three.completion_tokens == 24);
+  CHECK(three.prompt_tokens == one.prompt_tokens);
+  int differ = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const qvl_choice* c = qvl_result_choice(&three, i);
+    CHECK(c != NULL);
+    if (!c) continue;
+    CHECK(c->n_token_ids == 8 && strcmp(c->finish_reason, "length") == 0);
+    CHECK(c->text_len == strlen(c->text));
+    if (i > 0) differ += !same_tokens(c->token_ids, c->n_token_ids, one.token_ids, one.n_token_ids);
+  }
+  CHECK(differ > 0);
+  CHECK(qvl_result_choice(&three, 3) == NULL);
+  qvl_result_free(&one);
+  qvl_result_free(&three);
+  CHECK(three.choices == NULL && qvl_result_choice(&three, 0) == NULL);
+}
+
+static void check_logprobs(const qvl_choice* c, size_t top, int greedy) {
+  CHECK(c->logprobs != NULL && c->n_logprobs == c->n_token_ids);
+  if (!c->logprobs) return;
+  for (size_t i = 0; i < c->n_logprobs; ++i) {
+    const qvl_token_logprob* t = &c->logprobs[i];
+    CHECK(t->token.token_id == c->token_ids[i]);
+    CHECK(t->token.logprob <= 0 && isfinite(t->token.logprob));
+    CHECK(t->token.bytes != NULL && t->token.bytes[t->token.n_bytes] == '\0');
+    CHECK(t->n_top == top);
+    double mass = 0;
+    int chosen_seen = 0;
+    for (size_t k = 0; k < t->n_top; ++k) {
+      const qvl_logprob* a = &t->top[k];
+      CHECK(a->logprob <= 0);
+      CHECK(k == 0 || a->logprob <= t->top[k - 1].logprob);
+      CHECK(a->bytes != NULL && a->bytes[a->n_bytes] == '\0');
+      mass += exp(a->logprob);
+      if (a->token_id == t->token.token_id) {
+        chosen_seen = 1;
+        CHECK(a->logprob == t->token.logprob); /* one distribution */
+      }
+    }
+    CHECK(mass <= 1.0 + 1e-4);
+    if (greedy && t->n_top > 0) CHECK(t->top[0].token_id == t->token.token_id && chosen_seen);
+  }
+}
+
+static void test_logprobs(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 0;
+  rp.max_tokens = 6;
+  rp.ignore_eos = 1;
+  rp.top_logprobs = 2;
+  qvl_request* r = user_request(&rp, "Name three colors.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  const qvl_choice* c = qvl_result_choice(&res, 0);
+  CHECK(c != NULL && c->n_token_ids == 6);
+  if (c) check_logprobs(c, 2, 1);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+
+  /* top_logprobs 0: the chosen token's logprob alone; sampled, for every choice. */
+  res = sampled(2, 0);
+  for (size_t i = 0; i < res.n_choices; ++i) check_logprobs(qvl_result_choice(&res, i), 0, 0);
+  qvl_result_free(&res);
+  res = sampled(2, 20);
+  for (size_t i = 0; i < res.n_choices; ++i) check_logprobs(qvl_result_choice(&res, i), 20, 0);
+  qvl_result_free(&res);
+}
+
+/* What qvl_generate_deltas delivered, per choice. */
+struct deltas {
+  char text[3][4096];
+  size_t len[3];
+  size_t logprobs[3];
+  int32_t tokens[3][64];
+  int bad;
+};
+
+static int collect_delta(const qvl_delta* d, void* user_data) {
+  struct deltas* s = (struct deltas*)user_data;
+  if (d->choice < 0 || d->choice >= 3 || s->len[d->choice] + d->text_len >= sizeof s->text[0]) {
+    s->bad = 1;
+    return 1;
+  }
+  memcpy(s->text[d->choice] + s->len[d->choice], d->text, d->text_len);
+  s->len[d->choice] += d->text_len;
+  if (d->logprob) {
+    if (s->logprobs[d->choice] < 64) s->tokens[d->choice][s->logprobs[d->choice]] = d->logprob->token.token_id;
+    ++s->logprobs[d->choice];
+    if (d->logprob->n_top != 1 || d->logprob->top[0].logprob > 0) s->bad = 1;
+  }
+  return 0;
+}
+
+static void test_deltas(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 5;
+  rp.seed = 42;
+  rp.max_tokens = 8;
+  rp.ignore_eos = 1;
+  rp.n = 3;
+  rp.top_logprobs = 1;
+  qvl_request* r = user_request(&rp, "Tell me a story.");
+  static struct deltas s;
+  memset(&s, 0, sizeof s);
+  qvl_result res;
+  CHECK_STATUS(qvl_generate_deltas(model, r, collect_delta, &s, &res), QVL_OK);
+  CHECK(!s.bad && res.n_choices == 3);
+  for (size_t i = 0; i < res.n_choices && i < 3; ++i) {
+    const qvl_choice* c = qvl_result_choice(&res, i);
+    /* Every token came with its logprob; the pieces make up the text. */
+    CHECK(s.logprobs[i] == c->n_token_ids && same_tokens(s.tokens[i], s.logprobs[i], c->token_ids, c->n_token_ids));
+    CHECK(s.len[i] == c->text_len && memcmp(s.text[i], c->text, c->text_len) == 0);
+  }
+  qvl_result_free(&res);
+  CHECK_STATUS(qvl_generate_deltas(model, r, NULL, NULL, &res), QVL_OK); /* no callback */
+  CHECK(res.n_choices == 3);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+}
+
+static int stop_second_choice(const qvl_delta* d, void* user_data) {
+  (void)user_data;
+  return d->choice == 1;
+}
+
+static void test_delta_stop(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 1;
+  rp.seed = 1;
+  rp.max_tokens = 200;
+  rp.ignore_eos = 1;
+  rp.n = 2;
+  rp.top_logprobs = 0; /* a delta for every token, text or not */
+  qvl_request* r = user_request(&rp, "Count.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate_deltas(model, r, stop_second_choice, NULL, &res), QVL_OK);
+  CHECK(res.n_choices == 2 && strcmp(res.finish_reason, "cancelled") == 0);
+  CHECK(res.completion_tokens < 400);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+}
+
+static void test_json_schema_choices(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 1;
+  rp.seed = 5;
+  rp.max_tokens = 200;
+  rp.n = 2;
+  rp.response_format = QVL_FORMAT_JSON_SCHEMA;
+  rp.json_schema =
+      "{\"type\":\"object\",\"properties\":{\"color\":{\"enum\":[\"red\",\"green\"]}},"
+      "\"required\":[\"color\"],\"additionalProperties\":false}";
+  qvl_request* r = user_request(&rp, "Pick a color.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  CHECK(res.n_choices == 2);
+  for (size_t i = 0; i < res.n_choices; ++i) {
+    const qvl_choice* c = qvl_result_choice(&res, i);
+    CHECK(strcmp(c->finish_reason, "stop") == 0);
+    CHECK(c->text[0] == '{' && c->text[c->text_len - 1] == '}' && strstr(c->text, "\"color\"") != NULL);
+    CHECK(strstr(c->text, "\"red\"") != NULL || strstr(c->text, "\"green\"") != NULL);
+  }
+  qvl_result_free(&res);
+  qvl_request_free(r);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s FIXTURES_DIR\n", argv[0]);
@@ -265,6 +584,14 @@ int main(int argc, char** argv) {
   test_callback_stop();
   test_json_schema();
   test_required_tool_call();
+  test_request_params_errors();
+  test_logit_bias();
+  test_repetition_guard();
+  test_n_choices();
+  test_logprobs();
+  test_deltas();
+  test_delta_stop();
+  test_json_schema_choices();
   qvl_model_free(model);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");
