@@ -6,6 +6,8 @@
         print(r.text)
         for piece in model.chat("Tell me a story.", stream=True):
             print(piece, end="", flush=True)
+        r = model.chat("Name a color.", n=3, seed=1, logprobs=True, top_logprobs=2)
+        print([c.text for c in r.choices], r.logprobs[0]["top_logprobs"])
 
 libqvl.so is found through $QVL_LIBRARY, next to this package, in the
 repository's build/ folder, or on the linker's path. No compiler is needed.
@@ -21,7 +23,8 @@ import threading
 from . import _capi
 
 __all__ = [
-    "Model", "Result", "Stream", "Error", "InvalidArgumentError", "IoError", "ModelError", "UnsupportedError",
+    "Model", "Result", "Choice", "Stream", "Delta", "Error",
+    "InvalidArgumentError", "IoError", "ModelError", "UnsupportedError",
     "CancelledError", "version",
 ]
 
@@ -83,7 +86,7 @@ def _check(status):
 
 
 def version():
-    """The library's version ("0.1.0")."""
+    """The library's version ("0.2.0")."""
     return _library().qvl_version().decode()
 
 
@@ -91,15 +94,49 @@ def _b(s):
     return None if s is None else str(s).encode("utf-8")
 
 
-class Result:
-    """One answer: text, finish_reason ("stop", "length", "tool_calls", "cancelled", "repetition"),
-    token_ids, tool_calls (OpenAI-style dicts) and usage."""
+def _token_logprob(t):
+    """A qvl_token_logprob as OpenAI's logprobs.content entry (with the token id besides)."""
 
-    def __init__(self, c):
+    def entry(e):
+        raw = ctypes.string_at(e.bytes, e.n_bytes) if e.bytes else b""
+        return {"token": raw.decode("utf-8", "replace"), "token_id": e.token_id, "logprob": e.logprob,
+                "bytes": list(raw)}
+
+    out = entry(t.token)
+    out["top_logprobs"] = [entry(t.top[k]) for k in range(t.n_top)]
+    return out
+
+
+class Choice:
+    """One answer to the prompt: index, text, finish_reason ("stop", "length", "tool_calls", "cancelled",
+    "repetition"), token_ids, tool_calls (OpenAI-style dicts), logprobs (with logprobs=True: one dict per
+    token, {"token", "token_id", "logprob", "bytes", "top_logprobs": [...]}, else None) and
+    repetition_period (the loop's period in tokens when finish_reason is "repetition")."""
+
+    def __init__(self, index, c):
+        self.index = index
         self.text = ctypes.string_at(c.text, c.text_len).decode("utf-8", "replace") if c.text else ""
         self.finish_reason = (c.finish_reason or b"").decode()
         self.token_ids = [c.token_ids[i] for i in range(c.n_token_ids)]
         self.tool_calls = json.loads(c.tool_calls_json.decode()) if c.tool_calls_json else []
+        self.logprobs = [_token_logprob(c.logprobs[i]) for i in range(c.n_logprobs)] if c.logprobs else None
+        self.repetition_period = c.repetition_period
+
+    def __repr__(self):
+        return (f"Choice(index={self.index}, text={self.text!r}, finish_reason={self.finish_reason!r}, "
+                f"tool_calls={self.tool_calls!r})")
+
+
+class Result(Choice):
+    """The answer: choice 0's fields (a Choice's), every choice in `choices` (n of them; choices[0] is
+    this one), and usage (completion_tokens over every choice) and timings."""
+
+    def __init__(self, c, lib):
+        def choice(i):
+            return lib.qvl_result_choice(ctypes.byref(c), i).contents
+
+        super().__init__(0, choice(0))
+        self.choices = [self] + [Choice(i, choice(i)) for i in range(1, c.n_choices)]
         self.usage = {
             "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens,
@@ -109,13 +146,28 @@ class Result:
         self.timings = {"prefill_ms": c.prefill_ms, "decode_ms": c.decode_ms}
 
     def __repr__(self):
-        return f"Result(text={self.text!r}, finish_reason={self.finish_reason!r}, tool_calls={self.tool_calls!r})"
+        more = f", choices={len(self.choices)}" if len(self.choices) > 1 else ""
+        return (f"Result(text={self.text!r}, finish_reason={self.finish_reason!r}, "
+                f"tool_calls={self.tool_calls!r}{more})")
+
+
+class Delta:
+    """What one decided token adds to choice `choice`: `text` (may be empty; with tools, the raw text,
+    <tool_call> blocks included) and, with logprobs=True, the token's `logprob` dict (else None)."""
+
+    __slots__ = ("choice", "text", "logprob")
+
+    def __init__(self, choice, text, logprob):
+        self.choice, self.text, self.logprob = choice, text, logprob
+
+    def __repr__(self):
+        return f"Delta(choice={self.choice}, text={self.text!r}, logprob={self.logprob!r})"
 
 
 class _Request:
     """A qvl_request built from OpenAI-style messages; freed by close()."""
 
-    def __init__(self, lib, params, messages, images, stop):
+    def __init__(self, lib, params, messages, images, stop, logit_bias):
         self._lib = lib
         self.handle = ctypes.c_void_p()
         _check(lib.qvl_request_init(ctypes.byref(params), ctypes.byref(self.handle)))
@@ -123,6 +175,8 @@ class _Request:
             self._add_messages(messages, list(images or []))
             for s in stop or []:
                 _check(lib.qvl_request_add_stop(self.handle, _b(s)))
+            for token_id, bias in logit_bias:
+                _check(lib.qvl_request_add_logit_bias(self.handle, token_id, bias))
         except BaseException:
             self.close()
             raise
@@ -210,8 +264,10 @@ class _Request:
 
 class Stream:
     """The answer's text pieces as they are decided, from a generation running on its own
-    thread. Iterate it; close() (or leaving a `with` block) before the end cancels the
-    generation and waits for it. After the last piece, `result` holds the Result."""
+    thread. Iterate it for choice 0's text, or iterate deltas() for every choice's Delta
+    (one per token, with its logprob when asked for); one or the other. close() (or leaving
+    a `with` block) before the end cancels the generation and waits for it. After the last
+    piece, `result` holds the Result."""
 
     _DONE = object()
 
@@ -220,12 +276,14 @@ class Stream:
         self._queue = queue.Queue()
         self._error = None
         self.result = None
-        self._callback = _capi.TEXT_CALLBACK(self._on_text)  # kept alive for the C side
+        self._callback = _capi.DELTA_CALLBACK(self._on_delta)  # kept alive for the C side
         self._thread = threading.Thread(target=self._run, args=(model,), daemon=True)
         self._thread.start()
 
-    def _on_text(self, piece, length, _user_data):
-        self._queue.put(ctypes.string_at(piece, length))
+    def _on_delta(self, delta, _user_data):
+        d = delta.contents
+        text = ctypes.string_at(d.text, d.text_len).decode("utf-8", "replace") if d.text_len else ""
+        self._queue.put(Delta(d.choice, text, _token_logprob(d.logprob.contents) if d.logprob else None))
         return 0
 
     def _run(self, model):
@@ -240,6 +298,20 @@ class Stream:
         return self
 
     def __next__(self):
+        while True:
+            d = self._next_delta()
+            if d.choice == 0 and d.text:
+                return d.text
+
+    def deltas(self):
+        """Every choice's Delta as it is decided, in the order the tokens were."""
+        while True:
+            try:
+                yield self._next_delta()
+            except StopIteration:
+                return
+
+    def _next_delta(self):
         if self._thread is None:
             raise StopIteration
         item = self._queue.get()
@@ -248,7 +320,7 @@ class Stream:
             if self._error is not None:
                 raise self._error
             raise StopIteration
-        return item.decode("utf-8", "replace")
+        return item
 
     def _finish(self):
         if self._thread is not None:
@@ -323,7 +395,8 @@ class Model:
     def chat(self, messages, images=None, stream=False, max_tokens=0, temperature=None, top_p=None, top_k=None,
              min_p=None, seed=None, repetition_penalty=None, presence_penalty=None, frequency_penalty=None,
              stop=None, ignore_eos=False, response_format=None, tools=None, tool_choice=None,
-             parallel_tool_calls=True):
+             parallel_tool_calls=True, n=1, logit_bias=None, logprobs=False, top_logprobs=None,
+             repetition_guard=None, repetition_guard_repeats=None):
         """Answers OpenAI-style messages ({"role": ..., "content": str or [{"type": "text", "text": ...},
         {"type": "image", "image": path | bytes | PIL image}]}); `messages` may also be one user string.
         `images` are placed before the text of the last user message. Unset sampling options take the
@@ -333,6 +406,13 @@ class Model:
         "json_schema": {"schema": {...}}} or a JSON Schema dict. tools: OpenAI-style tool dicts;
         tool_choice: "auto", "none", "required", a function name or {"type": "function", "function":
         {"name": ...}}.
+
+        n: answers to the prompt (1..16), decoded together; with a seed, choice i samples with seed + i,
+        so choice 0 is the n=1 answer. logit_bias: {token_id: bias in [-100, 100]} added to the logits.
+        logprobs=True: each token's logprob in Result.logprobs (and each Choice's); top_logprobs=k (0..20,
+        implies logprobs) adds the k likeliest tokens of each step. repetition_guard: the shortest looping
+        tail (tokens) that stops an answer with finish_reason "repetition" (default 400, 0 off);
+        repetition_guard_repeats: how many periods it must hold (default 3).
 
         Returns a Result; with stream=True, a Stream of text pieces (its `result` is set at the end)."""
         if not self._handle:
@@ -364,26 +444,53 @@ class Model:
             keep.append(_b(name))
             p.tool_choice_name = keep[-1]
         p.parallel_tool_calls = 1 if parallel_tool_calls else 0
+        p.n = int(n)
+        p.top_logprobs = int(top_logprobs) if top_logprobs is not None else 0 if logprobs else -1
+        p.repetition_guard = -1 if repetition_guard is None else int(repetition_guard)
+        p.repetition_guard_repeats = -1 if repetition_guard_repeats is None else int(repetition_guard_repeats)
         if isinstance(stop, str):
             stop = [stop]
-        request = _Request(lib, p, messages, images, stop)
+        request = _Request(lib, p, messages, images, stop, _logit_bias(logit_bias))
         if stream:
             return Stream(self, request)
         try:
-            return self._generate(request, _capi.TEXT_CALLBACK())
+            return self._generate(request, _capi.DELTA_CALLBACK())
         finally:
             request.close()
 
     def _generate(self, request, callback):
         c = _capi.Result()
-        status = self._lib.qvl_generate(self._handle, request.handle, callback, None, ctypes.byref(c))
+        status = self._lib.qvl_generate_deltas(self._handle, request.handle, callback, None, ctypes.byref(c))
         try:
             if status == _capi.QVL_ERR_CANCELLED:  # a closed Stream: the partial answer
-                return Result(c)
+                return Result(c, self._lib)
             _check(status)
-            return Result(c)
+            return Result(c, self._lib)
         finally:
             self._lib.qvl_result_free(ctypes.byref(c))
+
+
+def _logit_bias(lb):
+    """{token_id: bias} (ids may be strings of digits, as in OpenAI's JSON) as (int, float) pairs."""
+    if not lb:
+        return []
+    if not isinstance(lb, dict):
+        raise InvalidArgumentError("logit_bias: must be a dict of token ids to biases", _capi.QVL_ERR_INVALID_ARGUMENT)
+    out = []
+    for key, bias in lb.items():
+        try:
+            token_id = int(key)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"logit_bias: key {key!r} is not a token id",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT) from None
+        if not -2**31 <= token_id < 2**31:
+            raise InvalidArgumentError(f"logit_bias: token id {token_id} is out of range",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+        if isinstance(bias, bool) or not isinstance(bias, (int, float)):
+            raise InvalidArgumentError(f"logit_bias: the bias of token {token_id} must be a number, not "
+                                       f"{type(bias).__name__}", _capi.QVL_ERR_INVALID_ARGUMENT)
+        out.append((token_id, float(bias)))
+    return out
 
 
 def _response_format(rf):

@@ -5,7 +5,8 @@ import ctypes.util
 import glob
 import os
 
-c_int32, c_int64, c_double, c_size_t = ctypes.c_int32, ctypes.c_int64, ctypes.c_double, ctypes.c_size_t
+c_int32, c_int64, c_size_t = ctypes.c_int32, ctypes.c_int64, ctypes.c_size_t
+c_float, c_double = ctypes.c_float, ctypes.c_double
 c_char_p, c_void_p = ctypes.c_char_p, ctypes.c_void_p
 
 QVL_OK = 0
@@ -54,6 +55,10 @@ class RequestParams(ctypes.Structure):
         ("tool_choice", c_int32),
         ("tool_choice_name", c_char_p),
         ("parallel_tool_calls", c_int32),
+        ("n", c_int32),
+        ("top_logprobs", c_int32),
+        ("repetition_guard", c_int64),
+        ("repetition_guard_repeats", c_int32),
     ]
 
 
@@ -70,10 +75,53 @@ class Result(ctypes.Structure):
         ("completion_tokens", c_int64),
         ("prefill_ms", c_double),
         ("decode_ms", c_double),
+        ("n_choices", c_size_t),
+        ("choices", c_void_p),
+    ]
+
+
+class Logprob(ctypes.Structure):
+    _fields_ = [
+        ("token_id", c_int32),
+        ("logprob", c_float),
+        ("bytes", c_void_p),
+        ("n_bytes", c_size_t),
+    ]
+
+
+class TokenLogprob(ctypes.Structure):
+    _fields_ = [
+        ("token", Logprob),
+        ("top", ctypes.POINTER(Logprob)),
+        ("n_top", c_size_t),
+    ]
+
+
+class Choice(ctypes.Structure):
+    _fields_ = [
+        ("text", c_void_p),
+        ("text_len", c_size_t),
+        ("finish_reason", c_char_p),
+        ("token_ids", ctypes.POINTER(c_int32)),
+        ("n_token_ids", c_size_t),
+        ("tool_calls_json", c_char_p),
+        ("logprobs", ctypes.POINTER(TokenLogprob)),
+        ("n_logprobs", c_size_t),
+        ("repetition_period", c_int64),
+    ]
+
+
+class Delta(ctypes.Structure):
+    _fields_ = [
+        ("choice", c_int32),
+        ("text", c_void_p),
+        ("text_len", c_size_t),
+        ("logprob", ctypes.POINTER(TokenLogprob)),
     ]
 
 
 TEXT_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, c_void_p, c_size_t, c_void_p)
+DELTA_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Delta), c_void_p)
 
 
 def _candidates():
@@ -129,6 +177,9 @@ def _declare(lib):
     fn("qvl_request_add_image_rgb", ctypes.c_int, c_void_p, c_char_p, c_int32, c_int32, c_int32)
     fn("qvl_request_add_tool_call", ctypes.c_int, c_void_p, c_char_p, c_char_p, c_char_p)
     fn("qvl_request_add_stop", ctypes.c_int, c_void_p, c_char_p)
+    fn("qvl_request_add_logit_bias", ctypes.c_int, c_void_p, c_int32, c_float)
     fn("qvl_request_cancel", None, c_void_p)
     fn("qvl_generate", ctypes.c_int, c_void_p, c_void_p, TEXT_CALLBACK, c_void_p, P(Result))
+    fn("qvl_generate_deltas", ctypes.c_int, c_void_p, c_void_p, DELTA_CALLBACK, c_void_p, P(Result))
+    fn("qvl_result_choice", P(Choice), P(Result), c_size_t)
     fn("qvl_result_free", None, P(Result))

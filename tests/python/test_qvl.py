@@ -1,5 +1,6 @@
 """The Python package (python/qvl) against the tiny random-weight model, with
-Debian's python3 and unittest. CTest sets PYTHONPATH, QVL_LIBRARY, QVL_BINARY
+Debian's python3 and unittest: the answers, streams, constrained answers and
+tool calls, n, logit_bias, logprobs and the repetition guard. CTest sets PYTHONPATH, QVL_LIBRARY, QVL_BINARY
 and QVL_FIXTURES_DIR (tests/python/CMakeLists.txt)."""
 
 import json
@@ -131,6 +132,128 @@ class ModelTest(unittest.TestCase):
         with self.assertRaises(qvl.IoError) as cm:
             self.model.chat("?", images=["/nonexistent/cat.jpg"])
         self.assertIn("/nonexistent/cat.jpg", str(cm.exception))
+
+    # n, logit_bias, logprobs, the repetition guard.
+
+    def greedy(self, **kw):
+        return self.model.chat("Name three colors.", max_tokens=4, temperature=0, ignore_eos=True, **kw)
+
+    def sampled(self, **kw):
+        # Random weights make the next token near certain at temperature 1: 5 spreads the draws.
+        return self.model.chat("Tell me a story.", max_tokens=8, temperature=5, seed=42, ignore_eos=True, **kw)
+
+    def test_logit_bias_forces_a_token(self):
+        plain = self.greedy(top_logprobs=2)
+        # The first step's runner-up: +100 outweighs its gap to the greedy token (random weights'
+        # logits spread too far for +100 to force just any token).
+        runner_up = plain.logprobs[0]["top_logprobs"][1]
+        self.assertGreater(runner_up["logprob"], -50)
+        self.assertEqual(self.greedy(logit_bias={runner_up["token_id"]: 100}).token_ids[0], runner_up["token_id"])
+        self.assertEqual(self.greedy(logit_bias={str(runner_up["token_id"]): 100}).token_ids[0],
+                         runner_up["token_id"])  # OpenAI's JSON keys
+        self.assertNotEqual(self.greedy(logit_bias={plain.token_ids[0]: -100}).token_ids[0], plain.token_ids[0])
+        self.assertEqual(self.greedy(logit_bias={}).token_ids, plain.token_ids)
+
+    def test_logit_bias_errors_name_it(self):
+        for bias in ({"x": 1}, {5: 101}, {5: "1"}, {-1: 1}, {10**7: 1}):
+            with self.assertRaises(qvl.InvalidArgumentError, msg=repr(bias)) as cm:
+                self.greedy(logit_bias=bias)
+            self.assertIn("logit_bias", str(cm.exception))
+
+    def test_n_choices_with_a_seed(self):
+        one = self.sampled()
+        three = self.sampled(n=3)
+        self.assertEqual(len(one.choices), 1)
+        self.assertIs(one.choices[0], one)
+        self.assertEqual(len(three.choices), 3)
+        self.assertEqual([c.index for c in three.choices], [0, 1, 2])
+        self.assertEqual(three.token_ids, one.token_ids)  # choice 0 samples with the seed itself
+        self.assertEqual(three.text, one.text)
+        self.assertEqual(three.choices[0].token_ids, one.token_ids)
+        for c in three.choices:
+            self.assertEqual(len(c.token_ids), 8)
+            self.assertEqual(c.finish_reason, "length")
+            self.assertIsNone(c.logprobs)
+        self.assertTrue(any(c.token_ids != one.token_ids for c in three.choices[1:]))
+        self.assertEqual(three.usage["completion_tokens"], 24)
+        self.assertEqual(three.usage["prompt_tokens"], one.usage["prompt_tokens"])
+
+    def test_bad_n_names_it(self):
+        with self.assertRaises(qvl.InvalidArgumentError) as cm:
+            self.greedy(n=0)
+        self.assertTrue(str(cm.exception).startswith("n:"), str(cm.exception))
+        with self.assertRaises(qvl.InvalidArgumentError) as cm:
+            self.greedy(n=17)
+        self.assertIn("'n'", str(cm.exception))
+        with self.assertRaises(qvl.InvalidArgumentError) as cm:
+            self.greedy(top_logprobs=21)
+        self.assertIn("top_logprobs", str(cm.exception))
+
+    def check_logprobs(self, choice, top, greedy):
+        self.assertEqual(len(choice.logprobs), len(choice.token_ids))
+        for token_id, lp in zip(choice.token_ids, choice.logprobs):
+            self.assertEqual(lp["token_id"], token_id)
+            self.assertLessEqual(lp["logprob"], 0)
+            self.assertEqual(bytes(lp["bytes"]).decode("utf-8", "replace"), lp["token"])
+            alternatives = lp["top_logprobs"]
+            self.assertEqual(len(alternatives), top)
+            self.assertEqual([a["logprob"] for a in alternatives],
+                             sorted((a["logprob"] for a in alternatives), reverse=True))
+            for a in alternatives:
+                self.assertLessEqual(a["logprob"], 0)
+                if a["token_id"] == token_id:
+                    self.assertEqual(a["logprob"], lp["logprob"])  # one distribution
+            if greedy and alternatives:
+                self.assertEqual(alternatives[0]["token_id"], token_id)
+
+    def test_top_logprobs(self):
+        r = self.greedy(top_logprobs=2)
+        self.check_logprobs(r, 2, greedy=True)
+        r = self.greedy(logprobs=True)
+        self.check_logprobs(r, 0, greedy=True)
+        self.assertIsNone(self.greedy().logprobs)
+        r = self.sampled(n=2, top_logprobs=20)
+        for c in r.choices:
+            self.check_logprobs(c, 20, greedy=False)
+
+    def test_repetition_guard(self):
+        # A repetition penalty below 1 favours the tokens already seen: random weights loop at once.
+        loop = dict(max_tokens=60, temperature=0, ignore_eos=True, repetition_penalty=0.01)
+        r = self.model.chat("Name three colors.", repetition_guard=8, repetition_guard_repeats=2, **loop)
+        self.assertEqual(r.finish_reason, "repetition")
+        self.assertGreaterEqual(r.repetition_period, 1)
+        self.assertLess(len(r.token_ids), 60)
+        r = self.model.chat("Name three colors.", repetition_guard=0, **loop)
+        self.assertEqual((r.finish_reason, len(r.token_ids)), ("length", 60))
+        with self.assertRaises(qvl.InvalidArgumentError) as cm:
+            self.model.chat("Hi", repetition_guard_repeats=1)
+        self.assertIn("repetition_guard_repeats", str(cm.exception))
+
+    def test_json_schema_for_every_choice(self):
+        r = self.model.chat("Pick a color and a size.", max_tokens=200, temperature=1, seed=3, n=2,
+                            response_format={"type": "json_schema", "json_schema": {"schema": COLOR_SCHEMA}})
+        self.assertEqual(len(r.choices), 2)
+        for c in r.choices:
+            self.assertEqual(c.finish_reason, "stop")
+            answer = json.loads(c.text)
+            self.assertEqual(sorted(answer), ["color", "size"])
+            self.assertIn(answer["color"], ["red", "green"])
+            self.assertIn(answer["size"], [1, 2, 3])
+
+    def test_stream_deltas_of_every_choice(self):
+        kw = dict(max_tokens=8, temperature=5, seed=7, ignore_eos=True, n=2, logprobs=True)
+        r = self.model.chat("Tell me a story.", **kw)
+        stream = self.model.chat("Tell me a story.", stream=True, **kw)
+        deltas = list(stream.deltas())
+        self.assertEqual(len(deltas), 16)  # a delta per token: each carries its logprob
+        for c in r.choices:
+            mine = [d for d in deltas if d.choice == c.index]
+            self.assertEqual("".join(d.text for d in mine), c.text)
+            self.assertEqual([d.logprob["token_id"] for d in mine], c.token_ids)
+            self.assertEqual(stream.result.choices[c.index].token_ids, c.token_ids)
+        # Iterating the stream itself gives choice 0's text.
+        pieces = list(self.model.chat("Tell me a story.", stream=True, **kw))
+        self.assertEqual("".join(pieces), r.text)
 
 
 class ErrorTest(unittest.TestCase):
