@@ -158,6 +158,10 @@ typedef struct qvl_request_params {
    * long and holds `repetition_guard_repeats` periods. */
   int64_t repetition_guard;         /* -1: the default (400); 0: off */
   int32_t repetition_guard_repeats; /* -1: the default (3); else 2..1000 */
+  /* This request's image area after resizing, in pixels; 0: the model's
+   * range (qvl_model_params.min_pixels/max_pixels). Clamped into it. */
+  int64_t min_pixels;
+  int64_t max_pixels;
 } qvl_request_params;
 
 QVL_API qvl_request_params qvl_request_default_params(void);

@@ -396,7 +396,7 @@ class Model:
              min_p=None, seed=None, repetition_penalty=None, presence_penalty=None, frequency_penalty=None,
              stop=None, ignore_eos=False, response_format=None, tools=None, tool_choice=None,
              parallel_tool_calls=True, n=1, logit_bias=None, logprobs=False, top_logprobs=None,
-             repetition_guard=None, repetition_guard_repeats=None):
+             repetition_guard=None, repetition_guard_repeats=None, min_pixels=None, max_pixels=None):
         """Answers OpenAI-style messages ({"role": ..., "content": str or [{"type": "text", "text": ...},
         {"type": "image", "image": path | bytes | PIL image}]}); `messages` may also be one user string.
         `images` are placed before the text of the last user message. Unset sampling options take the
@@ -412,7 +412,8 @@ class Model:
         logprobs=True: each token's logprob in Result.logprobs (and each Choice's); top_logprobs=k (0..20,
         implies logprobs) adds the k likeliest tokens of each step. repetition_guard: the shortest looping
         tail (tokens) that stops an answer with finish_reason "repetition" (default 400, 0 off);
-        repetition_guard_repeats: how many periods it must hold (default 3).
+        repetition_guard_repeats: how many periods it must hold (default 3). min_pixels/max_pixels: this
+        request's image area after resizing (default: the model's range, into which they are clamped).
 
         Returns a Result; with stream=True, a Stream of text pieces (its `result` is set at the end)."""
         if not self._handle:
@@ -448,6 +449,8 @@ class Model:
         p.top_logprobs = int(top_logprobs) if top_logprobs is not None else 0 if logprobs else -1
         p.repetition_guard = -1 if repetition_guard is None else int(repetition_guard)
         p.repetition_guard_repeats = -1 if repetition_guard_repeats is None else int(repetition_guard_repeats)
+        p.min_pixels = int(min_pixels or 0)
+        p.max_pixels = int(max_pixels or 0)
         if isinstance(stop, str):
             stop = [stop]
         request = _Request(lib, p, messages, images, stop, _logit_bias(logit_bias))

@@ -59,6 +59,8 @@ class RequestParams(ctypes.Structure):
         ("top_logprobs", c_int32),
         ("repetition_guard", c_int64),
         ("repetition_guard_repeats", c_int32),
+        ("min_pixels", c_int64),
+        ("max_pixels", c_int64),
     ]
 
 

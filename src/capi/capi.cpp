@@ -416,6 +416,9 @@ qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out)
     g.top_logprobs = p.top_logprobs;
     if (p.repetition_guard >= 0) g.repetition_guard.window = p.repetition_guard;
     if (p.repetition_guard_repeats >= 0) g.repetition_guard.min_repeats = p.repetition_guard_repeats;
+    require(p.min_pixels >= 0 && p.max_pixels >= 0, "min_pixels/max_pixels: must be 0 (the model's) or positive");
+    g.min_pixels = p.min_pixels;
+    g.max_pixels = p.max_pixels;
     switch (p.response_format) {
       case QVL_FORMAT_TEXT: break;
       case QVL_FORMAT_JSON_OBJECT: g.response_format.type = qvl::ResponseFormat::Type::JsonObject; break;

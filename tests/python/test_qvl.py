@@ -133,6 +133,26 @@ class ModelTest(unittest.TestCase):
             self.model.chat("?", images=["/nonexistent/cat.jpg"])
         self.assertIn("/nonexistent/cat.jpg", str(cm.exception))
 
+    def test_per_request_pixel_range(self):
+        class Gray:  # a 1024x768 image: 768 tokens at the model's range (65536 to 16777216 pixels)
+            size = (1024, 768)
+
+            def convert(self, mode):
+                return self
+
+            def tobytes(self):
+                return bytes([128]) * (1024 * 768 * 3)
+
+        def prompt(**kw):
+            return self.model.chat("?", images=[Gray()], max_tokens=1, temperature=0, **kw).usage["prompt_tokens"]
+
+        full = prompt()
+        self.assertEqual(prompt(max_pixels=512 * 384), full - 768 + 192)  # 16x12 tokens
+        self.assertEqual(prompt(max_pixels=1 << 40), full)  # clamped to the model's ceiling
+        with self.assertRaises(qvl.InvalidArgumentError) as cm:
+            prompt(max_pixels=-5)
+        self.assertIn("max_pixels", str(cm.exception))
+
     # n, logit_bias, logprobs, the repetition guard.
 
     def greedy(self, **kw):
