@@ -1,6 +1,6 @@
 /* qvl.h: the C API of qvl, a Qwen3-VL engine for CPUs.
  *
- * Three handles and a result struct:
+ * Two handles (a model, a request) and a result struct:
  *
  *   qvl_model_params mp = qvl_model_default_params();
  *   qvl_model* model;
