@@ -1,6 +1,7 @@
 // config.json of a Qwen3-VL checkpoint, in the transformers 4.57 dialect
 // (text_config.rope_scaling + rope_theta) and the transformers 5 dialect
-// (text_config.rope_parameters), checked for internal consistency.
+// (text_config.rope_parameters). Parsing reads each field's type; validate()
+// then checks every value, and is the only place that does.
 #include "io/model_config.h"
 
 #include <algorithm>
@@ -27,8 +28,16 @@ void check_model_type(const Fields& top, const std::string& type) {
   top.error("model_type", cat("is \"", type, "\", which qvl does not support (it runs \"qwen3_vl\": Qwen3-VL dense checkpoints)"));
 }
 
+// Where this config.json keeps the fields whose place depends on its dialect,
+// so that validate() names them as the file spells them.
+struct RopeFields {
+  std::string mrope_section;  // "text_config.rope_scaling.mrope_section", "text_config.rope_parameters...."
+  std::string rope_theta;     // "text_config.rope_theta" (4.57) or inside the rotary settings
+  std::string rope_type;      // "...rope_type" or the older "...type"
+};
+
 // The rotary settings from either dialect. Returns the dialect's name.
-std::string parse_rope(const Fields& text, TextConfig& t) {
+std::string parse_rope(const Fields& text, TextConfig& t, RopeFields& where) {
   std::string dialect;
   std::optional<Fields> rope;
   if (text.has("rope_parameters")) {
@@ -44,15 +53,13 @@ std::string parse_rope(const Fields& text, TextConfig& t) {
     text.error("rope_parameters",
                "is missing (and so is the transformers 4.57 form, text_config.rope_scaling): no mrope_section");
   }
-  const bool theta_inside = rope->has("rope_theta");
-  t.rope_theta = theta_inside ? rope->number("rope_theta") : text.number("rope_theta");
-  if (!(t.rope_theta > 0)) (theta_inside ? *rope : text).error("rope_theta", "must be positive");
+  const Fields& theta_home = rope->has("rope_theta") ? *rope : text;
+  t.rope_theta = theta_home.number("rope_theta");
   t.mrope_section = rope->int_list("mrope_section");
   t.mrope_interleaved = rope->boolean("mrope_interleaved", true);
-  t.rope_type = rope->has("rope_type") ? rope->string("rope_type") : rope->string("type", "default");
-  // "mrope" is the older name of the same plain (unscaled) multimodal rotary.
-  if (t.rope_type != "default" && t.rope_type != "mrope")
-    rope->error("rope_type", cat("is \"", t.rope_type, "\"; qvl supports only the default (unscaled) rotary embedding"));
+  const char* type_key = rope->has("rope_type") || !rope->has("type") ? "rope_type" : "type";
+  t.rope_type = rope->string(type_key, "default");
+  where = {rope->path("mrope_section"), theta_home.path("rope_theta"), rope->path(type_key)};
   return dialect;
 }
 
@@ -69,35 +76,11 @@ TextConfig parse_text(const Fields& text) {
   t.rms_norm_eps = text.number("rms_norm_eps", 1e-6);
   t.hidden_act = text.string("hidden_act", "silu");
   t.attention_bias = text.boolean("attention_bias", false);
-  for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                          "num_key_value_heads", "vocab_size", "max_position_embeddings"})
-    if (text.has(key) && text.i64(key) <= 0) text.error(key, cat("must be positive (got ", text.i64(key), ")"));
-  if (text.has("head_dim")) {
-    t.head_dim = text.integer("head_dim");
-    if (t.head_dim <= 0) text.error("head_dim", cat("must be positive (got ", t.head_dim, ")"));
-  } else {
-    if (t.hidden_size % t.num_attention_heads != 0)
-      text.error("hidden_size", cat("(", t.hidden_size, ") is not divisible by num_attention_heads (", t.num_attention_heads,
-                                    ") and head_dim is not given"));
-    t.head_dim = t.hidden_size / t.num_attention_heads;
-  }
-  if (!(t.rms_norm_eps > 0)) text.error("rms_norm_eps", "must be positive");
-  if (t.hidden_act != "silu") text.error("hidden_act", cat("is \"", t.hidden_act, "\"; Qwen3-VL's text MLP uses \"silu\""));
+  // Absent: hidden_size / num_attention_heads when that divides evenly, else
+  // 0, which validate() reports.
+  const bool divides = t.num_attention_heads > 0 && t.hidden_size % t.num_attention_heads == 0;
+  t.head_dim = text.integer("head_dim", divides ? t.hidden_size / t.num_attention_heads : 0);
   return t;
-}
-
-void check_text(const Fields& text, const TextConfig& t) {
-  if (t.num_attention_heads % t.num_key_value_heads != 0)
-    text.error("num_key_value_heads", cat("(", t.num_key_value_heads, ") must divide num_attention_heads (",
-                                          t.num_attention_heads, ")"));
-  if (t.head_dim % 2 != 0) text.error("head_dim", cat("(", t.head_dim, ") must be even for the rotary embedding"));
-  const std::string sec = text.has("rope_parameters") ? "rope_parameters.mrope_section" : "rope_scaling.mrope_section";
-  if (t.mrope_section.size() != 3) text.error(sec, cat("must have 3 entries (t, h, w), got ", t.mrope_section.size()));
-  for (int s : t.mrope_section)
-    if (s < 0) text.error(sec, cat("has a negative entry (", s, ")"));
-  int sum = std::accumulate(t.mrope_section.begin(), t.mrope_section.end(), 0);
-  if (sum != t.head_dim / 2)
-    text.error(sec, cat("sums to ", sum, " but must equal head_dim / 2 = ", t.head_dim / 2));
 }
 
 VisionConfig parse_vision(const Fields& vis) {
@@ -114,35 +97,110 @@ VisionConfig parse_vision(const Fields& vis) {
   v.num_position_embeddings = vis.integer("num_position_embeddings");
   v.hidden_act = vis.string("hidden_act", "gelu_pytorch_tanh");
   v.deepstack_visual_indexes = vis.int_list("deepstack_visual_indexes");
-  for (const char* key : {"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size",
-                          "spatial_merge_size", "temporal_patch_size", "out_hidden_size", "num_position_embeddings"})
-    if (vis.has(key) && vis.i64(key) <= 0) vis.error(key, cat("must be positive (got ", vis.i64(key), ")"));
   return v;
 }
 
-void check_vision(const Fields& vis, const VisionConfig& v, const TextConfig& t) {
+// Every check of the config's values, in one place: what the model's math
+// needs of them (sizes positive, heads that split the hidden size, rotary
+// halves that add up, layers that exist) and what qvl implements (the
+// activations, the unscaled rotary). Nothing else is refused, so a checkpoint
+// of other dimensions loads; whether its tensors match these values is the
+// weight loader's check (model/weights.cpp). `file` names config.json.
+void validate(const ModelConfig& c, const std::string& file, const RopeFields& rope) {
+  const TextConfig& t = c.text;
+  const VisionConfig& v = c.vision;
+  auto bad = [&](const std::string& field, const std::string& message) { fail(file, ": field ", field, " ", message); };
+  auto positive = [&](const std::string& field, int64_t value) {
+    if (value <= 0) bad(field, cat("must be positive (got ", value, ")"));
+  };
+
+  // The text decoder.
+  positive("text_config.hidden_size", t.hidden_size);
+  positive("text_config.intermediate_size", t.intermediate_size);
+  positive("text_config.num_hidden_layers", t.num_hidden_layers);
+  positive("text_config.num_attention_heads", t.num_attention_heads);
+  positive("text_config.num_key_value_heads", t.num_key_value_heads);
+  positive("text_config.vocab_size", t.vocab_size);
+  positive("text_config.max_position_embeddings", t.max_position_embeddings);
+  if (t.head_dim == 0 && t.hidden_size % t.num_attention_heads != 0)
+    bad("text_config.head_dim",
+        cat("is missing or 0, and hidden_size (", t.hidden_size, ") is not divisible by num_attention_heads (",
+            t.num_attention_heads, ") to give it"));
+  positive("text_config.head_dim", t.head_dim);
+  if (!(t.rms_norm_eps > 0)) bad("text_config.rms_norm_eps", "must be positive");
+  if (t.hidden_act != "silu")
+    bad("text_config.hidden_act", cat("is \"", t.hidden_act, "\"; Qwen3-VL's text MLP uses \"silu\""));
+  // Grouped-query attention: each key/value head serves a whole group of query heads.
+  if (t.num_attention_heads % t.num_key_value_heads != 0)
+    bad("text_config.num_key_value_heads",
+        cat("(", t.num_key_value_heads, ") must divide num_attention_heads (", t.num_attention_heads, ")"));
+
+  // The multimodal rotary embedding: pairs of a head's dimensions, split
+  // between the t, h and w positions.
+  if (!(t.rope_theta > 0)) bad(rope.rope_theta, "must be positive");
+  // "mrope" is the older name of the same plain (unscaled) multimodal rotary.
+  if (t.rope_type != "default" && t.rope_type != "mrope")
+    bad(rope.rope_type, cat("is \"", t.rope_type, "\"; qvl supports only the default (unscaled) rotary embedding"));
+  if (t.head_dim % 2 != 0) bad("text_config.head_dim", cat("(", t.head_dim, ") must be even for the rotary embedding"));
+  const std::vector<int>& sec = t.mrope_section;
+  if (sec.size() != 3) bad(rope.mrope_section, cat("must have 3 entries (t, h, w), got ", sec.size()));
+  for (int s : sec)
+    if (s < 0) bad(rope.mrope_section, cat("has a negative entry (", s, ")"));
+  const int sum = std::accumulate(sec.begin(), sec.end(), 0);
+  if (sum != t.head_dim / 2)
+    bad(rope.mrope_section, cat("sums to ", sum, " but must equal head_dim / 2 = ", t.head_dim / 2));
+
+  // The vision encoder.
+  positive("vision_config.depth", v.depth);
+  positive("vision_config.hidden_size", v.hidden_size);
+  positive("vision_config.intermediate_size", v.intermediate_size);
+  positive("vision_config.num_heads", v.num_heads);
+  positive("vision_config.in_channels", v.in_channels);
+  positive("vision_config.patch_size", v.patch_size);
+  positive("vision_config.spatial_merge_size", v.spatial_merge_size);
+  positive("vision_config.temporal_patch_size", v.temporal_patch_size);
+  positive("vision_config.out_hidden_size", v.out_hidden_size);
+  positive("vision_config.num_position_embeddings", v.num_position_embeddings);
   if (v.hidden_size % v.num_heads != 0)
-    vis.error("hidden_size", cat("(", v.hidden_size, ") is not divisible by num_heads (", v.num_heads, ")"));
+    bad("vision_config.hidden_size", cat("(", v.hidden_size, ") is not divisible by num_heads (", v.num_heads, ")"));
   // The 2-D rotary splits each half of a head between rows and columns.
   if (v.head_dim() % 4 != 0)
-    vis.error("num_heads", cat("gives head dim ", v.head_dim(), ", which must be a multiple of 4 for the 2-D rotary"));
-  if (v.hidden_act != "gelu_pytorch_tanh" && v.hidden_act != "gelu")
-    vis.error("hidden_act", cat("is \"", v.hidden_act, "\"; qvl supports \"gelu_pytorch_tanh\" and \"gelu\""));
-  int side = v.grid_per_side();
+    bad("vision_config.num_heads",
+        cat("gives head dim ", v.head_dim(), ", which must be a multiple of 4 for the 2-D rotary"));
+  // The tanh approximation of GELU goes by three names in transformers.
+  if (v.hidden_act != "gelu_pytorch_tanh" && v.hidden_act != "gelu_new" && v.hidden_act != "gelu_fast" &&
+      v.hidden_act != "gelu")
+    bad("vision_config.hidden_act", cat("is \"", v.hidden_act, "\"; qvl supports \"gelu\" and the tanh GELU ",
+                                        "(\"gelu_pytorch_tanh\", \"gelu_new\", \"gelu_fast\")"));
+  // The learned position embeddings are a square grid, interpolated to each image's.
+  const int side = v.grid_per_side();
   if (side * side != v.num_position_embeddings)
-    vis.error("num_position_embeddings", cat("(", v.num_position_embeddings, ") must be a perfect square (a square grid)"));
+    bad("vision_config.num_position_embeddings",
+        cat("(", v.num_position_embeddings, ") must be a perfect square (a square grid)"));
+  // The merger's output is what the text decoder reads in place of image tokens.
   if (v.out_hidden_size != t.hidden_size)
-    vis.error("out_hidden_size", cat("(", v.out_hidden_size, ") must equal text_config.hidden_size (", t.hidden_size, ")"));
-  const auto& ds = v.deepstack_visual_indexes;
+    bad("vision_config.out_hidden_size",
+        cat("(", v.out_hidden_size, ") must equal text_config.hidden_size (", t.hidden_size, ")"));
+  const std::vector<int>& ds = v.deepstack_visual_indexes;
   for (size_t i = 0; i < ds.size(); ++i) {
     if (ds[i] < 0 || ds[i] >= v.depth)
-      vis.error(cat("deepstack_visual_indexes[", i, "]"), cat("(", ds[i], ") must be a vision layer in [0, depth = ", v.depth, ")"));
+      bad(cat("vision_config.deepstack_visual_indexes[", i, "]"),
+          cat("(", ds[i], ") must be a vision layer in [0, depth = ", v.depth, ")"));
     if (std::count(ds.begin(), ds.end(), ds[i]) > 1)
-      vis.error("deepstack_visual_indexes", cat("repeats layer ", ds[i]));
+      bad("vision_config.deepstack_visual_indexes", cat("repeats layer ", ds[i]));
   }
   // DeepStack feature k is added to text layer k.
   if (static_cast<int>(ds.size()) > t.num_hidden_layers)
-    vis.error("deepstack_visual_indexes", cat("has ", ds.size(), " entries but the text model has only ", t.num_hidden_layers, " layers"));
+    bad("vision_config.deepstack_visual_indexes",
+        cat("has ", ds.size(), " entries but the text model has only ", t.num_hidden_layers, " layers"));
+
+  // The special tokens are rows of the embedding table.
+  const std::pair<const char*, int> token_ids[] = {{"image_token_id", c.image_token_id},
+                                                   {"video_token_id", c.video_token_id},
+                                                   {"vision_start_token_id", c.vision_start_token_id},
+                                                   {"vision_end_token_id", c.vision_end_token_id}};
+  for (const auto& [key, id] : token_ids)
+    if (id < 0 || id >= t.vocab_size) bad(key, cat("(", id, ") is outside the vocabulary [0, ", t.vocab_size, ")"));
 }
 
 }  // namespace
@@ -158,27 +216,22 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   Fields text = top.object("text_config");
   Fields vis = top.object("vision_config");
   c.text = parse_text(text);
-  c.dialect = parse_rope(text, c.text);
-  check_text(text, c.text);
+  RopeFields rope;
+  c.dialect = parse_rope(text, c.text, rope);
   c.vision = parse_vision(vis);
-  check_vision(vis, c.vision, c.text);
 
   // Defaults are transformers' (Qwen3VLConfig); every published config sets them.
   c.image_token_id = top.integer("image_token_id", 151655);
   c.video_token_id = top.integer("video_token_id", 151656);
   c.vision_start_token_id = top.integer("vision_start_token_id", 151652);
   c.vision_end_token_id = top.integer("vision_end_token_id", 151653);
-  for (const char* key : {"image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"}) {
-    int id = top.integer(key, 0);
-    if (top.has(key) && (id < 0 || id >= c.text.vocab_size))
-      top.error(key, cat("(", id, ") is outside the vocabulary [0, ", c.text.vocab_size, ")"));
-  }
   c.tie_word_embeddings = text.has("tie_word_embeddings") ? text.boolean("tie_word_embeddings", false)
                                                           : top.boolean("tie_word_embeddings", false);
   if (text.has("eos_token_id"))
     c.eos_token_ids = text.int_or_list("eos_token_id");
   else if (top.has("eos_token_id"))
     c.eos_token_ids = top.int_or_list("eos_token_id");
+  validate(c, source, rope);
   return c;
 }
 

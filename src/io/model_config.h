@@ -23,7 +23,7 @@ struct VisionConfig {
   int temporal_patch_size = 0;
   int out_hidden_size = 0;          // = text hidden size
   int num_position_embeddings = 0;  // a square grid: sqrt of this per side
-  std::string hidden_act;           // "gelu_pytorch_tanh" (tanh GELU) or "gelu" (erf)
+  std::string hidden_act;           // "gelu_pytorch_tanh" (or gelu_new, gelu_fast: tanh GELU) or "gelu" (erf)
   std::vector<int> deepstack_visual_indexes;
   double layer_norm_eps = 1e-6;  // not in config.json: transformers hard-codes 1e-6
   int head_dim() const { return hidden_size / num_heads; }
@@ -107,6 +107,8 @@ struct ModelFolder {
 };
 
 // Parsers exposed for tests; `source` names the file in error messages.
+// parse_model_config also validates every value (the one place that does: the
+// model code trusts a ModelConfig it returns); an error names the field.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
 PreprocessorConfig parse_preprocessor_config(const std::string& json_text, const std::string& source);
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& source);

@@ -157,7 +157,7 @@ TEST(ModelConfig, ErrorsNameFileAndField) {
          c["text_config"]["num_attention_heads"] = 6;
          c["text_config"]["num_key_value_heads"] = 6;
        },
-       {"text_config.hidden_size", "(64)", "num_attention_heads (6)"}},
+       {"text_config.head_dim", "hidden_size (64)", "num_attention_heads (6)"}},
       {"text act", [](json& c) { c["text_config"]["hidden_act"] = "gelu"; }, {"text_config.hidden_act", "silu"}},
       {"vision heads", [](json& c) { c["vision_config"]["num_heads"] = 5; },
        {"vision_config.hidden_size", "(96)", "num_heads (5)"}},
@@ -197,6 +197,108 @@ TEST(ModelConfig, ErrorsNameFileAndField) {
   c = v5_config();
   c["text_config"]["rope_parameters"].erase("rope_theta");
   expect_error([&] { parse_model_config(c.dump(), "config.json"); }, {"rope_theta", "missing"});
+}
+
+// Each value the model's math cannot run is refused when config.json is read,
+// in one line that names the file and the field as the file spells it.
+TEST(ModelConfig, ValidationNamesTheField) {
+  auto message = [](const json& c) {
+    return expect_error([&] { parse_model_config(c.dump(), "/m/config.json"); }, {"/m/config.json: field "});
+  };
+  json c = fixture_json("config.json");
+  c["text_config"]["num_key_value_heads"] = 3;
+  EXPECT_EQ(message(c),
+            "/m/config.json: field text_config.num_key_value_heads (3) must divide num_attention_heads (4)");
+
+  const std::vector<BadConfig> cases = {
+      {"no layers",
+       [](json& c) { c["text_config"]["num_hidden_layers"] = 0; },
+       {"text_config.num_hidden_layers", "must be positive (got 0)"}},
+      {"no vocabulary", [](json& c) { c["text_config"]["vocab_size"] = 0; }, {"text_config.vocab_size", "positive"}},
+      {"head_dim zero", [](json& c) { c["text_config"]["head_dim"] = 0; }, {"text_config.head_dim", "(got 0)"}},
+      {"odd head_dim", [](json& c) { c["text_config"]["head_dim"] = 31; }, {"text_config.head_dim", "(31)", "even"}},
+      {"rms eps", [](json& c) { c["text_config"]["rms_norm_eps"] = 0; }, {"text_config.rms_norm_eps", "positive"}},
+      {"theta", [](json& c) { c["text_config"]["rope_theta"] = -1; }, {"text_config.rope_theta", "positive"}},
+      {"mrope negative",
+       [](json& c) {
+         c["text_config"]["rope_scaling"]["mrope_section"] = {20, -2, -2};
+       },
+       {"text_config.rope_scaling.mrope_section", "negative entry (-2)"}},
+      {"older rope type key",
+       [](json& c) {
+         c["text_config"]["rope_scaling"] = {{"type", "yarn"}, {"mrope_section", {8, 4, 4}}};
+       },
+       {"text_config.rope_scaling.type", "yarn"}},
+      {"vision depth", [](json& c) { c["vision_config"]["depth"] = 0; }, {"vision_config.depth", "positive"}},
+      {"patch",
+       [](json& c) { c["vision_config"]["patch_size"] = 0; },
+       {"vision_config.patch_size", "positive (got 0)"}},
+      {"merge",
+       [](json& c) { c["vision_config"]["spatial_merge_size"] = -2; },
+       {"vision_config.spatial_merge_size", "positive (got -2)"}},
+      {"temporal",
+       [](json& c) { c["vision_config"]["temporal_patch_size"] = 0; },
+       {"vision_config.temporal_patch_size", "positive"}},
+      {"channels", [](json& c) { c["vision_config"]["in_channels"] = 0; }, {"vision_config.in_channels", "positive"}},
+      {"vision rotary",
+       [](json& c) { c["vision_config"]["num_heads"] = 16; },
+       {"vision_config.num_heads", "head dim 6", "multiple of 4"}},
+      // The defaults of absent token ids must fit the vocabulary as well.
+      {"default token id",
+       [](json& c) {
+         c.erase("image_token_id");
+         c["text_config"]["vocab_size"] = 151655;
+       },
+       {"image_token_id", "(151655)", "vocabulary [0, 151655)"}},
+  };
+  for (const BadConfig& b : cases) {
+    SCOPED_TRACE(b.what);
+    json bad = fixture_json("config.json");
+    b.edit(bad);
+    std::vector<std::string> needles = b.needles;
+    needles.push_back("/m/config.json: field ");
+    expect_error([&] { parse_model_config(bad.dump(), "/m/config.json"); }, needles);
+  }
+
+  // In the transformers 5 dialect the rotary fields are under rope_parameters,
+  // or under rope_parameters.full_attention.
+  c = v5_config();
+  c["text_config"]["rope_parameters"]["rope_theta"] = 0;
+  EXPECT_NE(message(c).find("field text_config.rope_parameters.rope_theta must be positive"), std::string::npos);
+  c = v5_config();
+  c["text_config"]["rope_parameters"]["mrope_section"] = {8, 4, 3};
+  c["text_config"]["rope_parameters"] = {{"full_attention", c["text_config"]["rope_parameters"]}};
+  EXPECT_NE(message(c).find("field text_config.rope_parameters.full_attention.mrope_section sums to 15"),
+            std::string::npos);
+}
+
+// What the math can run is not refused: other dimensions (grouped-query
+// attention down to one key/value head, a head_dim that is not
+// hidden_size / heads, no DeepStack) and the tanh GELU under its other names.
+TEST(ModelConfig, OtherDimensionsAreAccepted) {
+  json c = fixture_json("config.json");
+  json& t = c["text_config"];
+  t["hidden_size"] = 48;
+  t["num_attention_heads"] = 6;
+  t["num_key_value_heads"] = 1;
+  t["head_dim"] = 12;
+  t["num_hidden_layers"] = 1;
+  t["rope_scaling"]["mrope_section"] = {2, 2, 2};
+  json& v = c["vision_config"];
+  v["hidden_size"] = 40;
+  v["num_heads"] = 5;
+  v["depth"] = 1;
+  v["out_hidden_size"] = 48;
+  v["num_position_embeddings"] = 1;
+  v["deepstack_visual_indexes"] = json::array();
+  ModelConfig m = parse_model_config(c.dump(), "config.json");
+  EXPECT_EQ(m.text.head_dim, 12);
+  EXPECT_EQ(m.vision.head_dim(), 8);
+  EXPECT_TRUE(m.vision.deepstack_visual_indexes.empty());
+  for (const char* act : {"gelu_new", "gelu_fast", "gelu"}) {
+    v["hidden_act"] = act;
+    EXPECT_EQ(parse_model_config(c.dump(), "config.json").vision.hidden_act, act);
+  }
 }
 
 TEST(PreprocessorConfig, FixtureAndVariants) {
