@@ -18,8 +18,6 @@ double text_matmul_flops_per_token(const TextConfig& c) {
 
 TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, int64_t max_batch)
     : config_(config), w_(weights), rope_(config), max_batch_(std::max<int64_t>(1, max_batch)) {
-  if (config.hidden_act != "silu" && !config.hidden_act.empty())
-    fail("config.json: text_config.hidden_act '", config.hidden_act, "' is not supported (silu)");
   q_dim_ = int64_t{config.num_attention_heads} * config.head_dim;
   kv_dim_ = int64_t{config.num_key_value_heads} * config.head_dim;
   last_.resize(config.hidden_size);

@@ -10,14 +10,11 @@
 namespace qvl {
 namespace {
 
+// GELU, exact ("gelu") or the tanh approximation ("gelu_pytorch_tanh" and its
+// other names): the only activations config.json may name (io/model_config.cpp).
 void activation(const std::string& name, float* x, int64_t n) {
-  if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") {
-    gelu_tanh(x, n);
-  } else if (name == "gelu") {
-    gelu_erf(x, n);
-  } else {
-    fail("config.json: vision_config.hidden_act '", name, "' is not supported (gelu_pytorch_tanh or gelu)");
-  }
+  if (name == "gelu") gelu_erf(x, n);
+  else gelu_tanh(x, n);
 }
 
 // torch.linspace(0, end, steps) in float32: the first half counts up from 0,
@@ -58,7 +55,6 @@ void add_layer_norm(float* x, const float* r, const NormWeights& norm, float eps
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
     : config_(config), w_(weights), rope_(config.head_dim()) {
   side_ = static_cast<int>(std::lround(std::sqrt(static_cast<double>(config.num_position_embeddings))));
-  activation(config.hidden_act, nullptr, 0);  // refuse an unknown activation at load, not mid-request
 }
 
 // fast_pos_embed_interpolate: sample the side×side table at linspace(0, side-1)

@@ -184,40 +184,11 @@ class Binder {
   bool converted_ = false;
 };
 
-void check_config(const ModelConfig& c) {
-  const VisionConfig& v = c.vision;
-  const TextConfig& t = c.text;
-  auto need = [](bool ok, const char* what) {
-    if (!ok) fail("config.json: ", what);
-  };
-  need(v.depth > 0 && v.hidden_size > 0 && v.num_heads > 0 && v.hidden_size % v.num_heads == 0,
-       "vision_config needs depth, hidden_size and num_heads dividing hidden_size");
-  need(v.head_dim() % 4 == 0, "vision head dim must be a multiple of 4 (2-D rotary)");
-  need(v.patch_size > 0 && v.temporal_patch_size > 0 && v.spatial_merge_size > 0 && v.in_channels > 0,
-       "vision_config needs patch_size, temporal_patch_size, spatial_merge_size");
-  need(v.out_hidden_size == t.hidden_size, "vision_config.out_hidden_size must equal text hidden_size");
-  int side = 0;
-  while ((side + 1) * (side + 1) <= v.num_position_embeddings) ++side;
-  need(side > 0 && side * side == v.num_position_embeddings, "vision_config.num_position_embeddings must be a square");
-  for (int k : v.deepstack_visual_indexes)
-    need(k >= 0 && k < v.depth, "vision_config.deepstack_visual_indexes must lie in [0, depth)");
-  need(t.num_hidden_layers > 0 && t.hidden_size > 0 && t.head_dim > 0 && t.head_dim % 2 == 0,
-       "text_config needs num_hidden_layers, hidden_size and an even head_dim");
-  need(t.num_attention_heads > 0 && t.num_key_value_heads > 0 && t.num_attention_heads % t.num_key_value_heads == 0,
-       "text_config.num_attention_heads must be a multiple of num_key_value_heads");
-  need(t.vocab_size > 0 && t.intermediate_size > 0, "text_config needs vocab_size and intermediate_size");
-  need(t.rope_theta > 0, "text_config needs rope_theta");
-  int sections = 0;
-  for (int s : t.mrope_section) sections += s;
-  need(t.mrope_section.size() == 3 && sections == t.head_dim / 2, "text_config mrope_section must be 3 numbers summing to head_dim/2");
-  need(static_cast<int>(v.deepstack_visual_indexes.size()) <= t.num_hidden_layers,
-       "more DeepStack features than text layers");
-}
-
 }  // namespace
 
+// The config's own values were checked when config.json was read
+// (io/model_config.cpp); here every tensor's shape is checked against them.
 ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config, const WeightLoadOptions& options) {
-  check_config(config);
   ModelWeights mw;
   Binder b(st, options);
   const VisionConfig& vc = config.vision;
