@@ -71,6 +71,7 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
                                                      : f.generation.max_new_tokens.value_or(0);
   if (info.default_max_tokens <= 0) info.default_max_tokens = slot_ctx;
   info.vocab_size = model->config().text.vocab_size;
+  info.weights_bytes = model->weights().matrix_bytes;
   for (const Slot& s : slots) info.kv_cache_bytes += s.cache.reserved_bytes();
   info.unused_tensors = model->weights().unused;
 }

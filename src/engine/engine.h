@@ -229,6 +229,7 @@ struct EngineInfo {
   int patch_size = 0, merge_size = 0;
   int64_t default_max_tokens = 0;  // a request's max_tokens when it sets none; 0: until the context is full
   int64_t vocab_size = 0;          // the logits' width (logit_bias ids are below it)
+  size_t weights_bytes = 0;        // the weight matrices in their loaded format
   size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache
   double load_ms = 0;
   std::vector<std::string> unused_tensors;  // checkpoint tensors the model does not read

@@ -171,6 +171,8 @@ std::string Metrics::render(const Gauges& gg) const {
     gauge("qvl_threads", "threads of the compute pool (--threads)", gg.threads);
     gauge("qvl_context_tokens", "KV cache capacity in tokens over all slots (--ctx-size)",
           static_cast<double>(gg.context_tokens));
+    gauge("qvl_weights_bytes", "the weight matrices in their loaded format (--weights)",
+          static_cast<double>(gg.weights_bytes));
     gauge("qvl_kv_cache_bytes", "address space reserved for every slot's KV cache (pages are taken as tokens are written)",
           static_cast<double>(gg.kv_cache_bytes));
   }

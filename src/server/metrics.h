@@ -39,6 +39,7 @@ struct Gauges {  // sampled when /metrics is read
   int threads = 0;
   int64_t context_tokens = 0;  // KV capacity over all slots
   size_t kv_cache_bytes = 0;
+  size_t weights_bytes = 0;
 };
 
 // The standard Prometheus process figures (what client libraries export as

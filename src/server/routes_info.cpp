@@ -115,6 +115,7 @@ void ServerCore::register_info_routes() {
       g.threads = info.threads;
       g.context_tokens = info.ctx_size;
       g.kv_cache_bytes = info.kv_cache_bytes;
+      g.weights_bytes = info.weights_bytes;
     }
     res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
   });

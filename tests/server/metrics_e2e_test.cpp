@@ -69,6 +69,7 @@ TEST_F(MetricsTest, ModelFactsFromTheEngine) {
   EXPECT_GE(server_->metric("qvl_context_tokens"), config.at("context_size").get<double>());
   EXPECT_GT(server_->metric("qvl_context_tokens"), 0);
   EXPECT_GT(server_->metric("qvl_kv_cache_bytes"), 0);
+  EXPECT_GT(server_->metric("qvl_weights_bytes"), 0);
 }
 
 }  // namespace
