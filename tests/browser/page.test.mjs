@@ -132,10 +132,12 @@ async function streamedText(response) {
   return text;
 }
 
-function chatBodies(page) {
+function chatBodies(page, sessions = []) {
   const bodies = [];
   page.on('request', (r) => {
-    if (r.url().endsWith('/v1/chat/completions') && r.method() === 'POST') bodies.push(JSON.parse(r.postData()));
+    if (!r.url().endsWith('/v1/chat/completions') || r.method() !== 'POST') return;
+    bodies.push(JSON.parse(r.postData()));
+    sessions.push(r.headers()['x-session-id']);
   });
   return bodies;
 }
@@ -229,9 +231,10 @@ test('a corrupt image is refused by the server and the error is shown', async ()
   await ctx.close();
 });
 
-test('multi-turn: the second request carries the history, both answers shown', async () => {
+test('multi-turn: the second request carries the history and the same X-Session-Id, both answers shown', async () => {
   const { page, ctx, errors } = await openPage({ maxTokens: 12 });
-  const bodies = chatBodies(page);
+  const sessions = [];
+  const bodies = chatBodies(page, sessions);
   await page.setInputFiles('#file-input', IMAGE);
   await page.waitForSelector('.chip');
   await page.fill('#prompt', 'First question?');
@@ -253,6 +256,16 @@ test('multi-turn: the second request carries the history, both answers shown', a
   assert.equal(m[1].content, first);
   assert.equal(m[2].content, 'Second question?');
   assert.equal(await page.locator('.turn').count(), 2);
+  // One conversation, one id (what nginx hashes to keep it on one replica); a cleared one is new.
+  assert.match(sessions[0], /^[0-9a-f]{32}$/);
+  assert.equal(sessions[1], sessions[0]);
+  await page.click('#clear-btn');
+  await page.fill('#prompt', 'A new conversation?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  assert.equal(bodies.length, 3);
+  assert.match(sessions[2], /^[0-9a-f]{32}$/);
+  assert.notEqual(sessions[2], sessions[0]);
   assert.deepEqual(errors, []);
   await ctx.close();
 });

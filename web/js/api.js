@@ -26,11 +26,21 @@ export const FALLBACK_CONFIG = Object.freeze({
   default_max_tokens: 1024,
 });
 
-function headers(apiKey, json) {
+function headers(apiKey, json, sessionId) {
   const h = {};
   if (json) h['Content-Type'] = 'application/json';
   if (apiKey) h.Authorization = `Bearer ${apiKey}`;
+  if (sessionId) h['X-Session-Id'] = sessionId;
   return h;
+}
+
+// A conversation's id, sent as X-Session-Id with each of its turns: behind a load balancer
+// (deploy/nginx/qvl.conf) it keeps a conversation on the replica that holds its prefix and image
+// caches. Random, 128 bits; getRandomValues because randomUUID needs a secure context and the page
+// is often served over plain http.
+export function newSessionId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 export async function fetchHealth(apiKey) {
@@ -76,13 +86,14 @@ export async function fetchConfig(apiKey) {
 // Streams one chat completion. Calls onDelta(text) for each piece of the answer and
 // onToolCalls(deltas) for each piece of its tool calls (fold them with accumulateToolCalls), and
 // resolves to {finishReason, usage, timings, error, stopped}. Aborting `signal` (the Stop button)
-// closes the connection, which makes the server cancel the work and free its slot.
-export async function streamChat(body, { apiKey, signal, onDelta, onToolCalls = () => {} }) {
+// closes the connection, which makes the server cancel the work and free its slot. `sessionId` is the
+// conversation's (newSessionId).
+export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onToolCalls = () => {} }) {
   const result = { finishReason: null, usage: null, timings: null, error: null, stopped: false };
   let res;
   try {
     res = await fetch('/v1/chat/completions', {
-      method: 'POST', headers: headers(apiKey, true), body, signal,
+      method: 'POST', headers: headers(apiKey, true, sessionId), body, signal,
     });
   } catch (e) {
     if (e.name === 'AbortError') { result.stopped = true; return result; }

@@ -1,7 +1,7 @@
 // The page: state, events, and the request each turn sends. Rendering lives in view.js, the API in
 // api.js, the pure parts (markdown, grounding, smart_resize, sse, request, tool_calls) in their own
 // modules with tests.
-import { FALLBACK_CONFIG, fetchConfig, fetchHealth, streamChat } from './api.js';
+import { FALLBACK_CONFIG, fetchConfig, fetchHealth, newSessionId, streamChat } from './api.js';
 import { checkFile, readAttachment } from './attachments.js';
 import { loadSettings, saveSettings, sanitizeSettings, DEFAULTS } from './settings.js';
 import { h, icon, attachmentChip, userTurn, answerView, tokensOf } from './view.js';
@@ -39,6 +39,7 @@ const state = {
   turns: [],        // {text, images, json, answer: {text, toolCalls, status, error, finishReason, usage,
                     //  timings}, view}
   active: null,     // {controller, turn} while an answer streams
+  sessionId: newSessionId(),  // X-Session-Id of this conversation; a new one when it is cleared
   health: 'connecting',
 };
 
@@ -300,6 +301,7 @@ async function send(text) {
   } else {
     const result = await streamChat(body, {
       apiKey: state.settings.apiKey,
+      sessionId: state.sessionId,
       signal: controller.signal,
       onDelta: (d) => {
         turn.answer.text += d;
@@ -352,6 +354,7 @@ function retry(turn) {
 function clearConversation() {
   stop();
   state.turns = [];
+  state.sessionId = newSessionId();
   els.turns.replaceChildren();
   showEmpty(true);
   renderBudget();
