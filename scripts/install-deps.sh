@@ -19,7 +19,7 @@ packages=(
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 packages+=(chromium)                             # headless browser tests of the web page (tests/browser)
-packages+=(nginx)                                # the replicas test runs it in its own prefix (tests/deploy)
+packages+=(nginx python3-yaml)                   # tests/deploy: the replicas test runs nginx in its own prefix; k8s manifests parsed
 
 missing=()
 for p in "${packages[@]}"; do
