@@ -12,6 +12,7 @@ packages=(
   libcurl4-openssl-dev                           # model download
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev   # image decoders
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
+  libpoppler-cpp-dev fonts-dejavu-core           # PDF pages (src/pdf); the font stands in for unembedded Helvetica & co.
   python3 python3-pil                            # reference timings in bench/ (PIL)
 )
 # Node.js and npm (bench/ and browser-test tooling): some machines carry a
