@@ -105,6 +105,19 @@ void check_dimensions(int64_t width, int64_t height, const DecodeLimits& limits,
          " pixels, over the limit of ", limits.max_decoded_pixels, " pixels");
 }
 
+void reserve_memory(const DecodeLimits& limits, uint64_t peak_bytes) {
+  if (limits.budget) limits.budget->reserve(peak_bytes);
+}
+
+DecodeDeadline::DecodeDeadline(const DecodeLimits& limits) : seconds_(limits.max_seconds) {
+  const auto now = std::chrono::steady_clock::now();
+  at_ = seconds_ > 0 ? now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(seconds_))
+                     : std::chrono::steady_clock::time_point::max();
+}
+
+bool DecodeDeadline::passed() const { return std::chrono::steady_clock::now() > at_; }
+
 void composite_on_white(const uint8_t* src, int channels, size_t pixels, uint8_t* rgb) {
   if (channels == 4) {
     for (size_t i = 0; i < pixels; ++i, src += 4, rgb += 3) {

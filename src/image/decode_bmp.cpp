@@ -94,6 +94,7 @@ Image decode_bmp(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
     fail("truncated BMP: ", h, " rows of ", stride, " bytes from byte ", data_offset, " need ",
          data_offset + stride * h, " bytes, the file has ", n);
 
+  reserve_memory(limits, uint64_t{w} * h * 3);
   Image img;
   img.width = width;
   img.height = static_cast<int>(height);

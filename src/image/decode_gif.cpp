@@ -53,8 +53,15 @@ Image decode_gif(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   GifFileType* gif = g.gif;
   check_dimensions(gif->SWidth, gif->SHeight, limits, "GIF");
 
+  const DecodeDeadline deadline(limits);
+  auto check_time = [&] {
+    if (deadline.passed()) fail("GIF refused: decoding took over the limit of ", deadline.seconds(), " s");
+  };
   int transparent = -1;
+  // Only the first frame is read, but any number of extension records may
+  // come before it: each costs input bytes, and the clock is checked at each.
   for (;;) {
+    check_time();
     GifRecordType type;
     if (DGifGetRecordType(gif, &type) == GIF_ERROR) gif_fail(gif->Error, src, "record list");
     if (type == TERMINATE_RECORD_TYPE) fail("GIF holds no image frame");
@@ -78,6 +85,7 @@ Image decode_gif(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
     if (!cmap || !cmap->Colors || cmap->ColorCount <= 0) fail("corrupt GIF: the first frame has no colour table");
 
     const int sw = gif->SWidth, sh = gif->SHeight;
+    reserve_memory(limits, uint64_t(sw) * sh * 3 + uint64_t(d.Width) * sizeof(GifPixelType));
     Image img;
     img.width = sw;
     img.height = sh;
@@ -90,6 +98,7 @@ Image decode_gif(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
     for (int pass = 0; pass < passes; ++pass) {
       const int y0 = d.Interlace ? kStart[pass] : 0, step = d.Interlace ? kStep[pass] : 1;
       for (int row = y0; row < d.Height; row += step) {
+        if (row % 64 == 0) check_time();
         if (DGifGetLine(gif, line.data(), d.Width) == GIF_ERROR) gif_fail(gif->Error, src, "frame data");
         const int y = d.Top + row;
         if (y < 0 || y >= sh) continue;  // a frame may overhang the screen: clip it

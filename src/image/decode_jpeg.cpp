@@ -19,15 +19,15 @@
 namespace qvl::image_detail {
 namespace {
 
-// A progressive JPEG can hold thousands of tiny scans that each re-walk the
-// whole coefficient buffer: a CPU bomb in a few KB. Real encoders use ~10.
-constexpr int kMaxScans = 256;
-
 struct ErrorManager {
   jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err to this
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
   bool truncated;
+  // What on_progress enforces (DecodeLimits::max_jpeg_scans, max_seconds).
+  int max_scans;
+  const DecodeDeadline* deadline;
+  bool over_limit;  // stopped by on_progress: not corrupt, refused
 };
 
 [[noreturn]] void on_error(j_common_ptr cinfo) {
@@ -47,11 +47,21 @@ void on_message(j_common_ptr cinfo, int level) {
   }
 }
 
+// libjpeg calls the progress monitor once per MCU row (libjpeg.txt,
+// "Progress monitoring"), also while jpeg_start_decompress absorbs a
+// multi-scan file into its coefficient buffer: the place to stop a file
+// with too many scans, or one that takes too long, within a row of work.
 void on_progress(j_common_ptr cinfo) {
   auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-  if (d->input_scan_number > kMaxScans) {
-    auto* e = reinterpret_cast<ErrorManager*>(cinfo->err);
-    std::snprintf(e->message, sizeof e->message, "more than %d progressive scans", kMaxScans);
+  auto* e = reinterpret_cast<ErrorManager*>(cinfo->err);
+  if (d->input_scan_number > e->max_scans) {
+    e->over_limit = true;
+    std::snprintf(e->message, sizeof e->message, "more than %d progressive scans (the limit)", e->max_scans);
+    std::longjmp(e->jump, 1);
+  }
+  if (e->deadline->passed()) {
+    e->over_limit = true;
+    std::snprintf(e->message, sizeof e->message, "decoding took over the limit of %g s", e->deadline->seconds());
     std::longjmp(e->jump, 1);
   }
 }
@@ -114,6 +124,26 @@ int scale_denominator(int width, int height, const DecodeHint& hint) {
   return 1;
 }
 
+// What the decode below holds at its peak: libjpeg's whole-image coefficient
+// buffer when the file has several scans (one JBLOCK of 64 coefficients per
+// 8x8 block of each component), the output rows, the CMYK-to-RGB copy and
+// the rotated copy EXIF orientation makes.
+uint64_t peak_bytes(j_decompress_ptr cinfo, bool cmyk, int orientation) {
+  const uint64_t out = uint64_t{cinfo->output_width} * cinfo->output_height;
+  uint64_t bytes = out * static_cast<uint64_t>(cinfo->output_components);
+  if (cmyk) bytes += out * 3;
+  if (orientation != 1) bytes += out * 3;
+  if (jpeg_has_multiple_scans(cinfo))
+    for (int c = 0; c < cinfo->num_components; ++c) {
+      const jpeg_component_info& comp = cinfo->comp_info[c];
+      // Rows and columns of blocks rounded up to whole MCUs, as libjpeg allocates them.
+      const uint64_t cols = (comp.width_in_blocks + comp.h_samp_factor) / comp.h_samp_factor * comp.h_samp_factor;
+      const uint64_t rows = (comp.height_in_blocks + comp.v_samp_factor) / comp.v_samp_factor * comp.v_samp_factor;
+      bytes += cols * rows * sizeof(JBLOCK);
+    }
+  return bytes;
+}
+
 inline uint8_t mul255(uint32_t a, uint32_t b) {  // round(a * b / 255)
   const uint32_t t = a * b + 128;
   return static_cast<uint8_t>(((t >> 8) + t) >> 8);
@@ -125,6 +155,9 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits, co
   jpeg_decompress_struct cinfo{};  // zeroed: destroying it is safe whatever happens below
   ErrorManager err;
   std::memset(&err, 0, sizeof err);
+  const DecodeDeadline deadline(limits);
+  err.max_scans = limits.max_jpeg_scans;
+  err.deadline = &deadline;
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
@@ -136,6 +169,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits, co
 
   auto failed = [&](const char* stage) {
     if (err.truncated) fail("truncated JPEG: the data ends before the ", stage, " is complete (", bytes.size(), " bytes)");
+    if (err.over_limit) fail("JPEG refused: ", err.message);
     fail("corrupt JPEG (", stage, "): ", err.message);
   };
   if (!read_header(&cinfo, &err, bytes.data(), bytes.size())) failed("header");
@@ -161,6 +195,7 @@ Image decode_jpeg(std::span<const uint8_t> bytes, const DecodeLimits& limits, co
   if (!compute_output(&cinfo, &err)) failed("header");
   const int comps = cinfo.output_components;
   if (comps != (cmyk ? 4 : 3)) fail("JPEG: unexpected ", comps, " output components");
+  reserve_memory(limits, peak_bytes(&cinfo, cmyk, orientation));
 
   const size_t w = cinfo.output_width, h = cinfo.output_height;
   std::vector<uint8_t> buf(w * h * comps);

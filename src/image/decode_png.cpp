@@ -20,6 +20,8 @@ struct Reader {
   size_t pos;
   bool truncated;
   char message[192];
+  const DecodeDeadline* deadline;
+  bool over_time;
 };
 
 void read_fn(png_structp png, png_bytep out, png_size_t n) {
@@ -38,7 +40,17 @@ void error_fn(png_structp png, png_const_charp msg) {
   png_longjmp(png, 1);
 }
 
-void warning_fn(png_structp, png_const_charp) {}  // ancillary-chunk problems: ignored, as browsers do
+void warning_fn(png_structp, png_const_charp) {}
+
+// Called after every row of every pass (Adam7 makes seven), within
+// png_read_image: the place to stop a decode that runs out of time.
+void row_done(png_structp png, png_uint_32, int) {
+  auto* r = static_cast<Reader*>(png_get_io_ptr(png));
+  if (r->deadline->passed()) {
+    r->over_time = true;
+    png_error(png, "out of time");
+  }
+}  // ancillary-chunk problems: ignored, as browsers do
 
 struct Header {
   png_uint_32 width, height;
@@ -94,19 +106,22 @@ struct PngGuard {
 }  // namespace
 
 Image decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
-  Reader reader{bytes.data(), bytes.size(), 0, false, {0}};
+  const DecodeDeadline deadline(limits);
+  Reader reader{bytes.data(), bytes.size(), 0, false, {0}, &deadline, false};
   PngGuard g;
   g.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, error_fn, warning_fn);
   if (!g.png) fail("PNG: cannot create the decoder");
   g.info = png_create_info_struct(g.png);
   if (!g.info) fail("PNG: cannot create the decoder");
   png_set_read_fn(g.png, &reader, read_fn);
+  png_set_read_status_fn(g.png, row_done);
   // libpng's own caps, in case a future transform path allocates before us.
   const auto side = static_cast<png_uint_32>(std::min<uint64_t>(limits.max_decoded_pixels, 0x7fffffff));
   png_set_user_limits(g.png, side, side);
   png_set_chunk_malloc_max(g.png, 8u << 20);  // ancillary chunks (iCCP, zTXt...) cap
 
   auto failed = [&](const char* stage) {
+    if (reader.over_time) fail("PNG refused: decoding took over the limit of ", deadline.seconds(), " s");
     if (reader.truncated) fail("truncated PNG: the data ends at byte ", reader.size, " while reading the ", stage);
     fail("corrupt PNG (", stage, "): ", reader.message, " near byte ", reader.pos);
   };
@@ -116,6 +131,9 @@ Image decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   if (h.channels < 2 || h.channels > 4) fail("PNG: unexpected ", h.channels, " channels after conversion");
 
   const size_t w = h.width, npix = w * h.height;
+  // The decoded rows, the row pointers and, unless already RGB, the RGB copy.
+  reserve_memory(limits, uint64_t{npix} * h.channels + uint64_t{h.height} * sizeof(png_bytep) +
+                             (h.channels == 3 ? 0 : uint64_t{npix} * 3));
   std::vector<uint8_t> buf(npix * h.channels);
   std::vector<png_bytep> rows(h.height);
   for (size_t y = 0; y < h.height; ++y) rows[y] = buf.data() + y * w * h.channels;

@@ -57,9 +57,14 @@ Image decode_webp(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
   if (st == VP8_STATUS_NOT_ENOUGH_DATA) fail("truncated WebP: the header is incomplete (", bytes.size(), " bytes)");
   if (st != VP8_STATUS_OK) fail("corrupt WebP header: ", status_text(st));
   check_dimensions(f.width, f.height, limits, "WebP");
+  // libwebp decodes in one call, in time linear in the pixels (capped by
+  // check_dimensions); the budget counts its buffers: the RGB result, the
+  // RGBA one for alpha, and for an animation WebPAnimDecoder's two RGBA
+  // canvases (the frame shown and the previous one it composes on).
+  const size_t npix = static_cast<size_t>(f.width) * f.height;
+  reserve_memory(limits, uint64_t{npix} * (f.has_animation ? 3 + 8 : f.has_alpha ? 3 + 4 : 3));
   if (f.has_animation) return first_frame(bytes, f.width, f.height);
 
-  const size_t npix = static_cast<size_t>(f.width) * f.height;
   Image img;
   img.width = f.width;
   img.height = f.height;

@@ -1,6 +1,7 @@
 // Internal to src/image: one decoder per format and the helpers they share.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 
@@ -17,6 +18,21 @@ Image decode_bmp(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 // Throws unless 0 < width, height and width*height <= the limit; called with
 // the header's dimensions before any pixel buffer is allocated.
 void check_dimensions(int64_t width, int64_t height, const DecodeLimits& limits, const char* format);
+
+// Asks limits.budget (if any) for `peak_bytes` before the buffers are allocated.
+void reserve_memory(const DecodeLimits& limits, uint64_t peak_bytes);
+
+// The moment limits.max_seconds runs out, from the decode's start.
+class DecodeDeadline {
+ public:
+  explicit DecodeDeadline(const DecodeLimits& limits);
+  bool passed() const;
+  double seconds() const { return seconds_; }
+
+ private:
+  double seconds_;
+  std::chrono::steady_clock::time_point at_;
+};
 
 // RGBA (or grey+alpha with `channels` 2) -> RGB over a white background,
 // rounding as PIL's paste-with-mask does (qwen-vl-utils composites that way):

@@ -21,9 +21,29 @@ struct Image {
   int scale_denom = 1;  // decoded at 1/scale_denom of the full size
 };
 
+// Where a decoder asks for the memory an image will take before it allocates
+// any of it: once per image, with the bytes its buffers peak at, computed
+// from the dimensions the header declares. The server's admission waits for
+// room there or refuses by throwing (an exception that is not qvl::Error,
+// which decode_image lets through as it is).
+class DecodeBudget {
+ public:
+  virtual ~DecodeBudget() = default;
+  virtual void reserve(uint64_t peak_bytes) = 0;
+};
+
 struct DecodeLimits {
   size_t max_encoded_bytes = 64u << 20;      // refuse larger uploads outright
   uint64_t max_decoded_pixels = 100'000'000;  // width × height, checked from the header
+  // A progressive JPEG re-reads its whole coefficient buffer for each scan,
+  // so a few KB of tiny scans make a CPU bomb; encoders write about 10
+  // (libjpeg's jpeg_simple_progression script: 10 for YCbCr colour).
+  int max_jpeg_scans = 64;
+  // Wall time one decode may take (0: no limit). JPEG checks it in libjpeg's
+  // progress monitor, GIF and PNG after each row; WebP and BMP decode in
+  // time linear in the pixels, which max_decoded_pixels bounds.
+  double max_seconds = 0;
+  DecodeBudget* budget = nullptr;  // none: no accounting (the CLI, tests)
 };
 
 // Lets a JPEG be decoded at 1/2, 1/4 or 1/8 scale in the DCT domain when the
