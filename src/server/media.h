@@ -22,9 +22,13 @@ struct MediaOptions {
 // `param` names the field in errors ("messages[0].content[1].image_url").
 std::vector<uint8_t> fetch_image_bytes(const std::string& url, const MediaOptions& options, const std::string& param);
 
-// For the remote fetcher and its tests: true for loopback, private (RFC 1918,
-// fc00::/7), link-local, CGNAT, unspecified, multicast and broadcast
-// addresses, and IPv4-mapped IPv6 forms of those.
+// For the remote fetcher and its tests (media_address.cpp): true for every
+// address a fetch must not reach — each block of the IANA IPv4 and IPv6
+// special-purpose registries that is not globally reachable, multicast,
+// IPv6 outside 2000::/3, and IPv6 forms carrying such an IPv4 address
+// (mapped, translated, NAT64, 6to4, Teredo) — and for text that is no address.
 bool is_private_address(const std::string& numeric_ip);
+bool is_special_ipv4(uint32_t address);        // host byte order
+bool is_special_ipv6(const uint8_t* address);  // 16 bytes, network order
 
 }  // namespace qvl

@@ -72,8 +72,10 @@ TEST(Security, LocalFilesOnlyInsideTheAllowedFolder) {
   EXPECT_EQ(json::parse(out->body)["error"]["code"], "path_not_allowed");
   // Errors never echo where files live on the server.
   EXPECT_EQ(out->body.find(kFixtures), std::string::npos);
+  // A missing file answers as one outside does (media_file.h): nothing leaks.
   auto missing = post_json(c, "/v1/chat/completions", chat_body("hi", images + "/none.png", 2));
-  EXPECT_EQ(missing->status, 400);
+  EXPECT_EQ(missing->status, 403);
+  EXPECT_EQ(json::parse(missing->body)["error"]["message"], json::parse(out->body)["error"]["message"]);
   EXPECT_EQ(s.stop(), 0);
 }
 
