@@ -242,6 +242,15 @@ void Scheduler::admit() {
     if (begin_run(i)) ++i;
 }
 
+namespace {
+
+void drop_images(std::vector<Message>& messages) {
+  for (Message& m : messages)
+    for (MessagePart& part : m.parts) part.image.reset();
+}
+
+}  // namespace
+
 // Begins active_[index]'s run on a free slot; false when the task was
 // released instead (cancelled while queued, or begin failed).
 bool Scheduler::begin_run(size_t index) {
@@ -268,6 +277,10 @@ bool Scheduler::begin_run(size_t index) {
     for (int s = 0; s < slots_; ++s)
       if (!slot_in_use_[s]) free_slots_.push_back(s);
     admitted.run = engine_.begin(task.request_, admitted.callbacks, free_slots_);
+    // The run's prompt holds the images now and drops each once it is
+    // preprocessed (VisionStage); the request's own references would keep
+    // the decoded pixels (and the server's image budget) for the whole answer.
+    drop_images(task.request_.messages);
     admitted.slot = engine_.run_slot(*admitted.run);
     slot_in_use_[admitted.slot] = true;
     return true;

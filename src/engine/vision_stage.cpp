@@ -14,7 +14,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 }  // namespace
 
-VisionStage::VisionStage(const PreparedPrompt& prompt, int64_t reused, const PreprocessOptions& options, int merge,
+VisionStage::VisionStage(PreparedPrompt& prompt, int64_t reused, const PreprocessOptions& options, int merge,
                          ImageEmbeddingCache& cache, Timings& timings)
     : prompt_(&prompt), options_(options) {
   const PreparedPrompt& p = prompt;
@@ -39,6 +39,17 @@ VisionStage::VisionStage(const PreparedPrompt& prompt, int64_t reused, const Pre
   rows_.assign(p.image_row.begin() + reused, p.image_row.end());
   for (int64_t& row : rows_)
     if (row >= 0) row -= rows_before;
+  // Pixels of images that will not be encoded (cached, or in the reused prefix) are not needed.
+  std::vector<bool> to_encode(p.images.size(), false);
+  for (const Part& part : parts_)
+    if (!part.features) to_encode[part.image] = true;
+  for (size_t i = 0; i < p.images.size(); ++i)
+    if (!to_encode[i]) prompt.images[i].reset();
+}
+
+// The prompt's image keys and grids stay; only the decoded pixels go.
+void VisionStage::drop_pixels() {
+  for (std::shared_ptr<const Image>& image : prompt_->images) image.reset();
 }
 
 bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPool& pool, Timings& timings) {
@@ -55,6 +66,7 @@ bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPoo
         todo.push_back(j);
     }
     if (todo.empty()) {
+      drop_pixels();
       gather();
       timings.vision_ms += ms_since(start);
       return true;
@@ -63,6 +75,7 @@ bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPoo
     encode_->parts = std::move(todo);
     for (const size_t j : encode_->parts)
       encode_->pixels.push_back(preprocess(*p.images[parts_[j].image], model.folder().preprocessor, options_));
+    drop_pixels();  // the preprocessed copies are all the encoder reads
     std::vector<VisionInput> inputs;
     for (size_t k = 0; k < encode_->parts.size(); ++k)
       inputs.push_back({encode_->pixels[k].data.data(), p.grids[parts_[encode_->parts[k]].image]});

@@ -24,8 +24,11 @@ class VisionStage {
  public:
   // The images of `prompt` from token `reused` on, each part taking the
   // embeddings `cache` holds (counted in timings' hits and misses). The
-  // prompt must outlive the stage.
-  VisionStage(const PreparedPrompt& prompt, int64_t reused, const PreprocessOptions& options, int merge,
+  // prompt must outlive the stage. The stage drops the prompt's references
+  // to decoded images as soon as it no longer needs their pixels: at once
+  // for images cached or in the reused prefix, the others once preprocessed
+  // (the server's image budget is returned when the last reference goes).
+  VisionStage(PreparedPrompt& prompt, int64_t reused, const PreprocessOptions& options, int merge,
               ImageEmbeddingCache& cache, Timings& timings);
 
   // One piece: preprocessing the images to encode (the first call), or one
@@ -35,7 +38,10 @@ class VisionStage {
   // Multiply-adds ×2 of the next step (0 for preprocessing, which rides with
   // the first encoder piece).
   double next_flops() const { return encode_ ? encode_->encoding.next_flops() : 0; }
-  void cancel() { encode_.reset(); }
+  void cancel() {
+    encode_.reset();
+    drop_pixels();
+  }
 
   VisionFeatures& features() { return features_; }
   // [prompt length - reused]: each recomputed token's row in features(), -1 for text.
@@ -58,7 +64,9 @@ class VisionStage {
   void cache_encoded(VisionFeatures out, int merge, ImageEmbeddingCache& cache);
   void gather();
 
-  const PreparedPrompt* prompt_;
+  void drop_pixels();
+
+  PreparedPrompt* prompt_;
   PreprocessOptions options_;
   std::vector<Part> parts_;
   std::unique_ptr<Encode> encode_;
