@@ -124,6 +124,14 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.media.allowed_media_dir, "allowed-media-dir", "DIR", "allow image_url file paths inside DIR")
       .unset("no local files")
       .check([](const std::string& dir) {
+  v(o.images.memory_budget_bytes, "image-memory-budget", "BYTES",
+    "decoded image memory across requests (pixels until preprocessed, decoder buffers); "
+    "an image that cannot fit gets 413, one that must wait past --image-time-limit 429")
+      .range(1 << 20, int64_t{1} << 40);
+  v(o.images.max_decodes, "max-image-decodes", "N", "images decoded at once across requests").range(1, 256);
+  v(o.images.time_limit_s, "image-time-limit", "SECONDS",
+    "time for one request's image fetching, admission and decoding (0: none)")
+      .range(0, 3600);
         std::error_code ec;
         return std::filesystem::is_directory(dir, ec) ? "" : "is not a folder";
       });

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/image_admission.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -168,16 +169,27 @@ struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
 
+// An image part whose URL is known and whose pixels are not yet: message
+// `message`'s part `part`.
+struct PendingImage {
+  size_t message, part;
+  std::string url, param;
+};
+
   std::string text(const json& v, const std::string& param) const {
     if (!v.is_string()) wrong_type(param, "a string", v);
     const std::string& s = v.get_ref<const std::string&>();
+  std::vector<PendingImage> pending;
     if (static_cast<int64_t>(s.size()) > limits.max_text_bytes)
       bad_request(param, cat("a text part is ", s.size(), " bytes, over the limit of ", limits.max_text_bytes),
                   "string_too_long");
     return s;
   }
 
-  MessagePart image(const json& part, const std::string& param) {
+  // Only the URL is taken here: images are fetched and decoded once the
+  // whole body is known to be valid (decode_images), so a request refused
+  // for any field costs no image work.
+  MessagePart image(const json& part, const std::string& param, size_t part_index) {
     const json* iu = field(part, "image_url");
     if (!iu) bad_request(param + ".image_url", "an image_url part needs 'image_url'", "missing_field");
     std::string url;
@@ -193,18 +205,9 @@ struct PartParser {
     } else {
       wrong_type(url_param, "an object", *iu);
     }
-    if (++out.images > limits.max_images)
-      bad_request(url_param, cat("more than ", limits.max_images, " images in one request"), "too_many_images");
-    const Clock::time_point t = Clock::now();
-    std::vector<uint8_t> bytes = fetch_image_bytes(url, limits.media, url_param);
-    auto img = std::make_shared<Image>();
-    try {
-      *img = decode_image(bytes, limits.decode);
-    } catch (const Error& e) {
-      bad_request(url_param, cat("the image cannot be used: ", e.what()), "invalid_image");
-    }
-    out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-    return {"", std::move(img)};
+    ++out.images;
+    pending.push_back({out.generate.messages.size(), part_index, std::move(url), std::move(url_param)});
+    return {"", nullptr};
   }
 
   // allow_images false: text parts only (tool results, assistant turns).
@@ -227,7 +230,7 @@ struct PartParser {
         if (!tx) bad_request(p + ".text", "a text part needs 'text'", "missing_field");
         parts.push_back({text(*tx, p + ".text"), nullptr});
       } else if ((t == "image_url" || t == "input_image") && allow_images) {
-        parts.push_back(image(part, p));
+        parts.push_back(image(part, p, parts.size()));
       } else {
         bad_request(p + ".type", cat("unsupported content part type '", t, "' (",
                                       allow_images ? "text and image_url are" : "only text is", " supported here)"));
@@ -242,6 +245,65 @@ ResponseFormat response_format(const json& rf) {
   ResponseFormat out;
   if (!rf.is_object()) wrong_type("response_format", "an object", rf);
   const std::string& type = string_field(rf, "type", "response_format.type");
+// The image parts of every message, counted before anything is parsed or
+// decoded, so a body with a hundred images is refused at once.
+void check_image_count(const json& messages, const ChatLimits& limits) {
+  int64_t images = 0;
+  for (const json& m : messages) {
+    const json* c = m.is_object() ? field(m, "content") : nullptr;
+    if (!c || !c->is_array()) continue;
+    for (const json& part : *c) {
+      const json* type = part.is_object() ? field(part, "type") : nullptr;
+      if (type && (*type == "image_url" || *type == "input_image")) ++images;
+    }
+  }
+  if (images > limits.max_images)
+    bad_request("messages", cat("the request has ", images, " images, over the limit of ", limits.max_images,
+                                " per request"),
+                "too_many_images");
+}
+
+// Fetches and decodes the request's images in order. With an admission,
+// each decode waits for a decode place and reserves its memory (from the
+// header, before any pixel is allocated) within the request's image time
+// limit; the reservation stays with the pixels until they are dropped.
+void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, const ChatLimits& limits,
+                   ImageAdmission* admission) {
+  if (pending.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const double time_limit = admission ? admission->options().time_limit_s : 0;
+  const Clock::time_point deadline =
+      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit))
+                     : Clock::time_point::max();
+  uint64_t held = 0;  // this request's pixels so far
+  for (const PendingImage& p : pending) {
+    std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);
+    DecodeLimits decode = limits.decode;
+    std::shared_ptr<const Image> image;
+    try {
+      if (!admission) {
+        image = std::make_shared<const Image>(decode_image(bytes, decode));
+      } else {
+        const ImageAdmission::DecodeTurn turn = admission->decode_turn(deadline, p.param);
+        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+        if (time_limit > 0 && left <= 0)
+          bad_request(p.param, cat("the request's images took over the limit of ", time_limit,
+                                   " s (--image-time-limit) to fetch and decode"),
+                      "image_time_limit");
+        ImageReserver reserver(*admission, held, deadline, p.param);
+        decode.budget = &reserver;
+        decode.max_seconds = time_limit > 0 ? left : 0;
+        image = reserver.hold(decode_image(bytes, decode));
+        held += held_bytes(*image);
+      }
+    } catch (const Error& e) {
+      bad_request(p.param, cat("the image cannot be used: ", e.what()), "invalid_image");
+    }
+    out.generate.messages[p.message].parts[p.part].image = std::move(image);
+  }
+  out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
   if (type == "text") {
     only_keys(rf, "response_format", {"type"});
   } else if (type == "json_object") {
@@ -397,7 +459,7 @@ std::vector<ToolCall> tool_calls(const json& tcs, const std::string& param) {
 
 std::span<const std::string_view> chat_fields() { return kAccepted; }
 
-ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
+ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, ImageAdmission* admission) {
   if (!body.is_object()) bad_request("", cat("the request body must be a JSON object, not ", type_name(body)), "invalid_type");
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find(kAccepted.begin(), kAccepted.end(), it.key()) == kAccepted.end() &&
@@ -480,7 +542,8 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
   if (!messages) bad_request("messages", "'messages' is required", "missing_field");
   if (!messages->is_array()) wrong_type("messages", "an array", *messages);
   if (messages->empty()) bad_request("messages", "'messages' must not be empty");
-  PartParser parts{limits, out};
+  check_image_count(*messages, limits);
+  PartParser parts{limits, out, {}};
   // The ids of the latest assistant turn's calls, which the tool messages
   // after it answer (the template renders results by position, so an id
   // that answers no call is the client's mistake, as OpenAI says too).
@@ -535,3 +598,4 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
 }
 
 }  // namespace qvl
+  decode_images(out, parts.pending, limits, admission);

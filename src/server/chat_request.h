@@ -1,6 +1,8 @@
 // An OpenAI chat-completions body turned into a GenerateRequest: every field
-// type-checked (400 naming the field), images fetched and decoded here, on
-// the request's thread, so a bad upload is refused before it takes a slot.
+// type-checked (400 naming the field), then images fetched and decoded here,
+// on the request's thread, so a bad upload is refused before it takes a slot
+// (the image count is checked before anything, decoding only once every
+// field is valid).
 // Every top-level field is on an allow-list (kChatFields): honoured, or
 // accepted as bookkeeping that cannot change the answer; anything else is a
 // 400 naming it (DESIGN.md: nothing that changes the answer is dropped).
@@ -21,6 +23,8 @@
 #include "server/media.h"
 
 namespace qvl {
+
+class ImageAdmission;
 
 struct ChatLimits {
   MediaOptions media;
@@ -49,6 +53,9 @@ struct ChatRequest {
 // /v1/models lists them as supported_parameters.
 std::span<const std::string_view> chat_fields();
 
-ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits);
+// `admission`: where the images' decoding waits for its turn and memory
+// (image_admission.h); none: decoded without accounting (tests, fuzzing).
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits,
+                               ImageAdmission* admission = nullptr);
 
 }  // namespace qvl

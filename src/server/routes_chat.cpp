@@ -98,7 +98,7 @@ struct StreamState {
 
 ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens) {
   const nlohmann::ordered_json body = parse_json_body(req.body, json_limits);
-  ChatRequest cr = parse_chat_request(body, chat_limits);
+  ChatRequest cr = parse_chat_request(body, chat_limits, &image_admission);
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.
   try {

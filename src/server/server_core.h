@@ -19,6 +19,7 @@
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_json.h"
+#include "server/image_admission.h"
 #include "server/job_store.h"
 #include "server/json_limits.h"
 #include "server/metrics.h"
@@ -46,6 +47,7 @@ struct ServerCore {
   JobStore jobs;
   ChatLimits chat_limits;
   JsonLimits json_limits;
+  ImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
   std::atomic<bool> ready{false};

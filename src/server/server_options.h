@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "server/image_admission.h"
 #include "server/job_store.h"
 #include "server/media.h"
 
@@ -25,6 +26,7 @@ struct ServerOptions {
   int64_t default_max_tokens = 0;  // 0: the model's generation_config, else until the context is full
   int json_max_depth = 32;
   MediaOptions media;
+  ImageAdmissionOptions images;  // decoding's memory budget, places and time (image_admission.h)
   SchedulerOptions scheduler;
   JobStoreOptions jobs;
   std::string log_format = "text";  // or "json"
