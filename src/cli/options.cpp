@@ -117,13 +117,6 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);
-  v(o.default_max_tokens, "default-max-tokens", "N",
-    "completion limit when a request gives none (0: the model's, else the context)")
-      .range(0, 1 << 24);
-  visit_options(o.repetition_guard, v);
-  v(o.media.allowed_media_dir, "allowed-media-dir", "DIR", "allow image_url file paths inside DIR")
-      .unset("no local files")
-      .check([](const std::string& dir) {
   v(o.images.memory_budget_bytes, "image-memory-budget", "BYTES",
     "decoded image memory across requests (pixels until preprocessed, decoder buffers); "
     "an image that cannot fit gets 413, one that must wait past --image-time-limit 429")
@@ -132,6 +125,13 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.images.time_limit_s, "image-time-limit", "SECONDS",
     "time for one request's image fetching, admission and decoding (0: none)")
       .range(0, 3600);
+  v(o.default_max_tokens, "default-max-tokens", "N",
+    "completion limit when a request gives none (0: the model's, else the context)")
+      .range(0, 1 << 24);
+  visit_options(o.repetition_guard, v);
+  v(o.media.allowed_media_dir, "allowed-media-dir", "DIR", "allow image_url file paths inside DIR")
+      .unset("no local files")
+      .check([](const std::string& dir) {
         std::error_code ec;
         return std::filesystem::is_directory(dir, ec) ? "" : "is not a folder";
       });

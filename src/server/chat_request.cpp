@@ -165,10 +165,6 @@ void check_bookkeeping(const json& body) {
 
 using Clock = std::chrono::steady_clock;
 
-struct PartParser {
-  const ChatLimits& limits;
-  ChatRequest& out;
-
 // An image part whose URL is known and whose pixels are not yet: message
 // `message`'s part `part`.
 struct PendingImage {
@@ -176,10 +172,14 @@ struct PendingImage {
   std::string url, param;
 };
 
+struct PartParser {
+  const ChatLimits& limits;
+  ChatRequest& out;
+  std::vector<PendingImage> pending;
+
   std::string text(const json& v, const std::string& param) const {
     if (!v.is_string()) wrong_type(param, "a string", v);
     const std::string& s = v.get_ref<const std::string&>();
-  std::vector<PendingImage> pending;
     if (static_cast<int64_t>(s.size()) > limits.max_text_bytes)
       bad_request(param, cat("a text part is ", s.size(), " bytes, over the limit of ", limits.max_text_bytes),
                   "string_too_long");
@@ -241,10 +241,6 @@ struct PendingImage {
 };
 
 
-ResponseFormat response_format(const json& rf) {
-  ResponseFormat out;
-  if (!rf.is_object()) wrong_type("response_format", "an object", rf);
-  const std::string& type = string_field(rf, "type", "response_format.type");
 // The image parts of every message, counted before anything is parsed or
 // decoded, so a body with a hundred images is refused at once.
 void check_image_count(const json& messages, const ChatLimits& limits) {
@@ -304,6 +300,10 @@ void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, c
   out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+ResponseFormat response_format(const json& rf) {
+  ResponseFormat out;
+  if (!rf.is_object()) wrong_type("response_format", "an object", rf);
+  const std::string& type = string_field(rf, "type", "response_format.type");
   if (type == "text") {
     only_keys(rf, "response_format", {"type"});
   } else if (type == "json_object") {
@@ -594,8 +594,8 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
     }
     g.messages.push_back(std::move(msg));
   }
+  decode_images(out, parts.pending, limits, admission);
   return out;
 }
 
 }  // namespace qvl
-  decode_images(out, parts.pending, limits, admission);
