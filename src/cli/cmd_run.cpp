@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "engine/engine.h"
 #include "image/image.h"
+#include "pdf/pdf_file.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -26,6 +27,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 int cmd_run(int argc, char** argv) {
   Args args("run", "--model M [--image FILE ...] --prompt TEXT [options]",
             "Answers one prompt about zero or more images (placed before the prompt text in one user turn).\n"
+            "A PDF (known by its first bytes, %PDF-) gives its pages as images, in order (--pages, --dpi).\n"
             "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
             "token_ids, usage, timings and finish_reason.");
   ModelChoice model;
@@ -40,6 +42,8 @@ int cmd_run(int argc, char** argv) {
   visit_options(model, args);
   visit_options(requested, args);
   visit_options(prompt, args);
+  PdfRenderRequest pdf;
+  visit_options(pdf, args);
   args(question, "prompt", "TEXT", "the question or instruction");
   args(json, "json", "answer with a JSON object (constrained decoding)");
   args(json_schema, "json-schema", "FILE", "answer with JSON valid against the JSON Schema in FILE (constrained decoding)");
@@ -54,13 +58,33 @@ int cmd_run(int argc, char** argv) {
   if (args.has("system")) req.messages.push_back({"system", {{prompt.system, nullptr}}});
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
+  bool any_pdf = false;
   for (const std::string& path : prompt.images) {
+    if (is_pdf_file(path)) {
+      any_pdf = true;
+      std::vector<PdfPageImage> pages;
+      try {
+        pages = render_pdf_file(path, pdf);
+      } catch (const Error& e) {
+        fail("PDF ", path, ": ", e.what());
+      }
+      for (PdfPageImage& page : pages) {
+        if (page.dpi_lowered || verbose)
+          std::cerr << path << ": page " << page.page << " rendered at " << page.dpi << " dpi ("
+                    << page.image.width << "x" << page.image.height << " px"
+                    << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
+        user.parts.push_back({"", std::make_shared<Image>(std::move(page.image))});
+      }
+      continue;
+    }
     try {
       user.parts.push_back({"", std::make_shared<Image>(load_image(path))});
     } catch (const Error& e) {
       fail("image ", path, ": ", e.what());
     }
   }
+  if (!any_pdf && (args.has("pages") || args.has("dpi")))
+    throw UsageError(cat("run: --", args.has("pages") ? "pages" : "dpi", " applies to PDF files, and no --image is one"));
   const double image_decode_ms = ms_since(t_images);
   user.parts.push_back({question, nullptr});
   req.messages.push_back(std::move(user));

@@ -91,8 +91,15 @@ void visit_options(GenerateRequest& r, Args& v) {
 }
 
 void visit_options(PromptOptions& p, Args& v) {
-  v(p.images, "image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF) for the first message");
+  v(p.images, "image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF) or a PDF (its pages) for the first message");
   v(p.system, "system", "TEXT", "a system message");
+}
+
+void visit_options(PdfRenderRequest& r, Args& v) {
+  v(r.pages, "pages", "LIST", "pages of each PDF --image, in the order given, like 1-3,7 or 5- (no page twice)")
+      .unset("every page, at most " + std::to_string(PdfLimits{}.max_pages));
+  v(r.dpi, "dpi", "DPI", "resolution PDF pages are rendered at (a page too large for 4096 x 4096 px at it gets a lower one)")
+      .range(PdfLimits{}.min_dpi, PdfLimits{}.max_dpi);
 }
 
 void visit_options(ServerOptions& o, Args& v) {

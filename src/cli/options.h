@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "io/model_source.h"
+#include "pdf/pdf_pages.h"
 #include "server/server_options.h"
 #include "util/args.h"
 
@@ -49,6 +50,8 @@ void visit_options(RepetitionGuardOptions& g, Args& v);
 void visit_options(GenerateRequest& r, Args& v);
 // --image (repeatable), --system.
 void visit_options(PromptOptions& p, Args& v);
+// --pages, --dpi: how each PDF among the --image files becomes page images.
+void visit_options(PdfRenderRequest& r, Args& v);
 // Everything `qvl serve` takes beyond the model and the engine: network,
 // limits, security, scheduling, jobs, logs, the repetition guard.
 void visit_options(ServerOptions& o, Args& v);
