@@ -1,5 +1,8 @@
 // Errors: one exception type whose message is one line a user can act on,
-// naming what failed and where (file, tensor, field, byte offset).
+// naming what failed and where (file, tensor, field, byte offset). The
+// message is kept printable (util/printable.h): text quoted from a file or a
+// request with a NUL or a newline in it cannot cut or split it, since what()
+// is read as a C string.
 #pragma once
 
 #include <sstream>
@@ -7,11 +10,13 @@
 #include <string>
 #include <utility>
 
+#include "util/printable.h"
+
 namespace qvl {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(printable_message(message)) {}
 };
 
 // A bad command line: reported as one line, exit code 2.
