@@ -105,11 +105,15 @@ void visit_options(PdfRenderRequest& r, Args& v) {
 void visit_options(ServerOptions& o, Args& v) {
   v(o.host, "host", "ADDR", "address to listen on (0.0.0.0 exposes the server to the network)").env("QVL_HOST");
   v(o.port, "port", "N", "TCP port (0: any free one)").range(0, 65535).env("QVL_PORT");
-  v(o.api_key, "api-key", "KEY", "require 'Authorization: Bearer KEY' on every route but /health")
+  v(o.api_key, "api-key", "KEY", "require 'Authorization: Bearer KEY' on the API (not on /health or the web page)")
       .unset("none")
       .env("QVL_API_KEY");
   v(o.cors_origin, "cors-origin", "ORIGIN", "allow cross-origin browser requests from ORIGIN ('*' for any)")
       .unset("none");
+  v(o.allowed_hosts, "allowed-hosts", "LIST",
+    "Host names served, comma-separated ('.example.com' with subdomains; '*': any; 'auto': loopback names when "
+    "bound to loopback, else any)")
+      .env("QVL_ALLOWED_HOSTS");
   v(o.scheduler.parallel, "parallel", "N", "sequences generated at once (each gets --ctx-size / N tokens of context)")
       .range(1, 256)
       .env("QVL_PARALLEL");
@@ -155,6 +159,14 @@ void visit_options(ServerOptions& o, Args& v) {
     "on SIGINT/SIGTERM, time given to running requests before they are cancelled")
       .range(0, 3600);
   v(o.http_threads, "http-threads", "N", "HTTP worker threads (0: parallel + queue-size + 8)").range(0, 4096);
+  v(o.max_connections, "max-connections", "N",
+    "open connections at most; at the cap the longest-idle one is closed for a new one").range(8, 1 << 20);
+  v(o.max_connections_per_address, "max-connections-per-address", "N", "open connections from one client address at most")
+      .range(1, 1 << 20);
+  v(o.header_timeout_s, "header-timeout", "SECONDS", "time for a request's header to arrive from its first byte (then 408)")
+      .range(0.1, 3600);
+  v(o.body_timeout_s, "body-timeout", "SECONDS", "time for a request's body to arrive, plus 1 s per 64 KiB (then 408)")
+      .range(0.1, 3600);
 }
 
 EngineParams engine_params(const ModelChoice& model, EngineParams p) {

@@ -43,7 +43,7 @@ std::string text_value(const nlohmann::ordered_json& v) {
 
 }  // namespace
 
-void RequestLog::write(const httplib::Request& req, const httplib::Response& res, RequestRecord& rec) {
+void RequestLog::write(const HttpRequest& req, const HttpResponse& res, RequestRecord& rec) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - rec.start).count();
   nlohmann::ordered_json line = {{"time", utc_now()}, {"id", rec.id},          {"method", req.method},
                          {"route", rec.route}, {"status", res.status}, {"ms", ms}};

@@ -3,9 +3,9 @@
 // error). --log-format text (key=value) or json (one object per line).
 #pragma once
 
-#include <httplib.h>
-
 #include <mutex>
+
+#include "http/http_message.h"
 
 namespace qvl {
 
@@ -14,7 +14,7 @@ struct RequestRecord;
 class RequestLog {
  public:
   explicit RequestLog(bool json) : json_(json) {}
-  void write(const httplib::Request& req, const httplib::Response& res, RequestRecord& rec);
+  void write(const HttpRequest& req, const HttpResponse& res, RequestRecord& rec);
 
  private:
   bool json_;

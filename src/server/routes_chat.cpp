@@ -12,7 +12,6 @@
 #include <optional>
 
 #include "engine/tool_calls.h"
-#include "server/conn_probe.h"
 #include "server/server_core.h"
 #include "util/error.h"
 
@@ -85,7 +84,7 @@ struct StreamState {
   bool include_usage = false;
   bool logprobs = false;
   std::vector<ChoiceStream> choices;
-  ConnectionProbe probe;
+  std::function<bool()> client_gone;  // the request's: true once the client has gone
   std::shared_ptr<RequestRecord> rec;
   std::string request_id;
   const ServerCore* core = nullptr;
@@ -96,8 +95,8 @@ struct StreamState {
 
 }  // namespace
 
-ChatRequest ServerCore::prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens) {
-  const nlohmann::ordered_json body = parse_json_body(req.body, json_limits);
+ChatRequest ServerCore::prepare_chat(std::string_view raw_body, int64_t& prompt_tokens, int64_t& image_tokens) {
+  const nlohmann::ordered_json body = parse_json_body(raw_body, json_limits);
   ChatRequest cr = parse_chat_request(body, chat_limits, &image_admission);
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.
@@ -174,7 +173,7 @@ void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std
   if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();
 }
 
-void ServerCore::refuse(httplib::Response& res, RequestRecord& rec, const ApiError& e) {
+void ServerCore::refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e) {
   if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
   {
     std::lock_guard lock(rec.mutex);
@@ -200,11 +199,11 @@ ApiError ServerCore::task_error(const Task& t, const std::string& request_id) co
 }
 
 void ServerCore::register_chat_routes() {
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  router.post("/v1/chat/completions", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     try {
       int64_t prompt_tokens = 0, image_tokens = 0;
-      ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
+      ChatRequest cr = prepare_chat(req.body, prompt_tokens, image_tokens);
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
                         model_name, cr.image_ms, image_tokens, &engine->tokenizer()};
       {
@@ -220,12 +219,10 @@ void ServerCore::register_chat_routes() {
       auto task = std::make_shared<Task>(std::move(cr.generate), cr.stream);
       task->set_on_done([this, meta, rec](const Task& t) { on_task_done(t, meta, rec); });
       submit(task);
-      const ConnectionProbe probe =
-          ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
 
       if (!cr.stream) {
         while (!task->wait_done(kPollPeriod))
-          if (probe.closed()) task->cancel(TaskOutcome::Cancelled);
+          if (req.gone()) task->cancel(TaskOutcome::Cancelled);
         if (task->outcome() == TaskOutcome::Succeeded) reply_json(res, 200, completion_json(*task, meta));
         else reply_error(res, task_error(*task, rec->id));
         return;
@@ -239,22 +236,15 @@ void ServerCore::register_chat_routes() {
       st->choices.resize(n);
       if (may_call)
         for (ChoiceStream& cs : st->choices) cs.parser.emplace();
-      st->probe = probe;
+      st->client_gone = req.client_gone;
       st->rec = rec;
       st->request_id = rec->id;
       st->core = this;
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
-      // cpp-httplib compresses text/* chunked bodies when the client accepts
-      // it (browsers do), and its compressor holds output back: the stream
-      // would arrive in one piece at the end. It exempts only the bare
-      // "text/event-stream" type, which browsers then decode as Latin-1, so
-      // the request's Accept-Encoding is dropped instead; the Request object
-      // is the library's own and lives until the response is written.
-      const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
-      res.set_chunked_content_provider(
+      res.set_provider(
           "text/event-stream; charset=utf-8",  // SSE is UTF-8 by definition; some clients need telling
-          [st](size_t, httplib::DataSink& sink) {
+          [st](ChunkSink& sink) {
             auto write = [&](const std::string& s) {
               st->last_write = std::chrono::steady_clock::now();
               return sink.write(s.data(), s.size());
@@ -300,7 +290,7 @@ void ServerCore::register_chat_routes() {
               return false;
             }
             if (!done) {
-              if (st->probe.closed()) {
+              if (st->client_gone()) {
                 t.cancel(TaskOutcome::Cancelled);
                 return false;
               }

@@ -44,7 +44,7 @@ bool ServerCore::serves_model(const std::string& id) const {
 }
 
 void ServerCore::register_info_routes() {
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  router.get("/health", [this](HttpRequest&, HttpResponse& res) {
     if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
     if (!ready.load()) {
       res.set_header("Retry-After", "2");
@@ -53,11 +53,11 @@ void ServerCore::register_info_routes() {
     reply_json(res, 200, {{"status", "ok"}});
   });
 
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  router.get("/v1/models", [this](HttpRequest&, HttpResponse& res) {
     reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
   });
   // A repo id has a slash ("Qwen/Qwen3-VL-2B-Instruct"), so the id is the rest of the path.
-  http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+  router.get(R"(/v1/models/(.+))", [this](HttpRequest& req, HttpResponse& res) {
     const std::string id = req.matches[1];
     if (!serves_model(id))
       return reply_error(res, ApiError(404, "model_not_found",
@@ -67,7 +67,7 @@ void ServerCore::register_info_routes() {
     reply_json(res, 200, model_entry());
   });
 
-  http.Get("/v1/qvl/config", [this](const httplib::Request&, httplib::Response& res) {
+  router.get("/v1/qvl/config", [this](HttpRequest&, HttpResponse& res) {
     const EngineInfo& info = engine->info();
     reply_json(res, 200,
                {{"model", model_name},
@@ -88,7 +88,7 @@ void ServerCore::register_info_routes() {
                 {"timeout_s", options.scheduler.timeout_s}});
   });
 
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  router.get("/metrics", [this](HttpRequest&, HttpResponse& res) {
     Gauges g;
     g.ready = ready.load() && !draining.load();
     if (scheduler) {
@@ -121,7 +121,7 @@ void ServerCore::register_info_routes() {
   });
 
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  router.post("/tokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
       const auto body = parse_json_body(req.body, json_limits);
       if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
@@ -135,7 +135,7 @@ void ServerCore::register_info_routes() {
       reply_error(res, e);
     }
   });
-  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  router.post("/detokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
       const auto body = parse_json_body(req.body, json_limits);
       if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
@@ -153,21 +153,18 @@ void ServerCore::register_info_routes() {
       reply_error(res, e);
     }
   });
-
 }
 
-void ServerCore::register_page_route() {
-  // The page, from the embedded assets only: nothing on disk is reachable.
-  http.Get(R"(/(.*))", [](const httplib::Request& req, httplib::Response& res) {
-    const WebAsset* a = find_web_asset(req.path);
-    if (!a) return reply_error(res, ApiError(404, "not_found", "no route for GET " + req.path.substr(0, 200)));
-    res.set_header("Content-Security-Policy", kPageCsp);
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "no-referrer");
-    res.set_header("X-Frame-Options", "DENY");
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(a->data.data(), a->data.size(), std::string(a->mime));
-  });
+// The page, from the embedded assets only: nothing on disk is reachable.
+void ServerCore::serve_page(const HttpRequest& req, HttpResponse& res) {
+  const WebAsset* a = find_web_asset(req.path);
+  if (!a) return reply_error(res, ApiError(404, "not_found", "no route for GET " + req.path.substr(0, 200)));
+  res.set_header("Content-Security-Policy", kPageCsp);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content(std::string(a->data), a->mime);
 }
 
 }  // namespace qvl

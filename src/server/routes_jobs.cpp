@@ -12,11 +12,11 @@ namespace qvl {
 using json = nlohmann::json;
 
 void ServerCore::register_job_routes() {
-  http.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+  router.post("/v1/jobs", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     try {
       int64_t prompt_tokens = 0, image_tokens = 0;
-      ChatRequest cr = prepare_chat(req, prompt_tokens, image_tokens);
+      ChatRequest cr = prepare_chat(req.body, prompt_tokens, image_tokens);
       // A job's answer is fetched whole with GET; there is nothing to stream.
       if (cr.stream) bad_request("stream", "a job cannot be streamed: poll GET /v1/jobs/{id}, or stream from /v1/chat/completions");
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
@@ -42,15 +42,15 @@ void ServerCore::register_job_routes() {
   });
 
   const std::string job_path = R"(/v1/jobs/([A-Za-z0-9-]{1,64}))";
-  auto not_found = [](httplib::Response& res) {
+  auto not_found = [](HttpResponse& res) {
     reply_error(res, ApiError(404, "job_not_found", "no such job (unknown id, or its result expired)"));
   };
-  http.Get(job_path, [this, not_found](const httplib::Request& req, httplib::Response& res) {
+  router.get(job_path, [this, not_found](HttpRequest& req, HttpResponse& res) {
     json j = jobs.status(req.matches[1]);
     if (j.is_null()) return not_found(res);
     reply_json(res, 200, j);
   });
-  http.Delete(job_path, [this, not_found](const httplib::Request& req, httplib::Response& res) {
+  router.del(job_path, [this, not_found](HttpRequest& req, HttpResponse& res) {
     auto task = jobs.task(req.matches[1]);
     if (!task) return not_found(res);
     task->cancel(TaskOutcome::Cancelled);

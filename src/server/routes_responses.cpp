@@ -7,7 +7,6 @@
 #include <chrono>
 
 #include "engine/tool_calls.h"
-#include "server/conn_probe.h"
 #include "server/response_store.h"
 #include "server/responses_json.h"
 #include "server/responses_request.h"
@@ -46,7 +45,7 @@ struct ResponsesStream {
   ojson items;  // the request's conversation, for the store
   bool keep = true;
   bool parse_calls = false;
-  ConnectionProbe probe;
+  std::function<bool()> client_gone;  // the request's: true once the client has gone
   std::shared_ptr<RequestRecord> rec;
   std::string request_id;
   const ServerCore* core = nullptr;
@@ -174,7 +173,7 @@ struct ResponsesStream {
 void ServerCore::register_responses_routes() {
   auto store = std::make_shared<ResponseStore>(kStoredResponses);
 
-  http.Post("/v1/responses", [this, store](const httplib::Request& req, httplib::Response& res) {
+  router.post("/v1/responses", [this, store](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     rec->route = "/v1/responses";
     try {
@@ -185,9 +184,7 @@ void ServerCore::register_responses_routes() {
       try {
         // The chat route's own preparation (parsing, images, the prompt's
         // fit), on the translated body.
-        httplib::Request chat_req;
-        chat_req.body = dump_ordered(rr.chat);
-        cr = prepare_chat(chat_req, prompt_tokens, image_tokens);
+        cr = prepare_chat(dump_ordered(rr.chat), prompt_tokens, image_tokens);
       } catch (const ApiError& e) {
         throw rr.translate_error(e);
       }
@@ -203,13 +200,11 @@ void ServerCore::register_responses_routes() {
       auto task = std::make_shared<Task>(std::move(cr.generate));
       task->set_on_done([this, chat_meta, rec](const Task& t) { on_task_done(t, chat_meta, rec); });
       submit(task);
-      const ConnectionProbe probe =
-          ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
       auto make_id = [this] { return new_request_id() + new_request_id(); };
 
       if (!rr.stream) {
         while (!task->wait_done(kPollPeriod))
-          if (probe.closed()) task->cancel(TaskOutcome::Cancelled);
+          if (req.gone()) task->cancel(TaskOutcome::Cancelled);
         if (task->outcome() != TaskOutcome::Succeeded) {
           reply_error(res, task_error(*task, rec->id));
           return;
@@ -233,7 +228,7 @@ void ServerCore::register_responses_routes() {
       st->items = std::move(rr.items);
       st->keep = rr.store;
       st->parse_calls = parse_calls;
-      st->probe = probe;
+      st->client_gone = req.client_gone;
       st->rec = rec;
       st->request_id = rec->id;
       st->core = this;
@@ -241,11 +236,9 @@ void ServerCore::register_responses_routes() {
       st->ids = OutputIds{make_id, "msg_" + make_id(), {}};
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
-      // As in routes_chat.cpp: no compression, which would hold the events back.
-      const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
-      res.set_chunked_content_provider(
+      res.set_provider(
           "text/event-stream; charset=utf-8",
-          [st](size_t, httplib::DataSink& sink) {
+          [st](ChunkSink& sink) {
             auto flush = [&] {
               if (st->pending.empty()) return true;
               st->last_write = std::chrono::steady_clock::now();
@@ -269,7 +262,7 @@ void ServerCore::register_responses_routes() {
               return false;
             }
             if (!done) {
-              if (st->probe.closed() ||
+              if (st->client_gone() ||
                   (std::chrono::steady_clock::now() - st->last_write > kHeartbeat && !sink.write(": keep-alive\n\n", 14))) {
                 t.cancel(TaskOutcome::Cancelled);
                 return false;
@@ -291,20 +284,20 @@ void ServerCore::register_responses_routes() {
   });
 
   const std::string path = R"(/v1/responses/([A-Za-z0-9_]+))";
-  auto not_found = [](httplib::Response& res, const std::string& id) {
+  auto not_found = [](HttpResponse& res, const std::string& id) {
     reply_error(res, ApiError(404, "not_found",
                               cat("no stored response has id '", id.substr(0, 80),
                                   "' (the server keeps its last ", kStoredResponses, " responses in memory)"),
                               "response_id"));
   };
-  http.Get(path, [this, store, not_found](const httplib::Request& req, httplib::Response& res) {
+  router.get(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
     record(req)->route = "/v1/responses/{id}";
     auto e = store->get(req.matches[1]);
     if (!e) return not_found(res, req.matches[1]);
     res.status = 200;
     res.set_content(dump_ordered(e->response), "application/json");
   });
-  http.Delete(path, [this, store, not_found](const httplib::Request& req, httplib::Response& res) {
+  router.del(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
     record(req)->route = "/v1/responses/{id}";
     if (!store->erase(req.matches[1])) return not_found(res, req.matches[1]);
     reply_json(res, 200, {{"id", req.matches[1]}, {"object", "response.deleted"}, {"deleted", true}});

@@ -3,7 +3,9 @@
 #include <random>
 #include <thread>
 
+#include "http/http_server.h"
 #include "server/request_log.h"
+#include "server/request_policy.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -16,7 +18,7 @@ namespace {
 
 // Route patterns for logs and metrics: raw paths would let clients grow the
 // label set without bound.
-std::string route_of(const httplib::Request& req) {
+std::string route_of(const HttpRequest& req) {
   static const char* kRoutes[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/jobs",
                                   "/v1/responses", "/v1/qvl/config", "/tokenize", "/detokenize"};
   for (const char* r : kRoutes)
@@ -24,11 +26,15 @@ std::string route_of(const httplib::Request& req) {
   if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
   if (req.path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   if (req.path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
-  if (req.method == "GET") return "/ (page)";
+  if (req.method == "GET" || req.method == "HEAD") return "/ (page)";
   return "other";
 }
 
-bool open_route(const std::string& route) { return route == "/health"; }
+// The routes whose POST body is JSON.
+bool takes_json(const std::string& route) {
+  return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
+         route == "/detokenize";
+}
 
 // Compares in time that depends only on the lengths, so response timing does
 // not reveal how much of a guessed key was right.
@@ -40,12 +46,12 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void reply_json(httplib::Response& res, int status, const json& body) {
+void reply_json(HttpResponse& res, int status, const json& body) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }
 
-void reply_error(httplib::Response& res, const ApiError& e) { reply_json(res, e.status(), e.to_json()); }
+void reply_error(HttpResponse& res, const ApiError& e) { reply_json(res, e.status(), e.to_json()); }
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -68,7 +74,7 @@ std::string ServerCore::new_request_id() {
   return buf;
 }
 
-std::shared_ptr<RequestRecord> ServerCore::record(const httplib::Request& req) {
+std::shared_ptr<RequestRecord> ServerCore::record(const HttpRequest& req) {
   std::lock_guard lock(records_mutex);
   auto& r = records[&req];
   if (!r) {  // a request the pre-routing handler never saw (e.g. refused while reading the body)
@@ -81,50 +87,38 @@ std::shared_ptr<RequestRecord> ServerCore::record(const httplib::Request& req) {
 
 struct Server::Impl {
   ServerCore core;
+  HostPolicy hosts;
+  std::unique_ptr<HttpServer> http;
   std::thread listener;
   std::unique_ptr<RequestLog> log;
 
-  Impl(const ServerOptions& o, std::string name) : core(o, std::move(name)) {
+  Impl(const ServerOptions& o, std::string name) : core(o, std::move(name)), hosts(o.allowed_hosts, o.host) {
     log = std::make_unique<RequestLog>(o.log_format == "json");
-    setup();
-  }
-
-  void setup() {
-    httplib::Server& h = core.http;
-    const ServerOptions& o = core.options;
-    const int threads = o.http_threads > 0 ? o.http_threads : o.scheduler.parallel + o.scheduler.queue_size + 8;
-    h.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    h.set_payload_max_length(o.max_body_bytes);
-    // cpp-httplib's default also sets SO_REUSEPORT, which lets a second
-    // server (or another program) bind the same port and take half the
-    // connections; a port that is taken must be an error instead.
-    h.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    h.set_keep_alive_timeout(5);
-    // Stream chunks are small writes; Nagle plus delayed ACKs would batch
-    // them and make a streamed answer arrive in lumps.
-    h.set_tcp_nodelay(true);
-    h.set_read_timeout(30);
-    h.set_write_timeout(30);
-    h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return pre_route(req, res); });
-    h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) { on_error(req, res); });
-    h.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-      on_exception(req, res, ep);
-    });
-    h.set_logger([this](const httplib::Request& req, const httplib::Response& res) { on_logged(req, res); });
+    HttpServerOptions h;
+    h.host = o.host;
+    h.port = o.port;
+    h.workers = o.http_threads > 0 ? o.http_threads : o.scheduler.parallel + o.scheduler.queue_size + 8;
+    h.max_connections = o.max_connections;
+    h.max_connections_per_address = o.max_connections_per_address;
+    h.header_timeout_s = o.header_timeout_s;
+    h.body_timeout_s = o.body_timeout_s;
+    h.idle_timeout_s = 5;
+    h.write_timeout_s = 30;
+    h.limits.max_body_bytes = o.max_body_bytes;
+    http = std::make_unique<HttpServer>(
+        h, [this](HttpRequest& req, HttpResponse& res) { handle(req, res); },
+        [this](int status, const std::string& message) { return refused_early(status, message); },
+        [this](const HttpRequest& req, const HttpResponse& res) { on_logged(req, res); });
     core.register_info_routes();
     core.register_chat_routes();
     core.register_job_routes();
     core.register_responses_routes();
-    core.register_page_route();
   }
 
-  void cors(const httplib::Request& req, httplib::Response& res) {
+  void cors(const HttpRequest& req, HttpResponse& res) {
     const std::string& allowed = core.options.cors_origin;
     if (allowed.empty()) return;
-    const std::string origin = req.get_header_value("Origin");
+    const std::string& origin = req.header("Origin");
     if (allowed == "*") res.set_header("Access-Control-Allow-Origin", "*");
     else if (origin == allowed) res.set_header("Access-Control-Allow-Origin", allowed), res.set_header("Vary", "Origin");
     else return;
@@ -133,7 +127,7 @@ struct Server::Impl {
     res.set_header("Access-Control-Max-Age", "600");
   }
 
-  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res) {
+  void handle(HttpRequest& req, HttpResponse& res) {
     auto rec = std::make_shared<RequestRecord>();
     rec->id = core.new_request_id();
     rec->route = route_of(req);
@@ -142,73 +136,105 @@ struct Server::Impl {
       core.records[&req] = rec;
     }
     res.set_header("X-Request-Id", rec->id);
+    try {
+      if (pre_route(req, res, *rec)) return;
+      switch (core.router.dispatch(req, res)) {
+        case HttpRouter::Match::Found:
+          return;
+        case HttpRouter::Match::NoPath:
+          if (req.method == "GET" || req.method == "HEAD") return core.serve_page(req, res);
+          [[fallthrough]];
+        case HttpRouter::Match::NoMethod:  // 404 as before, the method and path named
+          return reply_error(res, ApiError(404, "not_found",
+                                           "no route for " + req.method.substr(0, 20) + " " + req.path.substr(0, 200)));
+      }
+    } catch (const ApiError& e) {
+      res.provider = nullptr;
+      reply_error(res, e);
+    } catch (const std::exception& e) {
+      // Details go to the log only: clients get no internals.
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["error"] = e.what();
+      }
+      res.provider = nullptr;
+      reply_error(res, ApiError(500, "internal_error", "internal error (request " + rec->id + ")"));
+    }
+  }
+
+  // The checks every request passes before its route: true when answered.
+  bool pre_route(const HttpRequest& req, HttpResponse& res, RequestRecord& rec) {
+    const bool health = rec.route == "/health";
+    const bool page = rec.route == "/ (page)" && (req.method == "GET" || req.method == "HEAD");
+    auto refuse = [&](const ApiError& e) {
+      {
+        std::lock_guard lock(rec.mutex);
+        rec.fields["error"] = e.code();
+      }
+      reply_error(res, e);
+      return true;
+    };
+    // Health probes address the server by whatever name the platform uses.
+    if (!health) {
+      if (std::string why = hosts.refusal(req.header("Host")); !why.empty())
+        return refuse(ApiError(403, "host_not_allowed", why));
+    }
+    if (const std::string* origin = req.headers.find("Origin")) {
+      if (std::string why = origin_refusal(*origin, req.header("Host"), core.options.cors_origin); !why.empty())
+        return refuse(ApiError(403, "origin_not_allowed", why));
+    }
     cors(req, res);
     if (req.method == "OPTIONS") {  // CORS preflight, answered before authentication as browsers require
       res.status = core.options.cors_origin.empty() ? 405 : 204;
-      return httplib::Server::HandlerResponse::Handled;
+      return true;
     }
-    if (!core.options.api_key.empty() && !open_route(rec->route)) {
-      const std::string auth = req.get_header_value("Authorization");
+    // The page and its files carry no secrets (the page asks for the key);
+    // the API behind them needs it.
+    if (!core.options.api_key.empty() && !health && !page) {
+      const std::string& auth = req.header("Authorization");
       const std::string prefix = "Bearer ";
       const bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
                       same_secret(std::string_view(auth).substr(prefix.size()), core.options.api_key);
       if (!ok) {
         res.set_header("WWW-Authenticate", "Bearer");
-        reply_error(res, ApiError(401, "invalid_api_key",
-                                  "missing or wrong API key: send 'Authorization: Bearer <key>'"));
-        return httplib::Server::HandlerResponse::Handled;
+        return refuse(ApiError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'"));
       }
     }
-    const bool api = rec->route != "/health" && rec->route != "/ (page)" && rec->route != "/metrics";
-    if (api && core.draining.load()) {
-      reply_error(res, ApiError(503, "shutting_down", "the server is shutting down"));
-      return httplib::Server::HandlerResponse::Handled;
+    if (req.method == "POST" && takes_json(rec.route)) {
+      if (std::string why = content_type_refusal(req.header("Content-Type")); !why.empty())
+        return refuse(ApiError(415, "unsupported_media_type", why));
     }
+    const bool api = !health && rec.route != "/ (page)" && rec.route != "/metrics";
+    if (api && core.draining.load()) return refuse(ApiError(503, "shutting_down", "the server is shutting down"));
     if (api && !core.ready.load()) {
       res.set_header("Retry-After", "5");
-      reply_error(res, ApiError(503, "loading", "the model is still loading; retry shortly"));
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(ApiError(503, "loading", "the model is still loading; retry shortly"));
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return false;
   }
 
-  void on_error(const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty() || res.content_provider_ || res.status == 204) return;  // a handler answered already
-    const int s = res.status;
-    // cpp-httplib caps form-encoded bodies at 8 KiB whatever the payload
-    // limit, and `curl -d` sends that type by default: say what to do.
-    if (s == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
-      return reply_error(res, ApiError(413, "request_too_large",
-                                       "form-encoded bodies are limited to 8 KiB; send 'Content-Type: application/json'"));
-    // The path as sent (cut short), not its route label: "other" helps nobody.
-    ApiError e = s == 404   ? ApiError(404, "not_found", "no route for " + req.method + " " + req.path.substr(0, 200))
-                 : s == 405 ? ApiError(405, "method_not_allowed", "method not allowed")
-                 : s == 413 ? ApiError(413, "request_too_large",
-                                       cat("the request body is over the limit of ", core.options.max_body_bytes,
-                                           " bytes (--max-body-bytes)"))
-                 : s == 414 ? ApiError(414, "uri_too_long", "the request URI is too long")
-                 : s == 400 ? ApiError(400, "bad_request", "malformed HTTP request")
-                            : ApiError(s, "error", "the request failed");
-    reply_error(res, e);
+  // A request the HTTP layer refused before any route saw it.
+  HttpResponse refused_early(int status, const std::string& message) {
+    static const std::map<int, const char*> kCodes = {
+        {400, "bad_request"},  {408, "request_timeout"},   {413, "request_too_large"},  {414, "uri_too_long"},
+        {431, "header_too_large"}, {500, "internal_error"}, {501, "not_implemented"}, {503, "too_many_connections"},
+        {505, "http_version_not_supported"}};
+    const auto code = kCodes.find(status);
+    std::string why = message;
+    if (status == 413) why += " (--max-body-bytes)";
+    HttpResponse res;
+    reply_error(res, ApiError(status, code == kCodes.end() ? "error" : code->second, why));
+    core.metrics.request("other", status);
+    RequestRecord rec;
+    rec.route = "other";
+    rec.fields["error"] = message;
+    HttpRequest none;
+    none.method = "-";
+    log->write(none, res, rec);
+    return res;
   }
 
-  void on_exception(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    auto rec = core.record(req);
-    try {
-      std::rethrow_exception(ep);
-    } catch (const ApiError& e) {
-      reply_error(res, e);
-    } catch (const std::exception& e) {
-      // Details go to the log only: clients get no internals.
-      std::lock_guard lock(rec->mutex);
-      rec->fields["error"] = e.what();
-      reply_error(res, ApiError(500, "internal_error", "internal error (request " + rec->id + ")"));
-    } catch (...) {
-      reply_error(res, ApiError(500, "internal_error", "internal error (request " + rec->id + ")"));
-    }
-  }
-
-  void on_logged(const httplib::Request& req, const httplib::Response& res) {
+  void on_logged(const HttpRequest& req, const HttpResponse& res) {
     std::shared_ptr<RequestRecord> rec;
     {
       std::lock_guard lock(core.records_mutex);
@@ -237,18 +263,9 @@ Server::~Server() {
 }
 
 int Server::start() {
-  ServerCore& c = impl_->core;
-  int port = c.options.port;
-  if (port == 0) {
-    port = c.http.bind_to_any_port(c.options.host);
-    if (port <= 0) fail("cannot listen on ", c.options.host, " (no free port)");
-  } else if (!c.http.bind_to_port(c.options.host, port)) {
-    fail("cannot listen on ", c.options.host, ":", port, " (address in use, or not an address of this machine)");
-  }
-  impl_->listener = std::thread([&c] { c.http.listen_after_bind(); });
-  // httplib's stop() is a no-op until the listener runs: wait for it, so a
-  // shutdown() right after start() cannot be lost.
-  while (!c.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Impl& i = *impl_;
+  const int port = i.http->listen();
+  i.listener = std::thread([&i] { i.http->run(); });
   return port;
 }
 
@@ -276,7 +293,7 @@ bool Server::shutdown() {
       return true;
     });
   }
-  c.http.stop();
+  impl_->http->stop();
   return clean;
 }
 

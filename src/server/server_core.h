@@ -2,8 +2,6 @@
 // and helpers for replies. Not part of the server's public interface.
 #pragma once
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -16,6 +14,8 @@
 
 #include "engine/engine.h"
 #include "engine/scheduler.h"
+#include "http/http_message.h"
+#include "http/http_router.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_json.h"
@@ -42,7 +42,7 @@ struct ServerCore {
   ServerOptions options;
   std::string model_name;
   int64_t started_at = 0;  // Unix seconds: /v1/models' "created"
-  httplib::Server http;
+  HttpRouter router;
   Metrics metrics;
   JobStore jobs;
   ChatLimits chat_limits;
@@ -55,18 +55,19 @@ struct ServerCore {
 
   std::mutex records_mutex;
   std::condition_variable records_cv;
-  std::map<const httplib::Request*, std::shared_ptr<RequestRecord>> records;
+  std::map<const HttpRequest*, std::shared_ptr<RequestRecord>> records;
 
   ServerCore(const ServerOptions& o, std::string name);
 
-  std::shared_ptr<RequestRecord> record(const httplib::Request& req);
+  std::shared_ptr<RequestRecord> record(const HttpRequest& req);
   std::string new_request_id();
 
   void register_chat_routes();
   void register_job_routes();
   void register_info_routes();
   void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
-  void register_page_route();  // GET catch-all: registered last
+  // A GET no route took: the embedded web page's files.
+  void serve_page(const HttpRequest& req, HttpResponse& res);
 
   // The /v1/models entry of the served model, and the ids it answers to
   // (its name and, for a Hugging Face repo id, the part after the owner).
@@ -75,14 +76,14 @@ struct ServerCore {
 
   // Parses and validates a chat body, fetches and decodes its images, checks
   // the prompt fits the context. Throws ApiError.
-  ChatRequest prepare_chat(const httplib::Request& req, int64_t& prompt_tokens, int64_t& image_tokens);
+  ChatRequest prepare_chat(std::string_view body, int64_t& prompt_tokens, int64_t& image_tokens);
   // Submits the task or throws 429/503.
   void submit(const std::shared_ptr<Task>& task);
   // Records the generation in the metrics and the request's log fields.
   void on_task_done(const Task& task, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec);
   // Answers a request the handler refused: the error in the request's log
   // fields, and Retry-After with a 429.
-  void refuse(httplib::Response& res, RequestRecord& rec, const ApiError& e);
+  void refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e);
   // The error a finished-but-unsuccessful task reports.
   ApiError task_error(const Task& task, const std::string& request_id) const;
 
@@ -91,8 +92,8 @@ struct ServerCore {
   std::mt19937_64 id_rng_;
 };
 
-void reply_json(httplib::Response& res, int status, const nlohmann::json& body);
-void reply_error(httplib::Response& res, const ApiError& e);
+void reply_json(HttpResponse& res, int status, const nlohmann::json& body);
+void reply_error(HttpResponse& res, const ApiError& e);
 int64_t unix_now();
 
 }  // namespace qvl

@@ -20,6 +20,7 @@ struct ServerOptions {
   int port = 8080;
   std::string api_key;      // empty: no authentication
   std::string cors_origin;  // empty: no CORS headers
+  std::string allowed_hosts = "auto";  // Host names served (request_policy.h HostPolicy)
   size_t max_body_bytes = 64u << 20;
   int64_t max_image_pixels = 1 << 20;
   RepetitionGuardOptions repetition_guard;  // default for requests that do not set their own
@@ -32,6 +33,11 @@ struct ServerOptions {
   std::string log_format = "text";  // or "json"
   double shutdown_grace_s = 10;
   int http_threads = 0;  // 0: enough for every slot and queue place, plus a few for health and metrics
+  // Slow and numerous clients (http/http_server.h): caps and per-request deadlines.
+  size_t max_connections = 1024;
+  size_t max_connections_per_address = 128;
+  double header_timeout_s = 10;  // from a request's first byte to the end of its header
+  double body_timeout_s = 30;    // for its body, plus 1 s per 64 KiB
 };
 
 }  // namespace qvl
