@@ -13,19 +13,16 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/json_number.h"
+#include "util/json_reader.h"
 
 namespace qvl::io_detail {
 
 using json = nlohmann::json;
 
-// Parses a whole JSON document; a syntax error names the source and byte.
-inline json parse_json_text(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, ": not valid JSON (byte ", e.byte, "): ", e.what());
-  }
-}
+// Parses a whole JSON document; a syntax error or a number outside a double
+// names the source, the field and the byte (util/json_reader.h).
+inline json parse_json_text(const std::string& text, const std::string& source) { return read_json_file(text, source); }
 
 class Fields {
  public:
@@ -67,9 +64,10 @@ class Fields {
 
   double number(const std::string& key) const {
     const json& v = at(key);
-    if (!v.is_number()) error(key, cat("must be a number (got ", kind(v), ")"));
-    double x = v.get<double>();
-    if (!std::isfinite(x)) error(key, "must be finite");
+    double x = 0;
+    const NumberCheck check = json_double(v, -HUGE_VAL, HUGE_VAL, x);
+    if (check == NumberCheck::not_a_number) error(key, cat("must be a number (got ", kind(v), ")"));
+    if (check != NumberCheck::ok) error(key, "must be finite");
     return x;
   }
   double number(const std::string& key, double def) const { return has(key) ? number(key) : def; }
@@ -146,18 +144,14 @@ class Fields {
     need(key);
     return j_->at(key);
   }
+  // Integral floats (64.0) are accepted: some tools write every number as a float.
   int64_t as_i64(const std::string& key, const json& v) const {
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        error(key, "is out of range");
-      return v.get<int64_t>();
+    int64_t x = 0;
+    switch (json_integer(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), x)) {
+      case NumberCheck::ok: return x;
+      case NumberCheck::out_of_range: error(key, cat("is out of range (", kind(v), ")"));
+      default: error(key, cat("must be an integer (got ", kind(v), ")"));
     }
-    // Integral floats (64.0) are accepted: some tools write every number as a float.
-    if (v.is_number_float()) {
-      double x = v.get<double>();
-      if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9e15) return static_cast<int64_t>(x);
-    }
-    error(key, cat("must be an integer (got ", kind(v), ")"));
   }
 
   const json* j_;

@@ -10,6 +10,7 @@
 #include "io/checkpoint_layout.h"
 #include "io/model_config.h"
 #include "util/error.h"
+#include "util/json_reader.h"
 #include "util/mapped_file.h"
 
 namespace qvl {
@@ -191,12 +192,7 @@ void fill_random_weights(const TensorInfo& t, uint64_t seed, size_t byte_offset,
 RandomModelStats make_random_model(const std::string& out_dir, const std::string& config_json,
                                    const RandomModelOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  json cfg;
-  try {
-    cfg = json::parse(config_json);
-  } catch (const json::parse_error& e) {
-    fail("random model: the config is not valid JSON (byte ", e.byte, "): ", e.what());
-  }
+  json cfg = read_json_file(config_json, "random model: the config");
   if (options.untied) {
     if (!cfg.is_object() || !cfg.contains("text_config") || !cfg["text_config"].is_object())
       fail("random model: the config has no text_config object");
@@ -233,7 +229,7 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
   {
     fs::path from = like / "preprocessor_config.json";
     if (!fs::is_regular_file(from, ec)) fail(from.string(), ": missing (--like must name a model folder)");
-    json pre = json::parse(read_file(from.string()));
+    json pre = read_json_file(read_file(from.string()), from.string());
     pre["patch_size"] = config.vision.patch_size;
     pre["merge_size"] = config.vision.spatial_merge_size;
     pre["temporal_patch_size"] = config.vision.temporal_patch_size;

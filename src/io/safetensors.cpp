@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unordered_set>
 
 #include "util/error.h"
+#include "util/json_reader.h"
 
 namespace qvl {
 
@@ -69,26 +69,24 @@ uint64_t to_u64(const json& v, const std::string& where) {
   fail(where, " is not an integer (", v.dump(), ")");
 }
 
-// Parses the header JSON, rejecting repeated tensor names (nlohmann would
-// otherwise keep the last one silently).
+// Parses the header JSON in one linear pass (util/json_reader.h), refusing
+// repeated keys (nlohmann would otherwise keep the last tensor silently) and
+// numbers outside a double, each naming the header byte and file offset.
 json parse_header(const std::string& path, const char* begin, const char* end) {
-  std::unordered_set<std::string> seen;
-  std::string duplicate;
-  auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1 && duplicate.empty()) {
-      std::string key = parsed.get<std::string>();
-      if (!seen.insert(key).second) duplicate = key;
-    }
-    return true;
-  };
+  JsonReadLimits limits;
+  limits.max_depth = 64;  // a header is two levels deep; __metadata__ is strings
+  limits.refuse_duplicate_keys = true;
   json header;
-  try {
-    header = json::parse(begin, end, on_event);
-  } catch (const json::parse_error& e) {
-    fail(path, ": header is not valid JSON (header byte ", e.byte, ", file offset ", 8 + e.byte, "): ", e.what());
+  JsonReadError e;
+  if (!read_json(std::string_view(begin, static_cast<size_t>(end - begin)), limits, header, e)) {
+    using K = JsonReadError::Kind;
+    if (e.kind == K::duplicate_key && e.path.empty()) fail(path, ": tensor '", e.detail, "' appears twice in the header");
+    if (e.kind == K::syntax)
+      fail(path, ": header is not valid JSON (header byte ", e.byte, ", file offset ", 8 + e.byte, "): ", e.detail);
+    if (e.has_byte) e.byte += 8;  // describe() names the file offset
+    fail(path, ": header: ", e.describe());
   }
   if (!header.is_object()) fail(path, ": header is not a JSON object");
-  if (!duplicate.empty()) fail(path, ": tensor '", duplicate, "' appears twice in the header");
   return header;
 }
 
@@ -200,12 +198,7 @@ void SafeTensors::add_file(const std::string& path) {
 }
 
 void SafeTensors::open_index(const std::string& index_path) {
-  json index;
-  try {
-    index = json::parse(read_file(index_path));
-  } catch (const json::parse_error& e) {
-    fail(index_path, ": not valid JSON (byte ", e.byte, "): ", e.what());
-  }
+  const json index = read_json_file(read_file(index_path), index_path);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     fail(index_path, ": missing \"weight_map\" object");
   const json& weight_map = index["weight_map"];

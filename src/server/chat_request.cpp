@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/image_admission.h"
 #include "util/error.h"
+#include "util/json_number.h"
 
 namespace qvl {
 namespace {
@@ -76,29 +77,32 @@ const std::string& string_field(const json& obj, const char* name, const std::st
   return v->get_ref<const std::string&>();
 }
 
+// Every number of a request is read here, through util/json_number.h: the
+// range is checked on the value as parsed, before any cast.
+double number_value(const json& v, const std::string& name, double lo, double hi) {
+  double x = 0;
+  switch (json_double(v, lo, hi, x)) {
+    case NumberCheck::ok: return x;
+    case NumberCheck::not_a_number: wrong_type(name, "a number", v);
+    default: bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
+  }
+}
+
 std::optional<double> number(const json& body, const char* name, double lo, double hi) {
   const json* v = field(body, name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) wrong_type(name, "a number", *v);
-  const double x = v->get<double>();
-  if (!(x >= lo && x <= hi)) bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", x));
-  return x;
+  return number_value(*v, name, lo, hi);
 }
 
+// 5.0 is accepted as 5 (JavaScript clients have only doubles).
 std::optional<int64_t> integer_value(const json& v, const std::string& name, int64_t lo, int64_t hi) {
-  int64_t x;
-  // 5.0 is accepted as 5 (JavaScript clients have only doubles).
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (!(d == std::floor(d) && std::abs(d) < 9e15)) wrong_type(name, "an integer", v);
-    x = static_cast<int64_t>(d);
-  } else if (v.is_number_integer()) {
-    x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
-  } else {
-    wrong_type(name, "an integer", v);
+  int64_t x = 0;
+  switch (json_integer(v, lo, hi, x)) {
+    case NumberCheck::ok: return x;
+    case NumberCheck::not_a_number:
+    case NumberCheck::not_an_integer: wrong_type(name, "an integer", v);
+    default: bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
   }
-  if (x < lo || x > hi) bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
-  return x;
 }
 
 std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, int64_t hi) {
@@ -418,9 +422,10 @@ void token_options(const json& body, ChatRequest& out, const ChatLimits& limits)
       bad_request("logit_bias", cat("logit_bias key '", key.substr(0, 40), "' is not a token id"));
     if (limits.vocab_size > 0 && id >= limits.vocab_size)
       bad_request("logit_bias", cat("logit_bias token id ", id, " is not below the vocabulary size ", limits.vocab_size));
-    if (!it->is_number()) wrong_type("logit_bias", "an object of token ids to numbers", *it);
-    const double bias = it->get<double>();
-    if (!(bias >= -100 && bias <= 100))
+    double bias = 0;
+    const NumberCheck bias_check = json_double(*it, -100, 100, bias);
+    if (bias_check == NumberCheck::not_a_number) wrong_type("logit_bias", "an object of token ids to numbers", *it);
+    if (bias_check != NumberCheck::ok)
       bad_request("logit_bias", cat("logit_bias of token ", id, " must be in [-100, 100], got ", it->dump()));
     g.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
   }
@@ -499,8 +504,11 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   s.presence_penalty = number(body, "presence_penalty", -2, 2);
   s.frequency_penalty = number(body, "frequency_penalty", -2, 2);
   s.repetition_penalty = number(body, "repetition_penalty", 1e-3, 100);
-  if (auto seed = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
-    s.seed = static_cast<uint64_t>(*seed);
+  // Any 64-bit seed: [INT64_MIN, UINT64_MAX], a negative one taken as its two's complement.
+  if (const json* seed = field(body, "seed"); seed && seed->is_number_unsigned())
+    s.seed = seed->get<uint64_t>();
+  else if (auto v = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    s.seed = static_cast<uint64_t>(*v);
 
   // qvl's extension: the loop detector of engine/repetition_guard.h.
   g.repetition_guard = limits.repetition_guard;

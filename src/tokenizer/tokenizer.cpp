@@ -20,6 +20,7 @@
 #include "tokenizer/unicode.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/json_reader.h"
 
 namespace qvl {
 
@@ -361,12 +362,17 @@ void read_merges(JsonScanner& in, std::vector<std::pair<std::string, std::string
   }
 }
 
+// One linear pass (util/json_reader.h); a syntax error or a number outside
+// a double names the file and the byte in it.
 json parse_small(std::string_view text, const std::string& source, size_t offset) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, ": invalid JSON at byte ", offset + e.byte, ": ", e.what());
-  }
+  JsonReadLimits limits;
+  limits.max_depth = 512;
+  json out;
+  JsonReadError e;
+  if (read_json(text, limits, out, e)) return out;
+  if (e.kind == JsonReadError::Kind::syntax) fail(source, ": invalid JSON at byte ", offset + e.byte, ": ", e.detail);
+  e.byte += offset;
+  fail(source, ": ", e.describe());
 }
 
 }  // namespace
