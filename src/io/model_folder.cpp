@@ -49,7 +49,9 @@ void load_chat_template(const fs::path& dir, ModelFolder& m) {
       m.chat_template = t.get<std::string>();
     } else if (t.is_array()) {  // named templates: [{"name": "default", "template": "..."}]
       for (const auto& e : t)
-        if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+        // Compared, not read with value(): a "name" that is not a string is not the default.
+        if (e.is_object() && e.contains("name") && e["name"] == "default" && e.contains("template") &&
+            e["template"].is_string())
           m.chat_template = e["template"].get<std::string>();
       if (m.chat_template.empty()) f.error("chat_template", "is a list without a \"default\" template");
     } else {

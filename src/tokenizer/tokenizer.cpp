@@ -184,7 +184,8 @@ void Tokenizer::Impl::load_pre_tokenizer(const json& p) {
     const json& pattern = field(p, "pattern", where);
     if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
       fail(where, ": Split pattern is not a regex");
-    if (p.value("behavior", "") != "Isolated" || flag(p, "invert"))
+    // Compared, not read with value(), which throws on a non-string behavior.
+    if (const auto b = p.find("behavior"); b == p.end() || *b != "Isolated" || flag(p, "invert"))
       fail(where, ": Split must have behavior \"Isolated\" and invert false");
     if (pre) fail(where, ": more than one Split");
     try {
