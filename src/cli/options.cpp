@@ -136,6 +136,12 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.images.time_limit_s, "image-time-limit", "SECONDS",
     "time for one request's image fetching, admission and decoding (0: none)")
       .range(0, 3600);
+  v(o.media.pdf.max_pages, "max-pdf-pages", "N",
+    "PDF pages rendered per request (file parts and PDF image_urls; each page also counts as an image)")
+      .range(1, 1024);
+  v(o.media.pdf.max_total_pixels, "max-pdf-pixels", "N",
+    "rendered PDF pixels per request (all pages together; a page over 4096 x 4096 px is rendered at a lower dpi)")
+      .range(1 << 20, int64_t{1} << 32);
   v(o.default_max_tokens, "default-max-tokens", "N",
     "completion limit when a request gives none (0: the model's, else the context)")
       .range(0, 1 << 24);

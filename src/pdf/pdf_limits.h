@@ -11,6 +11,13 @@ namespace qvl {
 // Qwen's document-parsing recipes render pages at 144 dpi (2 px per point).
 inline constexpr double kDefaultPdfDpi = 144.0;
 
+// Bytes per rendered pixel at the peak of rendering one page: Poppler's
+// 4-byte bitmap, its 4-byte copy, our 3-byte RGB. What a memory budget must
+// reserve before a page is rendered.
+inline constexpr uint64_t kPdfRenderPeakBytesPerPixel = 11;
+// Bytes per pixel once a page is rendered and only its RGB is held.
+inline constexpr uint64_t kPdfPageBytesPerPixel = 3;
+
 struct PdfLimits {
   size_t max_bytes = 64u << 20;  // the encoded file
   int max_pages = 32;            // pages rendered per request (not pages in the file)

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/document_input.h"
 #include "server/image_admission.h"
 #include "util/error.h"
 #include "util/json_number.h"
@@ -180,6 +181,7 @@ struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
   std::vector<PendingImage> pending;
+  std::vector<DocumentSource> documents;  // PDF parts: their pages replace them (document_input.h)
 
   std::string text(const json& v, const std::string& param) const {
     if (!v.is_string()) wrong_type(param, "a string", v);
@@ -209,8 +211,30 @@ struct PartParser {
     } else {
       wrong_type(url_param, "an object", *iu);
     }
+    if (is_pdf_data_url(url)) {  // a PDF: every page, at the default dpi
+      DocumentSource d;
+      d.message = out.generate.messages.size();
+      d.part = part_index;
+      d.url = std::move(url);
+      d.url_param = d.param = d.pages_param = std::move(url_param);
+      documents.push_back(std::move(d));
+      return {"", nullptr};
+    }
     ++out.images;
     pending.push_back({out.generate.messages.size(), part_index, std::move(url), std::move(url_param)});
+    return {"", nullptr};
+  }
+
+  // OpenAI's file part, {"type": "file", "file": {"file_data": ...}}: a PDF
+  // whose pages are rendered once the body is known to be valid.
+  MessagePart file(const json& part, const std::string& param, size_t part_index) {
+    only_keys(part, param, {"type", "file"});
+    const json* f = field(part, "file");
+    if (!f) bad_request(param + ".file", "a file part needs 'file'", "missing_field");
+    DocumentSource d = parse_file_part(*f, param + ".file", limits.media.pdf);
+    d.message = out.generate.messages.size();
+    d.part = part_index;
+    documents.push_back(std::move(d));
     return {"", nullptr};
   }
 
@@ -235,9 +259,11 @@ struct PartParser {
         parts.push_back({text(*tx, p + ".text"), nullptr});
       } else if ((t == "image_url" || t == "input_image") && allow_images) {
         parts.push_back(image(part, p, parts.size()));
+      } else if (t == "file" && allow_images) {
+        parts.push_back(file(part, p, parts.size()));
       } else {
         bad_request(p + ".type", cat("unsupported content part type '", t, "' (",
-                                      allow_images ? "text and image_url are" : "only text is", " supported here)"));
+                                      allow_images ? "text, image_url and file are" : "only text is", " supported here)"));
       }
     }
     return parts;
@@ -246,7 +272,8 @@ struct PartParser {
 
 
 // The image parts of every message, counted before anything is parsed or
-// decoded, so a body with a hundred images is refused at once.
+// decoded, so a body with a hundred images is refused at once (a file part
+// counts as one here, as its pages once its PDF is opened).
 void check_image_count(const json& messages, const ChatLimits& limits) {
   int64_t images = 0;
   for (const json& m : messages) {
@@ -254,7 +281,7 @@ void check_image_count(const json& messages, const ChatLimits& limits) {
     if (!c || !c->is_array()) continue;
     for (const json& part : *c) {
       const json* type = part.is_object() ? field(part, "type") : nullptr;
-      if (type && (*type == "image_url" || *type == "input_image")) ++images;
+      if (type && (*type == "image_url" || *type == "input_image" || *type == "file")) ++images;
     }
   }
   if (images > limits.max_images)
@@ -602,7 +629,12 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
     }
     g.messages.push_back(std::move(msg));
   }
+  // PDFs are opened and their pages counted and sized before any image is
+  // decoded; their pages are rendered after, through the same admission.
+  RequestDocuments documents(std::move(parts.documents), limits, out.images);
   decode_images(out, parts.pending, limits, admission);
+  documents.render_into(out, admission);
+  out.images += documents.pages();
   return out;
 }
 

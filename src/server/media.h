@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "pdf/pdf_limits.h"
+
 namespace qvl {
 
 struct MediaOptions {
@@ -17,6 +19,10 @@ struct MediaOptions {
   bool allow_remote = false;
   bool allow_private_remote = false;
   double remote_timeout_s = 10;
+  // PDF parts (document_input.h): pages and rendered pixels per request
+  // (--max-pdf-pages, --max-pdf-pixels). The file itself is capped by
+  // max_image_bytes like any image file; time by the image time limit.
+  PdfLimits pdf;
 };
 
 // `param` names the field in errors ("messages[0].content[1].image_url").

@@ -74,9 +74,16 @@ ojson parts(const ojson& content, const std::string& param, bool assistant) {
       const std::string& url = string_field(part, "image_url", p + ".image_url");
       if (const ojson* d = field(part, "detail"); d && !d->is_string()) wrong_type(p + ".detail", "a string", *d);
       out.push_back({{"type", "image_url"}, {"image_url", {{"url", url}}}});  // detail: the server's pixel range decides
+    } else if (type == "input_file" && !assistant) {
+      // A PDF: the chat file part with the same fields, which the chat
+      // parser checks (file_id and unknown keys refused, named back here).
+      ojson file = ojson::object();
+      for (auto it = part.begin(); it != part.end(); ++it)
+        if (it.key() != "type") file[it.key()] = *it;
+      out.push_back({{"type", "file"}, {"file", std::move(file)}});
     } else {
       bad_request(p + ".type",
-                  cat("unsupported content part type '", type, "' (", assistant ? "output_text" : "input_text and input_image",
+                  cat("unsupported content part type '", type, "' (", assistant ? "output_text" : "input_text, input_image and input_file",
                       " are supported", assistant ? " in an assistant message" : "", ")"));
     }
   }
@@ -415,6 +422,10 @@ std::string ResponsesRequest::responses_param(const std::string& chat_param) con
     if (const size_t u = rest.find(".image_url.url"); u != std::string::npos && u + 14 == rest.size())
       rest.resize(u + 10);
     if (rest == ".tool_call_id") rest = ".call_id";
+    // A chat file part's "file" object is the input_file part itself.
+    if (const size_t f = rest.find("].file"); f != std::string::npos &&
+        (f + 6 == rest.size() || rest[f + 6] == '.'))
+      rest.erase(f + 1, 5);
     return s.path + rest;
   }
   if (rename_prefix(p, "messages", "input")) return p;

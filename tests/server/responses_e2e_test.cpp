@@ -396,8 +396,9 @@ TEST_F(Responses, BadFieldsAre400sNamingTheResponsesField) {
   expect_error(respond({{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "data:image/png;base64,AAAA"}}}}}}}},
                        400),
                "input[0].content[0].image_url");
+  // input_file takes a PDF's bytes (pdf_e2e_test.cpp); there is no Files API.
   expect_error(respond({{"input", {{{"role", "user"}, {"content", {{{"type", "input_file"}, {"file_id", "f"}}}}}}}}, 400),
-               "input[0].content[0].type");
+               "input[0].content[0].file_id");
   expect_error(respond({{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}}}}}}, 400),
                "text.format.schema");
   expect_error(respond({{"input", {{{"type", "item_reference"}, {"id", "msg_nope"}}}}}, 400), "input[0].id");
