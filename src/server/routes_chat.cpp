@@ -95,8 +95,9 @@ struct StreamState {
 
 }  // namespace
 
-ChatRequest ServerCore::prepare_chat(std::string_view raw_body, int64_t& prompt_tokens, int64_t& image_tokens) {
-  const nlohmann::ordered_json body = parse_json_body(raw_body, json_limits);
+ChatRequest ServerCore::prepare_chat(const HttpRequest& req, std::string_view raw_body, int64_t& prompt_tokens,
+                                     int64_t& image_tokens) {
+  const nlohmann::ordered_json body = parse_body(req, raw_body);
   ChatRequest cr = parse_chat_request(body, chat_limits, &image_admission);
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.
@@ -203,7 +204,7 @@ void ServerCore::register_chat_routes() {
     auto rec = record(req);
     try {
       int64_t prompt_tokens = 0, image_tokens = 0;
-      ChatRequest cr = prepare_chat(req.body, prompt_tokens, image_tokens);
+      ChatRequest cr = prepare_chat(req, req.body, prompt_tokens, image_tokens);
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
                         model_name, cr.image_ms, image_tokens, &engine->tokenizer()};
       {

@@ -123,7 +123,7 @@ void ServerCore::register_info_routes() {
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
   router.post("/tokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_json_body(req.body, json_limits);
+      const auto body = parse_body(req);
       if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
         bad_request("content", "'content' must be a string", "invalid_type");
       const std::string& text = body["content"].get_ref<const std::string&>();
@@ -137,7 +137,7 @@ void ServerCore::register_info_routes() {
   });
   router.post("/detokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_json_body(req.body, json_limits);
+      const auto body = parse_body(req);
       if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
         bad_request("tokens", "'tokens' must be an array of token ids", "invalid_type");
       std::vector<int32_t> ids;

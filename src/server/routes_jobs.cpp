@@ -16,7 +16,7 @@ void ServerCore::register_job_routes() {
     auto rec = record(req);
     try {
       int64_t prompt_tokens = 0, image_tokens = 0;
-      ChatRequest cr = prepare_chat(req.body, prompt_tokens, image_tokens);
+      ChatRequest cr = prepare_chat(req, req.body, prompt_tokens, image_tokens);
       // A job's answer is fetched whole with GET; there is nothing to stream.
       if (cr.stream) bad_request("stream", "a job cannot be streamed: poll GET /v1/jobs/{id}, or stream from /v1/chat/completions");
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),

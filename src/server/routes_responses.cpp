@@ -177,14 +177,14 @@ void ServerCore::register_responses_routes() {
     auto rec = record(req);
     rec->route = "/v1/responses";
     try {
-      const ojson body = parse_json_body(req.body, json_limits);
+      const ojson body = parse_body(req);
       ResponsesRequest rr = translate_responses_request(body, *store);
       int64_t prompt_tokens = 0, image_tokens = 0;
       ChatRequest cr;
       try {
         // The chat route's own preparation (parsing, images, the prompt's
         // fit), on the translated body.
-        cr = prepare_chat(dump_ordered(rr.chat), prompt_tokens, image_tokens);
+        cr = prepare_chat(req, dump_ordered(rr.chat), prompt_tokens, image_tokens);
       } catch (const ApiError& e) {
         throw rr.translate_error(e);
       }

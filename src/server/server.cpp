@@ -59,12 +59,14 @@ int64_t unix_now() {
 
 ServerCore::ServerCore(const ServerOptions& o, std::string name)
     : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(o.jobs), id_rng_(std::random_device{}()) {
-  json_limits.max_depth = o.json_max_depth;
-  // A data: URI holding the largest image accepted, plus its header.
-  json_limits.max_string_bytes = (o.media.max_image_bytes + 2) / 3 * 4 + 256;
+  json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
   chat_limits.media = o.media;
   chat_limits.decode.max_encoded_bytes = o.media.max_image_bytes;
   chat_limits.repetition_guard = o.repetition_guard;
+}
+
+nlohmann::ordered_json ServerCore::parse_body(const HttpRequest& req, std::string_view body) const {
+  return parse_json_body(body, json_limits, [this, &req] { return req.gone() || draining.load(); });
 }
 
 std::string ServerCore::new_request_id() {
@@ -122,7 +124,7 @@ struct Server::Impl {
     if (allowed == "*") res.set_header("Access-Control-Allow-Origin", "*");
     else if (origin == allowed) res.set_header("Access-Control-Allow-Origin", allowed), res.set_header("Vary", "Origin");
     else return;
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-Id");
     res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
     res.set_header("Access-Control-Max-Age", "600");
   }

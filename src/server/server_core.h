@@ -74,9 +74,15 @@ struct ServerCore {
   nlohmann::json model_entry() const;
   bool serves_model(const std::string& id) const;
 
+  // A request body as JSON under the server's limits (json_limits). The parse
+  // stops (503) once the client has gone or the server drains, so a large body
+  // does not hold a core for nobody.
+  nlohmann::ordered_json parse_body(const HttpRequest& req, std::string_view body) const;
+  nlohmann::ordered_json parse_body(const HttpRequest& req) const { return parse_body(req, req.body); }
   // Parses and validates a chat body, fetches and decodes its images, checks
   // the prompt fits the context. Throws ApiError.
-  ChatRequest prepare_chat(std::string_view body, int64_t& prompt_tokens, int64_t& image_tokens);
+  ChatRequest prepare_chat(const HttpRequest& req, std::string_view body, int64_t& prompt_tokens,
+                           int64_t& image_tokens);
   // Submits the task or throws 429/503.
   void submit(const std::shared_ptr<Task>& task);
   // Records the generation in the metrics and the request's log fields.
