@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <charconv>
 #include <memory>
 
 #include "server/api_error.h"
@@ -62,7 +63,28 @@ struct Fetch {
   bool over_limit = false;
   uint64_t seen_bytes = 0;  // when over the limit: what had arrived, with the piece that crossed it
   bool refused_address = false;
+  // The Content-Length of the response being received (-1: none). curl refuses
+  // a body declared over CURLOPT_MAXFILESIZE before it arrives, and its own
+  // CURLINFO_CONTENT_LENGTH_DOWNLOAD_T is not set by then.
+  int64_t declared_length = -1;
 };
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* f = static_cast<Fetch*>(user);
+  const std::string line(data, size * n);
+  if (line.rfind("HTTP/", 0) == 0) {
+    f->declared_length = -1;  // a new response (after a redirect or a 100 Continue)
+  } else if (starts_with_ci(line, "content-length:")) {
+    size_t at = line.find_first_not_of(" \t", 15);
+    int64_t v = 0;
+    const char* end = line.data() + line.size();
+    if (at != std::string::npos) {
+      auto [p, ec] = std::from_chars(line.data() + at, end, v);
+      if (ec == std::errc() && v >= 0) f->declared_length = v;
+    }
+  }
+  return size * n;
+}
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* f = static_cast<Fetch*>(user);
@@ -109,6 +131,8 @@ std::vector<uint8_t> from_remote(const std::string& url, const MediaOptions& o, 
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(o.max_image_bytes));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &f);
   curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
   curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &f);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "qvl");
@@ -120,10 +144,8 @@ std::vector<uint8_t> from_remote(const std::string& url, const MediaOptions& o, 
   if (f.over_limit) too_large(f.seen_bytes, o.max_image_bytes, param, "what had arrived when the download was stopped");
   if (rc == CURLE_FILESIZE_EXCEEDED) {
     // curl refuses from the Content-Length before the body arrives.
-    curl_off_t declared = -1;
-    curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared);
-    if (declared > static_cast<curl_off_t>(o.max_image_bytes))
-      too_large(static_cast<uint64_t>(declared), o.max_image_bytes, param);
+    if (f.declared_length > static_cast<int64_t>(o.max_image_bytes))
+      too_large(static_cast<uint64_t>(f.declared_length), o.max_image_bytes, param);
     too_large(o.max_image_bytes + 1, o.max_image_bytes, param, "curl stopped the download at the limit");
   }
   if (rc == CURLE_OPERATION_TIMEDOUT)

@@ -131,6 +131,10 @@ TEST(Security, RemoteImagesOffByDefaultAndNeverPrivateUnlessAllowed) {
     EXPECT_EQ(r->status, 200) << r->body;
     auto big = post_json(c, "/v1/chat/completions", chat_body("hi", host.url("/big.png"), 2));
     EXPECT_EQ(big->status, 413) << big->body;
+    // The size the host declared and the limit, not a bound.
+    EXPECT_EQ(json::parse(big->body)["error"]["message"],
+              "the image is 3145728 bytes, over the limit of 1000000 bytes (--max-image-bytes)")
+        << big->body;
     EXPECT_EQ(s.stop(), 0);
   }
 }
