@@ -250,7 +250,7 @@ class Clients:
     def wrong_content_type(self):
         body = json.dumps(self.chat("Hello", max_tokens=4))
         ctype = random.choice(["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
-        self.post(CHAT, body, "ctype:" + ctype.split(";")[0])
+        self.post(CHAT, body, "ctype:" + ctype.split(";")[0], ctype)
 
     def pipelined(self):
         one = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
