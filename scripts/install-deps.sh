@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev     # tests, micro-benchmarks
   libhwy-dev                                     # SIMD with runtime dispatch
   nlohmann-json3-dev                             # JSON
-  libcpp-httplib-dev                             # HTTP server
+  libcpp-httplib-dev                             # HTTP client of the server tests (qvl serves with src/http)
   libcurl4-openssl-dev                           # model download
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev   # image decoders
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
