@@ -8,35 +8,21 @@
 #include "server/chat_request.h"
 #include "server/json_limits.h"
 #include "server/server_options.h"
+#include "refusal.h"
 
 namespace qvl {
 namespace {
 
-using ojson = nlohmann::ordered_json;
+using test::chat_refusal;
+using test::refusal;
+using test::server_limits;
 
-JsonLimits server_limits() {
-  const ServerOptions o;
-  return request_json_limits(o.json_max_depth, o.media.max_image_bytes);
-}
+using ojson = nlohmann::ordered_json;
 
 std::string object_list(size_t bytes) {
   std::string s = "{\"x\":[";
   while (s.size() + 4 < bytes) s += "{},";
   return s + "{}]}";
-}
-
-// The error a body gets; status 0 if none.
-ApiError refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  return ApiError(0, "", "");
-}
-
-ApiError chat_refusal(const std::string& body) {
-  return refusal([&] { parse_chat_request(parse_json_body(body, server_limits()), ChatLimits{}); });
 }
 
 // CPU seconds of this process: the parse's own work, not how busy the machine is.

@@ -6,28 +6,14 @@
 #include "server/chat_request.h"
 #include "server/json_limits.h"
 #include "server/server_options.h"
+#include "refusal.h"
 
 namespace qvl {
 namespace {
 
-JsonLimits server_limits() {
-  const ServerOptions o;
-  return request_json_limits(o.json_max_depth, o.media.max_image_bytes);
-}
-
-// The error a body gets; status 0 if none.
-ApiError refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  return ApiError(0, "", "");
-}
-
-ApiError chat_refusal(const std::string& body) {
-  return refusal([&] { parse_chat_request(parse_json_body(body, server_limits()), ChatLimits{}); });
-}
+using test::chat_refusal;
+using test::refusal;
+using test::server_limits;
 
 TEST(ChatNumbers, RangeIsCheckedBeforeAnyCast) {
   const std::string msgs = R"({"messages":[{"role":"user","content":"hi"}],)";
