@@ -15,12 +15,8 @@ inline JsonLimits server_json_limits() {
 }
 
 inline ChatLimits server_chat_limits() {
-  const ServerOptions o;
-  ChatLimits l;
-  l.media = o.media;  // no remote fetches, no local files
-  l.decode.max_encoded_bytes = o.media.max_image_bytes;
-  l.repetition_guard = o.repetition_guard;
-  return l;
+  const ServerOptions o;  // no remote fetches, no local files
+  return request_chat_limits(o.media, o.repetition_guard);
 }
 
 // A refusal must serialise as the server sends it.

@@ -491,6 +491,14 @@ std::vector<ToolCall> tool_calls(const json& tcs, const std::string& param) {
 
 std::span<const std::string_view> chat_fields() { return kAccepted; }
 
+ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard) {
+  ChatLimits l;
+  l.media = media;
+  l.decode.max_encoded_bytes = media.max_image_bytes;
+  l.repetition_guard = repetition_guard;
+  return l;
+}
+
 ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, ImageAdmission* admission) {
   if (!body.is_object()) bad_request("", cat("the request body must be a JSON object, not ", type_name(body)), "invalid_type");
   for (auto it = body.begin(); it != body.end(); ++it)

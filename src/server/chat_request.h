@@ -55,6 +55,10 @@ std::span<const std::string_view> chat_fields();
 
 // `admission`: where the images' decoding waits for its turn and memory
 // (image_admission.h); none: decoded without accounting (tests, fuzzing).
+// What the server applies: its media options (the largest encoded image
+// follows max_image_bytes) and its default repetition guard.
+ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard);
+
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits,
                                ImageAdmission* admission = nullptr);
 

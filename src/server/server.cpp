@@ -60,9 +60,7 @@ int64_t unix_now() {
 ServerCore::ServerCore(const ServerOptions& o, std::string name)
     : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(o.jobs), id_rng_(std::random_device{}()) {
   json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
-  chat_limits.media = o.media;
-  chat_limits.decode.max_encoded_bytes = o.media.max_image_bytes;
-  chat_limits.repetition_guard = o.repetition_guard;
+  chat_limits = request_chat_limits(o.media, o.repetition_guard);
 }
 
 nlohmann::ordered_json ServerCore::parse_body(const HttpRequest& req, std::string_view body) const {
