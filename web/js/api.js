@@ -9,6 +9,14 @@
 //   POST /v1/chat/completions  OpenAI chat completions with stream: true (SSE), plus the extensions
 //                              max_pixels (request) and timings (in the usage chunk); with
 //                              response_format and tools when the settings ask (request.js)
+//   POST /v1/qvl/documents/pages  qvl extension: a PDF's pages, sized and priced, with thumbnails:
+//                              {file_data, dpi, thumbnail_size, min_pixels?, max_pixels?} ->
+//                              {object: "qvl.document", pages, dpi, max_pages, page_info: [{page, width,
+//                               height, image_tokens, thumbnail?}]}
+//   POST /v1/jobs              a chat body with "per_page": true and one PDF file part -> 202
+//                              {id: "batch-…", object: "qvl.job_batch", status, pages, jobs: [{page, id}]}
+//   GET  /v1/jobs/{batch id}   {id, status, progress: {done, total}, results: [{page, id, status, result:
+//                               chat.completion, error}]} in page order;  DELETE cancels the batch
 import { SseParser, readChunk } from './sse.js';
 import { describeHttpError, describeStreamError } from './errors.js';
 
@@ -158,4 +166,45 @@ export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onT
     result.error = 'The connection closed before the answer was complete.';
   }
   return result;
+}
+
+// A JSON request of the document API: resolves to {data} or {error: sentence}.
+async function jsonCall(method, url, { apiKey, body, signal } = {}) {
+  let res;
+  try {
+    res = await fetch(url, { method, headers: headers(apiKey, body !== undefined), cache: 'no-store', signal,
+      body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    if (e.name === 'AbortError') return { error: 'Stopped.', stopped: true };
+    return { error: `Cannot reach the server at ${location.host}: ${e.message}` };
+  }
+  let payload = null;
+  try { payload = await res.json(); } catch { payload = null; }
+  if (!res.ok) {
+    if (res.status === 404 && !(payload && payload.error && payload.error.param)) {
+      return { error: 'This server does not handle PDF documents on the page yet (no ' +
+        `${url.replace(/\/batch-.*$/, '/…')}).`, status: 404 };
+    }
+    return { error: describeHttpError(res.status, payload, res.headers.get('Retry-After')), status: res.status };
+  }
+  if (!payload || typeof payload !== 'object') return { error: 'The server sent an unreadable answer.' };
+  return { data: payload, status: res.status };
+}
+
+// The pages of a PDF (a data: URL), with each one's size, image-token cost and thumbnail.
+export function fetchDocumentPages(request, opts) {
+  return jsonCall('POST', '/v1/qvl/documents/pages', { ...opts, body: request });
+}
+
+// One job per page: a chat body (without stream) with per_page: true.
+export function startBatch(body, opts) {
+  return jsonCall('POST', '/v1/jobs', { ...opts, body });
+}
+
+export function getBatch(id, opts) {
+  return jsonCall('GET', `/v1/jobs/${encodeURIComponent(id)}`, opts);
+}
+
+export function cancelBatch(id, opts) {
+  return jsonCall('DELETE', `/v1/jobs/${encodeURIComponent(id)}`, opts);
 }

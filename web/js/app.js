@@ -1,26 +1,21 @@
 // The page: state, events, and the request each turn sends. Rendering lives in view.js, the API in
 // api.js, the pure parts (markdown, grounding, smart_resize, sse, request, tool_calls) in their own
 // modules with tests.
-import { FALLBACK_CONFIG, fetchConfig, fetchHealth, newSessionId, streamChat } from './api.js';
-import { checkFile, readAttachment } from './attachments.js';
+import { FALLBACK_CONFIG, fetchConfig, fetchHealth, newSessionId, streamChat, fetchDocumentPages, startBatch, getBatch,
+  cancelBatch } from './api.js';
+import { checkFile, readAttachment, readAsDataUrl } from './attachments.js';
 import { loadSettings, saveSettings, sanitizeSettings, DEFAULTS } from './settings.js';
 import { h, icon, attachmentChip, userTurn, answerView, tokensOf } from './view.js';
 import { formatBytes } from './errors.js';
 import { buildMessages, buildRequestBody, checkSchemaText, checkToolsText, formatAndToolFields, modeSummary }
   from './request.js';
 import { accumulateToolCalls, toApiToolCalls } from './tool_calls.js';
-
-const PRESETS = [
-  { id: 'describe', icon: 'eye', label: 'Describe', short: 'Describe', hint: 'What is in the image',
-    prompt: 'Describe this image in detail.' },
-  { id: 'ocr', icon: 'text', label: 'Extract text', short: 'Text', hint: 'OCR, in reading order',
-    prompt: 'Read all the text in this image, in reading order, keeping the line breaks. Output only the text.' },
-  { id: 'table', icon: 'table', label: 'Table → Markdown', short: 'Table', hint: 'Rebuild a table',
-    prompt: 'Convert the table in this image into a Markdown table. Output only the table.' },
-  { id: 'ground', icon: 'target', label: 'Find objects', short: 'Objects', hint: 'Boxes drawn on the image',
-    prompt: 'Locate every distinct object in this image. Answer with a JSON list in a ```json block, one ' +
-      'entry per object: {"bbox_2d": [x1, y1, x2, y2], "label": "name"}.' },
-];
+import { presetsFor, GROUNDING_MIN_TOKENS } from './presets.js';
+import { raisedPixels } from './smart_resize.js';
+import { isPdfFile, checkPdf, defaultPages, batchBody, BATCH_DONE, resultText, exportName, prettyJson, unfence,
+  htmlDocument, combinedExport, MIME_TYPES, EXTENSIONS, DEFAULT_DPI, THUMBNAIL_SIZE } from './document.js';
+import { docCard, docTurn, batchView, pickedTokens, pageTokens } from './document_view.js';
+import { sanitizeHtml } from './safe_html.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -28,6 +23,7 @@ const els = {
   composer: $('composer'), attachments: $('attachments'), notice: $('notice'), fileInput: $('file-input'),
   send: $('send-btn'), stop: $('stop-btn'), status: $('status'), model: $('model-name'), budget: $('budget'),
   presets: $('presets'), presetCards: $('preset-cards'), limits: $('limits-hint'), drop: $('drop-overlay'),
+  doc: $('doc'),
   settings: $('settings'), settingsForm: $('settings-form'), announcer: $('announcer'),
 };
 
@@ -36,6 +32,10 @@ const state = {
   configFromServer: false,
   settings: loadSettings(localStorage),
   pending: [],      // attachments for the next message
+  doc: null,        // the PDF for the next message: {name, bytes, dataUrl, dpi, status: 'loading'|'ready',
+                    //  info: /v1/qvl/documents/pages answer, picked: Set of pages, mode: 'once'|'pages',
+                    //  measuredMaxPixels}
+  docMode: 'once',  // ask once (one streamed request) or page by page (a job per page); kept across PDFs
   turns: [],        // {text, images, json, answer: {text, toolCalls, status, error, finishReason, usage,
                     //  timings}, view}
   active: null,     // {controller, turn} while an answer streams
@@ -115,7 +115,11 @@ async function refreshConfig() {
 
 async function addFiles(files) {
   const list = [...files];
+  const pdfs = list.filter(isPdfFile);
+  if (pdfs.length) addPdf(pdfs[0]);
+  if (pdfs.length > 1) notice('One PDF at a time: the first one is attached.', false, 'info');
   for (const file of list) {
+    if (isPdfFile(file)) continue;
     const problem = checkFile(file, state.config);
     if (problem) { notice(problem, true); continue; }
     try {
@@ -130,6 +134,104 @@ async function addFiles(files) {
   }
   renderAttachments();
   els.prompt.focus();
+}
+
+// ---------------------------------------------------------------- documents (PDF)
+
+// The server renders the pages: the page sends the file once to learn each page's size, token cost
+// and thumbnail (POST /v1/qvl/documents/pages), then with the question.
+async function addPdf(file) {
+  const problem = checkPdf(file, state.config);
+  if (problem) { notice(problem, true); return; }
+  let dataUrl;
+  try {
+    dataUrl = (await readAsDataUrl(file)).replace(/^data:[^;,]*/, 'data:application/pdf');
+  } catch (e) {
+    notice(`Could not read “${file.name}”: ${e.message}`, true);
+    return;
+  }
+  const maxPixels = state.settings.maxPixels;
+  const doc = { name: file.name || 'document.pdf', bytes: file.size, dataUrl, dpi: DEFAULT_DPI, status: 'loading',
+    info: null, picked: new Set(), measuredMaxPixels: maxPixels };
+  state.doc = doc;
+  renderDoc();
+  const request = { file_data: dataUrl, dpi: doc.dpi, thumbnail_size: THUMBNAIL_SIZE };
+  if (maxPixels > 0) request.max_pixels = maxPixels;
+  const r = await fetchDocumentPages(request, { apiKey: state.settings.apiKey });
+  if (state.doc !== doc) return;  // removed or replaced meanwhile
+  if (r.error || !Array.isArray(r.data.page_info)) {
+    state.doc = null;
+    renderDoc();
+    notice(`“${doc.name}”: ${r.error || 'the server did not list its pages.'}`, true);
+    return;
+  }
+  doc.info = r.data;
+  doc.status = 'ready';
+  doc.picked = new Set(defaultPages(r.data.pages, r.data.max_pages));
+  if (r.data.max_pages && r.data.pages > r.data.max_pages) {
+    notice(`“${doc.name}” has ${r.data.pages} pages; the server takes ${r.data.max_pages} per request. ` +
+      `The first ${r.data.max_pages} are picked: pick others below.`, false, 'info');
+  }
+  renderDoc();
+  announce(`${doc.name}: ${r.data.pages} ${r.data.pages === 1 ? 'page' : 'pages'} ready.`);
+}
+
+// The page budget of a request: the Settings' max pixels, raised by a grounding preset.
+function docPixels(minTokens = 0) {
+  const maxPixels = state.settings.maxPixels;
+  if (!minTokens) return { maxPixels, minPixels: 0 };
+  const r = raisedPixels(state.config, maxPixels, minTokens);
+  return { maxPixels: r.max_pixels, minPixels: r.min_pixels };
+}
+
+function renderDoc() {
+  const doc = state.doc;
+  els.doc.hidden = !doc;
+  if (!doc) {
+    els.doc.replaceChildren();
+  } else {
+    doc.mode = state.docMode;
+    const focused = document.activeElement && document.activeElement.closest('#doc') ? document.activeElement : null;
+    const focusKey = focused ? (focused.dataset.page || focused.value || focused.textContent) : null;
+    els.doc.replaceChildren(docCard(doc, {
+      config: state.config, pixels: docPixels(), raised: docPixels(GROUNDING_MIN_TOKENS),
+      onToggle: (page) => {
+        if (doc.picked.has(page)) doc.picked.delete(page);
+        else if (!doc.info.max_pages || doc.picked.size < doc.info.max_pages) doc.picked.add(page);
+        renderDoc();
+      },
+      onAll: () => { doc.picked = new Set(defaultPages(doc.info.pages, doc.info.max_pages)); renderDoc(); },
+      onNone: () => { doc.picked = new Set(); renderDoc(); },
+      onMode: (mode) => { state.docMode = mode; renderDoc(); },
+      onRemove: () => { state.doc = null; renderDoc(); els.prompt.focus(); },
+    }));
+    // Keep the keyboard where it was: the card is rebuilt on each change.
+    if (focusKey != null) {
+      const again = [...els.doc.querySelectorAll('button, input')].find((e) =>
+        (e.dataset.page || e.value || e.textContent) === focusKey);
+      if (again) again.focus();
+    }
+  }
+  els.prompt.placeholder = doc ? 'Ask about the document…' : 'Ask about the image…';
+  els.empty.querySelector('h1').textContent = doc ? 'Ask about a document' : 'Ask about an image';
+  renderPresets();
+  renderBudget();
+}
+
+// What the next request sends of the document: a snapshot (later picking does not change a turn).
+function docSnapshot(doc, preset) {
+  const pages = [...doc.picked].sort((a, b) => a - b);
+  const raised = Boolean(preset && preset.minTokens);
+  const pixels = docPixels(raised ? preset.minTokens : 0);
+  const pageInfo = doc.info.page_info.filter((p) => doc.picked.has(p.page));
+  return { name: doc.name, dataUrl: doc.dataUrl, dpi: doc.dpi, pages, pageInfo, mode: doc.mode, raised, source: doc,
+    tokens: pageInfo.reduce((s, p) => s + pageTokens(doc, p, state.config, pixels), 0) };
+}
+
+// The page images of a document turn, for drawing boxes on.
+function docImages(doc) {
+  return doc ? doc.pageInfo.filter((p) => p.thumbnail)
+    .map((p) => ({ dataUrl: p.thumbnail, name: `Page ${p.page}`, label: `Page ${p.page}`, decodable: true })) : [];
 }
 
 function renderAttachments() {
@@ -149,10 +251,11 @@ function renderBudget() {
   const pendingTokens = state.pending.reduce((s, a) => s + tokensOf(a, state.config, mp), 0);
   const pastTokens = state.turns.filter(inHistory)
     .reduce((s, t) => s + t.images.reduce((x, a) => x + tokensOf(a, state.config, mp), 0), 0);
-  const total = pendingTokens + pastTokens;
+  const docTokens = state.doc && state.doc.status === 'ready' ? pickedTokens(state.doc, state.config, docPixels()) : 0;
+  const total = pendingTokens + pastTokens + docTokens;
   if (!total) { els.budget.textContent = ''; els.budget.className = ''; return; }
   const parts = [];
-  if (pendingTokens) parts.push(`${pendingTokens.toLocaleString('en-US')} image tokens to send`);
+  if (pendingTokens + docTokens) parts.push(`${(pendingTokens + docTokens).toLocaleString('en-US')} image tokens to send`);
   if (pastTokens) parts.push(`${pastTokens.toLocaleString('en-US')} in earlier turns`);
   parts.push(`context ${state.config.context_size.toLocaleString('en-US')}`);
   els.budget.textContent = parts.join(' · ');
@@ -166,7 +269,7 @@ els.fileInput.addEventListener('change', () => {
 $('attach-btn').addEventListener('click', () => els.fileInput.click());
 
 document.addEventListener('paste', (e) => {
-  const files = [...(e.clipboardData ? e.clipboardData.files : [])].filter((f) => f.type.startsWith('image/'));
+  const files = [...(e.clipboardData ? e.clipboardData.files : [])].filter((f) => f.type.startsWith('image/') || isPdfFile(f));
   if (files.length) {
     e.preventDefault();
     addFiles(files);
@@ -198,22 +301,24 @@ window.addEventListener('drop', (e) => {
 
 // A turn goes back to the model as history only if it produced text or tool calls (a failed turn is
 // shown, not resent).
+// A page-by-page batch is not part of the conversation: its answers are per page, not a reply.
 function inHistory(turn) {
+  if (turn.batch) return false;
   return turn.answer.text.length > 0 || turn.answer.toolCalls.length > 0 ||
     turn === (state.active && state.active.turn);
 }
 
 // The active turn is the last of the history: its question is asked, its answer not yet given.
-function requestBody() {
+function requestBody(turn) {
   const messages = buildMessages(state.settings.system, state.turns.filter(inHistory));
-  const { body } = buildRequestBody({ settings: state.settings, config: state.config, messages });
+  const { body } = buildRequestBody({ settings: state.settings, config: state.config, messages, preset: turn.preset });
   return JSON.stringify(body);
 }
 
 // The images an answer refers to: those of its own turn, else of the latest earlier turn with images.
 function imagesFor(turn) {
   for (let k = state.turns.indexOf(turn); k >= 0; k--) {
-    const imgs = state.turns[k].images.filter((a) => a.decodable);
+    const imgs = [...state.turns[k].images.filter((a) => a.decodable), ...docImages(state.turns[k].doc)];
     if (imgs.length) return imgs;
   }
   return [];
@@ -248,8 +353,10 @@ function scrollToBottom() {
 
 // A schema or tools setting that is not valid JSON stops the request (the message stays in the
 // composer) and says what to fix; once fixed, that notice goes away with the next send.
-function settingsProblem() {
-  const { error } = formatAndToolFields(state.settings);
+// A preset with its own answer format (presets.js) makes the Settings' format irrelevant.
+function settingsProblem(preset = null) {
+  const settings = preset && preset.responseFormat ? { ...state.settings, answerFormat: 'text' } : state.settings;
+  const { error } = formatAndToolFields(settings);
   if (error) {
     notice(`${error} Fix it in Settings (⚙).`, true);
     settingsNotice = true;
@@ -260,30 +367,55 @@ function settingsProblem() {
   return false;
 }
 
-async function send(text) {
+// `preset`: the task chosen (presets.js), which may set the answer's format and the image budget.
+async function send(text, preset = null) {
   if (state.active) return;
   text = text.trim();
+  const doc = state.doc;
   if (!text && !state.pending.length) {
-    notice('Type a question, or add an image and pick a task.', false, 'info');
+    notice(doc ? 'Type a question about the document, or pick a task.' : 'Type a question, or add an image and pick a task.',
+      false, 'info');
     return;
   }
-  if (settingsProblem()) return;
+  if (doc && doc.status !== 'ready') {
+    notice('The document\'s pages are still being read; send again in a moment.', false, 'info');
+    return;
+  }
+  if (doc && doc.picked.size === 0) {
+    notice('Pick at least one page of the document (or remove it).', false, 'info');
+    return;
+  }
+  const perPage = Boolean(doc && doc.mode === 'pages');
+  if (perPage && state.pending.length) {
+    notice('Page by page sends the PDF alone: remove the images, or choose “Ask once”.', false, 'info');
+    return;
+  }
+  if (settingsProblem(preset)) return;
   const turn = {
     text,
     images: state.pending,
-    json: state.settings.answerFormat !== 'text',
+    doc: doc ? docSnapshot(doc, preset) : null,
+    preset,
+    format: preset && preset.format ? preset.format : 'text',
+    json: preset && preset.responseFormat ? true : state.settings.answerFormat !== 'text',
     answer: { text: '', toolCalls: [], status: 'waiting', error: '', finishReason: null, usage: null,
       timings: null },
   };
   state.pending = [];
+  state.doc = null;
   state.turns.push(turn);
   els.prompt.value = '';
   autosize();
   renderAttachments();
+  renderDoc();
+  if (perPage) {
+    runBatch(turn);
+    return;
+  }
 
-  const view = answerView(turn, { onCopy: copyAnswer, onRetry: retry, imageFor: imagesFor });
+  const view = answerView(turn, { onCopy: copyAnswer, onRetry: retry, onDownload: downloadAnswer, imageFor: imagesFor });
   turn.view = view;
-  turn.li = h('li', { class: 'turn' }, userTurn(turn), view.root);
+  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
   els.turns.append(turn.li);
   showEmpty(false);
   scrollToBottom();
@@ -291,7 +423,7 @@ async function send(text) {
   const controller = new AbortController();
   state.active = { controller, turn };
   setBusy(true);
-  const body = requestBody();
+  const body = requestBody(turn);
   const bodyBytes = new TextEncoder().encode(body).length;
   if (bodyBytes > state.config.max_body_bytes) {
     turn.answer.status = 'error';
@@ -329,6 +461,126 @@ async function send(text) {
   announce(turn.answer.error ? 'The answer failed.' : turn.answer.status === 'stopped' ? 'Stopped.' : 'Answer complete.');
 }
 
+// ---------------------------------------------------------------- page by page (a job per page)
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// One job per picked page (POST /v1/jobs with per_page: true), polled until every page is done;
+// Stop cancels the batch (DELETE). The results are shown per page, in page order.
+async function runBatch(turn) {
+  const pages = turn.doc.pages;
+  turn.batch = { id: null, status: 'queued', error: '', progress: { done: 0, total: pages.length },
+    results: pages.map((page) => ({ page, status: 'queued', text: '', error: '' })) };
+  const view = batchView(turn, { onCopy: copyPage, onDownload: downloadPage, onDownloadAll: downloadAll });
+  turn.view = view;
+  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
+  els.turns.append(turn.li);
+  showEmpty(false);
+  scrollToBottom();
+  const controller = new AbortController();
+  state.active = { controller, turn };
+  setBusy(true);
+  const opts = { apiKey: state.settings.apiKey };
+  const messages = buildMessages(state.settings.system, [turn]);
+  const built = buildRequestBody({ settings: state.settings, config: state.config, messages, preset: turn.preset });
+  const started = await startBatch(batchBody(built.body), opts);
+  const b = turn.batch;
+  if (started.error) {
+    b.status = 'error';
+    b.error = started.error;
+  } else {
+    b.id = started.data.id;
+    b.status = started.data.status || 'queued';
+    view.update();
+    let delay = 250;
+    for (;;) {
+      if (controller.signal.aborted) {
+        await cancelBatch(b.id, opts);
+        b.stopped = true;
+      }
+      const r = await getBatch(b.id, opts);
+      if (r.error) {
+        b.status = 'error';
+        b.error = r.error;
+        break;
+      }
+      applyBatch(b, r.data);
+      view.update();
+      if (BATCH_DONE.has(b.status) || b.stopped) break;
+      await Promise.race([sleep(delay), new Promise((res) => controller.signal.addEventListener('abort', res, { once: true }))]);
+      delay = Math.min(1000, delay + 150);
+    }
+    if (b.stopped && !BATCH_DONE.has(b.status)) b.status = 'cancelled';
+  }
+  state.active = null;
+  setBusy(false);
+  view.update();
+  renderBudget();
+  announce(b.error ? 'The pages failed.' : `${b.progress.done} of ${b.progress.total} pages done.`);
+}
+
+function applyBatch(b, data) {
+  b.status = data.status || b.status;
+  if (data.progress) b.progress = { done: data.progress.done ?? 0, total: data.progress.total ?? b.results.length };
+  for (const r of Array.isArray(data.results) ? data.results : []) {
+    const mine = b.results.find((x) => x.page === r.page);
+    if (!mine) continue;
+    Object.assign(mine, { status: r.status || mine.status, ...resultText(r) });
+  }
+}
+
+// ---------------------------------------------------------------- copy and download
+
+function saveFile(name, text, mime) {
+  const url = URL.createObjectURL(new Blob([text], { type: `${mime};charset=utf-8` }));
+  const a = h('a', { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// An HTML answer as a file: the sanitized tree (what the page shows), never the model's raw text.
+function safeHtmlText(text) {
+  const div = document.createElement('div');
+  div.append(sanitizeHtml(unfence(text), document).fragment);
+  return div.innerHTML;  // reading serializes the allow-listed nodes; nothing is assigned
+}
+
+function fileText(format, text, title) {
+  if (format === 'html') return htmlDocument(title, safeHtmlText(text));
+  if (format === 'json') return prettyJson(text);
+  return text;
+}
+
+function downloadAnswer(turn) {
+  const format = turn.json && turn.format === 'text' ? 'json' : turn.format;
+  const name = exportName(turn.doc ? turn.doc.name : 'answer', 0, EXTENSIONS[format] || 'md');
+  saveFile(name, fileText(format, turn.answer.text, name), MIME_TYPES[format] || 'text/markdown');
+}
+
+function pageFormat(turn) {
+  return turn.json && turn.format === 'text' ? 'json' : turn.format;
+}
+
+function downloadPage(turn, r) {
+  const format = pageFormat(turn);
+  const name = exportName(turn.doc.name, r.page, EXTENSIONS[format] || 'md');
+  saveFile(name, fileText(format, r.text, `${turn.doc.name}, page ${r.page}`), MIME_TYPES[format] || 'text/markdown');
+}
+
+function downloadAll(turn, ext) {
+  const format = ext === 'json' ? 'json' : pageFormat(turn);
+  const results = turn.batch.results.filter((r) => r.text)
+    .map((r) => ({ page: r.page, text: r.text, error: r.error, html: format === 'html' ? safeHtmlText(r.text) : undefined }));
+  saveFile(exportName(turn.doc.name, 0, EXTENSIONS[format] || 'md'), combinedExport(format, turn.doc.name, results),
+    MIME_TYPES[format] || 'text/markdown');
+}
+
+function copyPage(turn, r, button) {
+  copyTo(pageFormat(turn) === 'json' ? prettyJson(r.text) : r.text, button);
+}
+
 // The start page shows the tasks as cards; the chip row above the composer takes over afterwards.
 function showEmpty(empty) {
   els.empty.hidden = !empty;
@@ -341,12 +593,19 @@ function stop() {
 
 // A failed turn (queue full, timeout, ...) is sent again as it was, replacing the failed one.
 function retry(turn) {
-  if (state.active || settingsProblem()) return;
+  if (state.active || settingsProblem(turn.preset)) return;
   state.turns = state.turns.filter((t) => t !== turn);
   turn.li.remove();
   state.pending = [...turn.images, ...state.pending];
+  if (turn.doc) {
+    // The document as it was sent: same file, same pages, same way of asking.
+    const doc = turn.doc.source;
+    doc.picked = new Set(turn.doc.pages);
+    state.doc = doc;
+    state.docMode = turn.doc.mode;
+  }
   const draft = els.prompt.value;
-  send(turn.text);
+  send(turn.text, turn.preset);
   els.prompt.value = draft;
   autosize();
 }
@@ -367,15 +626,19 @@ function copyText(answer) {
   return [answer.text, calls].filter(Boolean).join('\n\n');
 }
 
-async function copyAnswer(turn, button) {
+function copyAnswer(turn, button) {
+  copyTo(copyText(turn.answer), button);
+}
+
+async function copyTo(text, button) {
   const label = button.querySelector('span');
   try {
     if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(copyText(turn.answer));
+      await navigator.clipboard.writeText(text);
     } else {
       // Plain-HTTP pages on another host have no async clipboard; the legacy path still works.
       const ta = h('textarea', { class: 'sr-only' });
-      ta.value = copyText(turn.answer);
+      ta.value = text;
       document.body.append(ta);
       ta.select();
       document.execCommand('copy');
@@ -413,10 +676,10 @@ document.addEventListener('keydown', (e) => {
 $('clear-btn').addEventListener('click', clearConversation);
 
 function usePreset(p) {
-  const hasImage = state.pending.length > 0 || state.turns.some((t) => t.images.length);
+  const hasImage = state.pending.length > 0 || state.doc || state.turns.some((t) => t.images.length || t.doc);
   if (state.active) return;
   if (hasImage) {
-    send(p.prompt);
+    send(p.prompt, p);
   } else {
     els.prompt.value = p.prompt;
     autosize();
@@ -425,12 +688,24 @@ function usePreset(p) {
   }
 }
 
-for (const p of PRESETS) {
-  els.presets.append(h('button', { type: 'button', class: 'preset-chip', 'data-preset': p.id,
-    title: p.prompt, 'aria-label': p.label, onclick: () => usePreset(p) }, icon(p.icon),
-  h('span', { class: 'long', text: p.label }), h('span', { class: 'short', text: p.short })));
-  els.presetCards.append(h('button', { type: 'button', class: 'preset-card', 'data-preset': p.id,
-    onclick: () => usePreset(p) }, icon(p.icon), h('strong', { text: p.label }), h('span', { text: p.hint })));
+// The image tasks, or the document tasks while a PDF is attached (presets.js).
+let presetKind = '';
+function renderPresets() {
+  const kind = state.doc ? 'doc' : 'image';
+  if (kind === presetKind) return;
+  presetKind = kind;
+  const list = presetsFor(kind);
+  els.presets.replaceChildren(...list.map((p) => h('button', { type: 'button', class: 'preset-chip', 'data-preset': p.id,
+    title: presetTitle(p), 'aria-label': p.label, onclick: () => usePreset(p) }, icon(p.icon),
+  h('span', { class: 'long', text: p.label }), h('span', { class: 'short', text: p.short }))));
+  els.presetCards.replaceChildren(...list.map((p) => h('button', { type: 'button', class: 'preset-card', 'data-preset': p.id,
+    title: presetTitle(p), onclick: () => usePreset(p) }, icon(p.icon), h('strong', { text: p.label }), h('span', { text: p.hint }))));
+}
+
+function presetTitle(p) {
+  const extra = [p.minTokens ? `Raises the image budget to at least ${p.minTokens.toLocaleString('en-US')} tokens per image or page.` : '',
+    p.responseFormat ? 'The answer is JSON, checked against a schema by the server.' : ''].filter(Boolean).join(' ');
+  return `${p.prompt}${extra ? `\n\n${extra}` : ''}`;
 }
 
 // ---------------------------------------------------------------- settings
@@ -518,6 +793,7 @@ els.settingsForm.addEventListener('input', () => {
   saveSettings(localStorage, state.settings);
   renderJsonSettings();
   renderAttachments();
+  if (state.doc) renderDoc();
   if (keyChanged) refreshConfig();
 });
 for (const [id, name, example] of [['schema-example', 'jsonSchema', EXAMPLE_SCHEMA], ['tools-example', 'tools', EXAMPLE_TOOLS]]) {
@@ -546,6 +822,7 @@ els.settings.addEventListener('click', (e) => { if (e.target === els.settings) e
 applyTheme();
 renderMode();
 showEmpty(true);
+renderPresets();
 renderAttachments();
 refreshHealth();
 els.prompt.focus();

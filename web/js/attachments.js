@@ -28,7 +28,7 @@ function mimeOf(file) {
   return MIME_BY_EXT[ext] || 'image/png';
 }
 
-function readAsDataUrl(file) {
+export function readAsDataUrl(file) {
   return new Promise((resolve, reject) => {
     const r = new FileReader();
     r.onload = () => resolve(String(r.result));

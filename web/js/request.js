@@ -1,6 +1,7 @@
 // The chat-completion request a turn sends, built from the settings and the conversation; and the
 // checks of the settings that hold JSON (the answer's schema, the tools). Pure functions, no DOM.
-import { effectiveMaxPixels } from './smart_resize.js';
+import { effectiveMaxPixels, raisedPixels } from './smart_resize.js';
+import { filePart } from './document.js';
 import { toApiToolCalls } from './tool_calls.js';
 import { TOOL_CHOICES } from './settings.js';
 
@@ -90,9 +91,11 @@ export function buildMessages(system, turns) {
   const messages = [];
   if (system.trim()) messages.push({ role: 'system', content: system });
   turns.forEach((t, k) => {
-    if (t.images.length) {
-      // Images first, then the text: the layout the model was trained on and `qvl run` uses.
+    if (t.images.length || t.doc) {
+      // Images first (a PDF's pages are images too), then the text: the layout the model was
+      // trained on and `qvl run` uses.
       const parts = t.images.map((a) => ({ type: 'image_url', image_url: { url: a.dataUrl } }));
+      if (t.doc) parts.push(filePart(t.doc));
       if (t.text) parts.push({ type: 'text', text: t.text });
       messages.push({ role: 'user', content: parts });
     } else {
@@ -108,9 +111,11 @@ export function buildMessages(system, turns) {
   return messages;
 }
 
-// The whole request: {body (an object, to be JSON.stringify'd)} or {error}.
-export function buildRequestBody({ settings, config, messages }) {
-  const extra = formatAndToolFields(settings);
+// The whole request: {body (an object, to be JSON.stringify'd)} or {error}. A task preset may
+// bring its own answer format (`responseFormat`, in place of the setting's) and a higher image
+// budget (`minTokens`: min_pixels and max_pixels from raisedPixels).
+export function buildRequestBody({ settings, config, messages, preset = null }) {
+  const extra = formatAndToolFields(preset && preset.responseFormat ? { ...settings, answerFormat: 'text' } : settings);
   if (extra.error) return { error: extra.error };
   const body = {
     model: config.model || 'qvl',
@@ -122,6 +127,8 @@ export function buildRequestBody({ settings, config, messages }) {
   if (settings.maxTokens > 0) body.max_tokens = settings.maxTokens;
   if (settings.maxPixels > 0) body.max_pixels = effectiveMaxPixels(config, settings.maxPixels);
   Object.assign(body, extra.fields);
+  if (preset && preset.responseFormat) body.response_format = preset.responseFormat;
+  if (preset && preset.minTokens) Object.assign(body, raisedPixels(config, settings.maxPixels, preset.minTokens));
   return { body };
 }
 

@@ -35,10 +35,14 @@ export function smartResize(width, height, { factor, minPixels, maxPixels }) {
 
 // What one image costs: the resized size, the vision grid and the number of tokens it adds to the
 // prompt (one token per merge_size x merge_size patches), from the server's /v1/qvl/config.
-export function imageCost(width, height, config, requestedMaxPixels) {
+// requestedMinPixels (the request's min_pixels, e.g. raised for grounding) is clamped as the server
+// does: into [config.min_pixels, the effective max_pixels].
+export function imageCost(width, height, config, requestedMaxPixels, requestedMinPixels = 0) {
   const factor = config.patch_size * config.merge_size;
   const maxPixels = effectiveMaxPixels(config, requestedMaxPixels);
-  const resized = smartResize(width, height, { factor, minPixels: config.min_pixels, maxPixels });
+  const minPixels = requestedMinPixels > 0
+    ? Math.min(Math.max(requestedMinPixels, config.min_pixels), maxPixels) : Math.min(config.min_pixels, maxPixels);
+  const resized = smartResize(width, height, { factor, minPixels, maxPixels });
   const gridW = resized.width / config.patch_size;
   const gridH = resized.height / config.patch_size;
   const tokens = (gridW * gridH) / (config.merge_size * config.merge_size);
@@ -50,4 +54,15 @@ export function effectiveMaxPixels(config, requestedMaxPixels) {
   let max = config.max_pixels;
   if (requestedMaxPixels > 0) max = Math.min(max, requestedMaxPixels);
   return Math.max(max, config.min_pixels);
+}
+
+// The min_pixels/max_pixels a request sends to give each image at least `minTokens` image tokens
+// (grounding needs >= 1024: the model places boxes poorly on small images). min_pixels is
+// minTokens x (patch_size x merge_size)^2, capped by the server's max_pixels; max_pixels is raised to
+// it when the page's own max-pixels setting is lower.
+export function raisedPixels(config, requestedMaxPixels, minTokens) {
+  const factor = config.patch_size * config.merge_size;
+  const min = Math.min(minTokens * factor * factor, config.max_pixels);
+  const max = Math.max(effectiveMaxPixels(config, requestedMaxPixels), min);
+  return { min_pixels: min, max_pixels: max };
 }

@@ -6,6 +6,8 @@ import { parseGrounding, containRect, placeBox, placePoint, labelHue } from './g
 import { imageCost } from './smart_resize.js';
 import { formatBytes, describeTimings } from './errors.js';
 import { formatJsonText, isJson, looksLikeJson } from './tool_calls.js';
+import { sanitizeHtml } from './safe_html.js';
+import { unfence, EXTENSIONS } from './document.js';
 
 export function h(tag, props = {}, ...children) {
   const e = document.createElement(tag);
@@ -65,20 +67,34 @@ export function attachmentChip(att, config, maxPixels, onRemove) {
       title: 'Remove', onclick: onRemove }, icon('x')));
 }
 
-export function userTurn(turn) {
+export function userTurn(turn, docTurn) {
   const imgs = turn.images.length
     ? h('div', { class: 'user-images' }, turn.images.map((a) => a.decodable
       ? h('img', { src: a.dataUrl, alt: a.name, title: a.name })
       : h('div', { class: 'img-broken', title: a.name, text: a.name })))
     : null;
-  return h('div', { class: 'user-msg' }, imgs,
+  return h('div', { class: 'user-msg' }, imgs, turn.doc && docTurn ? docTurn(turn.doc) : null,
     turn.text ? h('div', { class: 'user-text', text: turn.text }) : null);
+}
+
+// An answer's content as nodes, and the grounding marks it holds. `format` (from the task preset)
+// 'html': QwenVL HTML rendered through safe_html.js (allow-listed nodes, no script, no URL), its
+// data-bbox boxes as marks; `json` (or format 'json'): formatted JSON in a code block; otherwise
+// Markdown (markdown.js: HTML in it stays text). bbox_2d/point_2d JSON in the text are marks too.
+export function answerContent(text, { format = 'text', json = false, busy = false } = {}) {
+  const marks = parseGrounding(text);
+  if (format === 'html') {
+    const { fragment, marks: boxes } = sanitizeHtml(unfence(text), document);
+    return { nodes: [h('div', { class: 'html-answer' }, fragment)], marks: [...boxes, ...marks] };
+  }
+  if ((json || format === 'json') && looksLikeJson(text)) return { nodes: jsonAnswer(text, busy), marks };
+  return { nodes: [toDom(parseMarkdown(text), document)], marks };
 }
 
 // The assistant side of a turn; update() re-renders it from the turn's current state. An answer
 // asked for as JSON (turn.json) is shown as a formatted code block, not through Markdown; its tool
 // calls (turn.answer.toolCalls) as one card each, after the text.
-export function answerView(turn, { onCopy, onRetry, imageFor }) {
+export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
   const body = h('div', { class: 'answer-body md' });
   const calls = h('div', { class: 'tool-calls', hidden: true });
   const figureSlot = h('div', { class: 'figure-slot' });
@@ -88,7 +104,16 @@ export function answerView(turn, { onCopy, onRetry, imageFor }) {
     'aria-label': 'Copy answer', onclick: () => onCopy(turn, copyBtn) }, icon('copy'), h('span', { text: 'Copy' }));
   const retryBtn = h('button', { type: 'button', class: 'mini-btn retry-btn', title: 'Send this message again',
     onclick: () => onRetry(turn) }, h('span', { text: 'Retry' }));
-  const actions = h('div', { class: 'answer-actions' }, copyBtn, retryBtn);
+  // A task answer (Markdown, HTML, JSON) or an answer about a document can be saved as a file.
+  const ext = EXTENSIONS[turn.format] || 'md';
+  const canDownload = Boolean(onDownload && (turn.doc || (turn.format && turn.format !== 'text')));
+  const downloadBtn = canDownload ? h('button', { type: 'button', class: 'mini-btn download-btn', title: `Download as .${ext}`,
+    'aria-label': `Download answer as .${ext}`, onclick: () => onDownload(turn) }, icon('download'), h('span', { text: `.${ext}` })) : null;
+  const sourceBtn = turn.format === 'html' ? h('button', { type: 'button', class: 'mini-btn source-btn', 'aria-pressed': 'false',
+    title: 'Show the HTML the model wrote, as text', onclick: () => { showSource = !showSource; sourceBtn.setAttribute('aria-pressed', String(showSource)); lastText = null; update(); } },
+  h('span', { text: 'Source' })) : null;
+  let showSource = false;
+  const actions = h('div', { class: 'answer-actions' }, sourceBtn, copyBtn, downloadBtn, retryBtn);
   const root = h('div', { class: 'answer', 'aria-busy': 'true' },
     h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon('logo')),
     // The picture first: people would rather see the boxes than read the coordinates.
@@ -110,16 +135,16 @@ export function answerView(turn, { onCopy, onRetry, imageFor }) {
       lastBusy = busy;
       // A JSON answer bypasses Markdown (unless it is not JSON at all: an older server ignores
       // response_format, and its prose is better rendered as prose).
-      const content = !a.text ? (toolCalls.length ? [] : [typingDots(a.status)])
-        : turn.json && looksLikeJson(a.text) ? jsonAnswer(a.text, busy)
-          : [toDom(parseMarkdown(a.text), document)];
-      body.replaceChildren(...content);
-      const marks = parseGrounding(a.text);
+      const shown = a.text ? answerContent(a.text, { format: turn.format, json: turn.json, busy })
+        : { nodes: toolCalls.length ? [] : [typingDots(a.status)], marks: [] };
+      if (showSource && a.text) shown.nodes = [h('pre', { class: 'html-source' }, h('code', { text: a.text }))];
+      body.replaceChildren(...shown.nodes);
+      const marks = shown.marks;
       const key = JSON.stringify(marks);
       if (key !== lastBoxesKey) {
         lastBoxesKey = key;
         const images = imageFor(turn);
-        figureSlot.replaceChildren(marks.length && images.length ? groundingFigure(images, marks) : '');
+        figureSlot.replaceChildren(marks.length && images.length ? groundingFigure(images, marks, Boolean(turn.doc)) : '');
       }
     } else if (!a.text) {
       body.replaceChildren(busy && !toolCalls.length ? typingDots(a.status) : '');
@@ -136,6 +161,8 @@ export function answerView(turn, { onCopy, onRetry, imageFor }) {
     error.textContent = a.error || '';
     meta.textContent = metaText(a);
     copyBtn.hidden = (!a.text && !toolCalls.length) || busy;
+    if (downloadBtn) downloadBtn.hidden = !a.text || busy;
+    if (sourceBtn) sourceBtn.hidden = !a.text;
     retryBtn.hidden = a.status !== 'error' || Boolean(a.text);
     actions.hidden = copyBtn.hidden && retryBtn.hidden;
   }
@@ -199,8 +226,8 @@ function metaText(a) {
 
 // The image an answer talks about, with the model's boxes and points drawn over it. Coordinates are
 // 0..1000 of the image (see grounding.js), placed over the letterboxed <img> with containRect.
-export function groundingFigure(images, marks) {
-  let current = images[images.length - 1];
+export function groundingFigure(images, marks, first = false) {
+  let current = first ? images[0] : images[images.length - 1];
   const img = h('img', { src: current.dataUrl, alt: `${current.name} with detected objects` });
   const layer = h('div', { class: 'marks', 'aria-hidden': 'true' });
   const frame = h('div', { class: 'frame' }, img, layer);
@@ -212,7 +239,7 @@ export function groundingFigure(images, marks) {
   }
   const picker = images.length > 1 ? h('div', { class: 'img-picker', role: 'group', 'aria-label': 'Draw on image' },
     images.map((im, k) => h('button', { type: 'button', class: 'mini-btn', 'aria-pressed': String(im === current),
-      text: `Image ${k + 1}`,
+      text: im.label || `Image ${k + 1}`,
       onclick: (ev) => {
         current = im;
         img.src = im.dataUrl;
