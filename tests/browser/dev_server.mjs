@@ -14,7 +14,16 @@
 // per tool (at most three), streamed as delta.tool_calls pieces, finish_reason "tool_calls"; with
 // response_format json_object / json_schema a JSON answer (for a schema, an instance of it); a
 // schema using "pattern" is refused with 400 naming the keyword's param, as qvl's grammar does.
+//
+// PDF documents (issue 19), imitated for developing the page before the server's endpoints exist:
+// POST /v1/qvl/documents/pages reads the page count and MediaBoxes with a regular expression (enough
+// for simple PDFs like the tests' own; no rendering) and sends blank-page PNG thumbnails; POST
+// /v1/jobs with "per_page": true runs a fake job per page (canned answers, one after the other),
+// GET /v1/jobs/{batch id} reports them and DELETE cancels. "qwenvl html" answers QwenVL HTML with
+// data-bbox, "qwenvl markdown" Markdown. These are shapes to program against, not qvl's behaviour.
 import http from 'node:http';
+import zlib from 'node:zlib';
+import { imageCost } from '../../web/js/smart_resize.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,8 +60,21 @@ const ANSWERS = {
     'The style is flat and geometric, like a `vector` illustration.',
 };
 
+ANSWERS.html = '```html\n<html><body>\n<h1 data-bbox="80 60 620 110">Invoice 2026-042</h1>\n' +
+  '<p data-bbox="80 140 540 200">ACME Tools Ltd, 12 Harbour Road</p>\n' +
+  '<table data-bbox="80 260 920 520"><tr><th>Item</th><th>Qty</th><th>Amount</th></tr>' +
+  '<tr><td>Hammer</td><td>2</td><td>24.00</td></tr><tr><td>Nails (box)</td><td>5</td><td>7.50</td></tr></table>\n' +
+  '<p data-bbox="600 560 920 600"><b>Total</b> 31.50 EUR</p>\n</body></html>\n```';
+ANSWERS.docMarkdown = '# Invoice 2026-042\n\nACME Tools Ltd, 12 Harbour Road\n\n| Item | Qty | Amount |\n|---|--:|--:|\n' +
+  '| Hammer | 2 | 24.00 |\n| Nails (box) | 5 | 7.50 |\n\n**Total** 31.50 EUR';
+ANSWERS.regions = '```json\n[\n  {"bbox_2d": [80, 60, 620, 110], "label": "title"},\n' +
+  '  {"bbox_2d": [80, 140, 540, 200], "label": "paragraph"},\n  {"bbox_2d": [80, 260, 920, 520], "label": "table"}\n]\n```';
+
 function pickAnswer(text) {
   if (/#script/.test(text)) return ANSWERS.script;
+  if (/qwenvl html/i.test(text)) return ANSWERS.html;
+  if (/qwenvl markdown/i.test(text)) return ANSWERS.docMarkdown;
+  if (/Locate every title/i.test(text)) return ANSWERS.regions;
   if (/Locate/i.test(text)) return ANSWERS.ground;
   if (/table/i.test(text)) return ANSWERS.table;
   if (/Read all the text/i.test(text)) return ANSWERS.ocr;
@@ -122,13 +144,164 @@ function sendJson(res, status, obj, extra = {}) {
   res.end(JSON.stringify(obj));
 }
 
-async function chat(req, res, delayMs) {
+async function readBody(req) {
   let raw = '';
   for await (const chunk of req) raw += chunk;
-  let body;
-  try { body = JSON.parse(raw); } catch {
-    return sendJson(res, 400, { error: { message: 'invalid JSON body', type: 'invalid_request_error', param: null, code: null } });
+  try { return JSON.parse(raw); } catch { return undefined; }
+}
+
+const badJson = (res) => sendJson(res, 400, { error: { message: 'invalid JSON body', type: 'invalid_request_error', param: null, code: null } });
+
+// ---------------------------------------------------------------- PDF (fake)
+
+// [{width, height}] in points, in object order: a dev aid for simple PDFs, not a PDF parser.
+function pdfPages(bytes) {
+  const text = bytes.toString('latin1');
+  if (!text.startsWith('%PDF-')) return null;
+  const box = (src) => {
+    const m = /\/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]/.exec(src);
+    return m ? { width: Number(m[3]) - Number(m[1]), height: Number(m[4]) - Number(m[2]) } : null;
+  };
+  const objects = text.split(/\bendobj\b/);
+  const parent = objects.find((o) => /\/Type\s*\/Pages\b/.test(o));
+  const fallback = (parent && box(parent)) || { width: 612, height: 792 };
+  return objects.filter((o) => /\/Type\s*\/Page(?![s\w])/.test(o)).map((o) => box(o) || fallback);
+}
+
+// A blank page (white, grey lines) as a PNG, w x h.
+function pagePng(w, h) {
+  const raw = Buffer.alloc((w * 3 + 1) * h, 255);
+  for (let y = 0; y < h; y++) {
+    raw[y * (w * 3 + 1)] = 0;
+    const line = y > h * 0.1 && y < h * 0.9 && Math.floor(y / Math.max(3, h / 40)) % 2 === 0;
+    if (!line) continue;
+    for (let x = Math.floor(w * 0.1); x < Math.floor(w * (y % 7 === 0 ? 0.6 : 0.9)); x++) {
+      raw.fill(200, y * (w * 3 + 1) + 1 + x * 3, y * (w * 3 + 1) + 4 + x * 3);
+    }
   }
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(td));
+    return Buffer.concat([len, td, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8; ihdr[9] = 2;
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+const DEV_MAX_PAGES = 32;
+
+function pdfOf(dataUrl) {
+  const m = /^data:application\/pdf;base64,(.*)$/s.exec(String(dataUrl || ''));
+  return m ? pdfPages(Buffer.from(m[1], 'base64')) : null;
+}
+
+async function documentPages(req, res) {
+  const body = await readBody(req);
+  if (body === undefined) return badJson(res);
+  const pages = pdfOf(body.file_data);
+  if (!pages || !pages.length) {
+    return sendJson(res, 400, { error: { message: 'not a PDF (no %PDF- header or no pages)', type: 'invalid_request_error',
+      param: 'file_data', code: 'invalid_pdf' } });
+  }
+  const dpi = body.dpi ?? 144;
+  const thumb = body.thumbnail_size ?? 256;
+  await new Promise((r) => setTimeout(r, 150));
+  sendJson(res, 200, { object: 'qvl.document', pages: pages.length, dpi, max_pages: DEV_MAX_PAGES,
+    page_info: pages.map((p, k) => {
+      const width = Math.round((p.width * dpi) / 72);
+      const height = Math.round((p.height * dpi) / 72);
+      const cost = imageCost(width, height, DEV_CONFIG, body.max_pixels ?? 0, body.min_pixels ?? 0);
+      const s = thumb / Math.max(width, height);
+      const png = pagePng(Math.max(1, Math.round(width * s)), Math.max(1, Math.round(height * s)));
+      return { page: k + 1, width, height, image_tokens: cost.tokens, thumbnail: `data:image/png;base64,${png.toString('base64')}` };
+    }) });
+}
+
+function parsePages(sel, count) {
+  if (sel == null) return Array.from({ length: count }, (_, k) => k + 1);
+  const out = [];
+  for (const part of String(sel).split(',')) {
+    const m = /^\s*(\d+)\s*(?:-\s*(\d*)\s*)?$/.exec(part);
+    if (!m) return null;
+    const a = Number(m[1]);
+    const b = m[2] === undefined ? a : m[2] === '' ? count : Number(m[2]);
+    for (let p = a; p <= b; p++) out.push(p);
+  }
+  return out.every((p) => p >= 1 && p <= count) ? out : null;
+}
+
+const batches = new Map();
+
+async function createBatch(req, res, delayMs) {
+  const body = await readBody(req);
+  if (body === undefined) return badJson(res);
+  if (body.per_page !== true) {
+    return sendJson(res, 400, { error: { message: 'the dev server only fakes per_page batches', type: 'invalid_request_error',
+      param: 'per_page', code: null } });
+  }
+  const user = [...(body.messages || [])].reverse().find((m) => m.role === 'user');
+  const part = user && Array.isArray(user.content) ? user.content.find((p) => p.type === 'file') : null;
+  const all = part ? pdfOf(part.file.file_data) : null;
+  const pages = all ? parsePages(part.file.pages, all.length) : null;
+  if (!pages) {
+    return sendJson(res, 400, { error: { message: 'one PDF file part with valid pages expected', type: 'invalid_request_error',
+      param: 'messages', code: 'invalid_pdf' } });
+  }
+  const text = user.content.filter((p) => p.type === 'text').map((p) => p.text).join(' ');
+  const rf = body.response_format && body.response_format.type === 'json_schema' ? body.response_format : null;
+  const id = `batch-dev${Date.now().toString(36)}`;
+  const batch = { id, object: 'qvl.job_batch', status: 'queued', created: Math.floor(Date.now() / 1000),
+    results: pages.map((page, k) => ({ page, id: `job-dev${k}${id.slice(-5)}`, status: 'queued', result: null, error: null })) };
+  batches.set(id, batch);
+  // One page after the other, like one engine slot.
+  (async () => {
+    for (const r of batch.results) {
+      if (batch.status === 'cancelled') return;
+      batch.status = 'running';
+      r.status = 'running';
+      await new Promise((done) => setTimeout(done, Math.max(150, delayMs * 25)));
+      if (r.status === 'cancelled') return;
+      const answer = rf ? JSON.stringify(instanceOf(rf.json_schema.schema)) : pickAnswer(text);
+      r.status = 'succeeded';
+      r.result = { id: `chatcmpl-${r.id}`, object: 'chat.completion', model: DEV_CONFIG.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 700, completion_tokens: 60, total_tokens: 760 },
+        timings: { queue_ms: 1, image_ms: 60, vision_ms: 2100, prefill_ms: 1300, prefill_tok_s: 530, decode_tok_s: 14.1 } };
+    }
+    batch.status = 'succeeded';
+  })();
+  sendJson(res, 202, { id, object: 'qvl.job_batch', status: batch.status, pages,
+    jobs: batch.results.map((r) => ({ page: r.page, id: r.id })) });
+}
+
+function batchState(batch) {
+  const done = batch.results.filter((r) => ['succeeded', 'failed', 'cancelled'].includes(r.status)).length;
+  return { id: batch.id, object: batch.object, status: batch.status, created: batch.created,
+    progress: { done, total: batch.results.length }, results: batch.results };
+}
+
+function batchRoute(req, res, id) {
+  const batch = batches.get(id);
+  if (!batch) return sendJson(res, 404, { error: { message: `no batch ${id}`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+  if (req.method === 'DELETE' && !['succeeded', 'failed'].includes(batch.status)) {
+    batch.status = 'cancelled';
+    for (const r of batch.results) if (r.status === 'queued' || r.status === 'running') r.status = 'cancelled';
+  }
+  sendJson(res, 200, batchState(batch));
+}
+
+// ---------------------------------------------------------------- chat
+
+async function chat(req, res, delayMs) {
+  const body = await readBody(req);
+  if (body === undefined) return badJson(res);
   const bad = checkImages(body.messages || []);
   if (bad) return sendJson(res, 400, { error: { message: bad, type: 'invalid_request_error', param: 'messages', code: 'invalid_image' } });
   const last = [...body.messages].reverse().find((m) => m.role === 'user');
@@ -203,6 +376,10 @@ export function startDevServer({ port = 0, delayMs = 30 } = {}) {
     }
     if (req.method === 'GET' && url.pathname === '/v1/qvl/config') return sendJson(res, 200, DEV_CONFIG);
     if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chat(req, res, delayMs);
+    if (req.method === 'POST' && url.pathname === '/v1/qvl/documents/pages') return documentPages(req, res);
+    if (req.method === 'POST' && url.pathname === '/v1/jobs') return createBatch(req, res, delayMs);
+    const job = /^\/v1\/jobs\/(batch-[\w-]+)$/.exec(url.pathname);
+    if (job && (req.method === 'GET' || req.method === 'DELETE')) return batchRoute(req, res, job[1]);
     if (req.method !== 'GET') return sendJson(res, 404, { error: { message: 'not found' } });
     const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
     const file = path.resolve(WEB, rel);
