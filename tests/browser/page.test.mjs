@@ -19,6 +19,7 @@ import os from 'node:os';
 import { writeFileSync, readFileSync, mkdtempSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { makePdf, TWO_PAGES } from './make_pdf.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -518,6 +519,332 @@ test('a non-streamed answer with text and two tool calls: text first, a card per
   await page.press('#prompt', 'Enter');
   await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2);
   assert.deepEqual(bodies[1].messages[1], { role: 'assistant', content: 'Checking **both** cities.', tool_calls: calls });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+// ---------------------------------------------------------------- PDF documents (issue 19)
+//
+// The PDF is written by the test (make_pdf.mjs): page 1 Letter portrait with "Page one", page 2 A4
+// landscape with "Page two". The server renders it; the model's words are random, so the tests
+// check shapes and plumbing: what is sent, what is shown where.
+
+const PDF_B64 = makePdf(TWO_PAGES).toString('base64');
+
+// Drops the test PDF on the page as a person would (the drag events with a File).
+async function dropPdf(page, name = 'two-pages.pdf') {
+  await page.evaluate(({ b64, fileName }) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], fileName, { type: 'application/pdf' }));
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      window.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }
+  }, { b64: PDF_B64, fileName: name });
+}
+
+// Drops the PDF and waits for its pages; returns what /v1/qvl/documents/pages answered.
+async function dropPdfAndWait(page) {
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/qvl/documents/pages')),
+    dropPdf(page),
+  ]);
+  assert.equal(response.status(), 200, await response.text());
+  await page.waitForSelector('.doc-card[data-state="ready"]', { timeout: 30000 });
+  return response.json();
+}
+
+function requestsTo(page, suffix, method = 'POST') {
+  const bodies = [];
+  page.on('request', (r) => {
+    if (r.method() === method && new URL(r.url()).pathname.startsWith(suffix)) bodies.push(r.postData() ? JSON.parse(r.postData()) : null);
+  });
+  return bodies;
+}
+
+const fmtNum = (n) => n.toLocaleString('en-US');
+
+test('PDF: two thumbnails with the server\'s token costs; picking pages changes "pages"; ask once is one streamed request', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 8 });
+  const chats = chatBodies(page);
+  const info = await dropPdfAndWait(page);
+  assert.equal(info.object, 'qvl.document');
+  assert.equal(info.pages, 2);
+  assert.equal(info.page_info.length, 2);
+  // Different page sizes, different renders (Letter portrait, A4 landscape).
+  assert.ok(info.page_info[0].height > info.page_info[0].width && info.page_info[1].width > info.page_info[1].height);
+  const thumbs = page.locator('.doc-card .page-thumb');
+  assert.equal(await thumbs.count(), 2);
+  for (const [k, p] of info.page_info.entries()) {
+    const t = thumbs.nth(k);
+    assert.equal(await t.getAttribute('data-page'), String(p.page));
+    assert.equal(Number(await t.getAttribute('data-tokens')), p.image_tokens);
+    assert.equal(await t.getAttribute('aria-label'), `Page ${p.page}, ${fmtNum(p.image_tokens)} tokens`);
+    assert.equal(await t.getAttribute('aria-pressed'), 'true', 'every page picked by default');
+    assert.match(await t.locator('img').getAttribute('src'), /^data:image\/(png|jpeg);base64,/);
+    assert.ok(await t.locator('img').evaluate((img) => img.complete && img.naturalWidth > 0), 'thumbnail decodes');
+  }
+  const total = info.page_info[0].image_tokens + info.page_info[1].image_tokens;
+  assert.match(await page.locator('.doc-sum').textContent(), new RegExp(`^2 of 2 pages · ${fmtNum(total)} image tokens`));
+  assert.match(await page.locator('#budget').textContent(), new RegExp(`${fmtNum(total)} image tokens to send`));
+  // Unpick page 1 with the keyboard.
+  await thumbs.nth(0).focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await thumbs.nth(0).getAttribute('aria-pressed'), 'false');
+  assert.match(await page.locator('.doc-sum').textContent(), new RegExp(`^1 of 2 pages · ${fmtNum(info.page_info[1].image_tokens)} image tokens`));
+  assert.ok(await page.evaluate(() => document.activeElement.dataset.page === '1'), 'focus stays on the page');
+  await page.fill('#prompt', 'What does this page say?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  assert.equal(chats.length, 1, 'ask once: one chat request');
+  assert.equal(chats[0].stream, true);
+  const parts = chats[0].messages[0].content;
+  assert.deepEqual(parts.map((p) => p.type), ['file', 'text']);
+  assert.equal(parts[0].file.pages, '2');
+  assert.equal(parts[0].file.filename, 'two-pages.pdf');
+  assert.ok(parts[0].file.file_data === `data:application/pdf;base64,${PDF_B64}`, 'the PDF bytes as sent');
+  assert.equal(await lastAnswer(page).locator('.answer-error').isHidden(), true);
+  // The sent turn shows the page it was about; the composer is free again.
+  assert.equal(await page.locator('.user-doc img').count(), 1);
+  assert.match(await page.locator('.user-doc-meta').textContent(), /two-pages\.pdf · pages 2 · .* asked once/);
+  assert.ok(await page.isHidden('#doc'));
+  // Both pages, asked once: "1,2", and the prompt holds both pages' image tokens.
+  await dropPdfAndWait(page);
+  await page.fill('#prompt', 'And both pages?');
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
+    page.press('#prompt', 'Enter'),
+  ]);
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  assert.equal(chats.length, 2);
+  const last = chats[1].messages[chats[1].messages.length - 1].content;
+  assert.equal(last.find((p) => p.type === 'file').file.pages, '1,2');
+  let usage = null;
+  for (const line of (await response.text()).split('\n')) {
+    if (line.startsWith('data: {') && line.includes('"usage"')) usage = JSON.parse(line.slice(6)).usage;
+  }
+  if (!DEV) assert.ok(usage && usage.prompt_tokens > total, `prompt ${usage && usage.prompt_tokens} tokens, pages ${total}`);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('PDF page by page: one job per page, progress, two results in page order; copy and download', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 8 });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const chats = chatBodies(page);
+  const jobs = requestsTo(page, '/v1/jobs');
+  const polls = [];
+  page.on('response', (r) => { if (r.request().method() === 'GET' && /\/v1\/jobs\/batch-/.test(r.url())) polls.push(r); });
+  await dropPdfAndWait(page);
+  await page.click('.seg label:has-text("Page by page")');
+  assert.ok(await page.isChecked('.seg input[value="pages"]'));
+  await page.fill('#prompt', 'Summarise this page.');
+  const [started] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/jobs') && r.request().method() === 'POST'),
+    page.press('#prompt', 'Enter'),
+  ]);
+  assert.equal(started.status(), 202, await started.text());
+  const batch = await started.json();
+  assert.equal(batch.object, 'qvl.job_batch');
+  assert.match(batch.id, /^batch-/);
+  assert.deepEqual(batch.jobs.map((j) => j.page), [1, 2]);
+  assert.equal(jobs.length, 1);
+  assert.equal(jobs[0].per_page, true);
+  assert.equal(jobs[0].stream, undefined);
+  const file = jobs[0].messages[0].content.find((p) => p.type === 'file');
+  assert.equal(file.file.pages, '1,2');
+  await page.waitForSelector('.answer.batch[data-state="done"]', { timeout: 90000 });
+  assert.equal(chats.length, 0, 'page by page sends no chat request');
+  assert.ok(polls.length >= 1, 'the batch was polled');
+  assert.equal(await page.locator('.batch-label').textContent(), '2 of 2 pages · finished');
+  const rows = page.locator('.page-result');
+  assert.deepEqual(await rows.evaluateAll((els) => els.map((e) => [e.dataset.page, e.dataset.state])),
+    [['1', 'succeeded'], ['2', 'succeeded']]);
+  // Each result shows its own page image.
+  const thumbs = await page.locator('.user-doc img').evaluateAll((els) => els.map((e) => e.src));
+  const shown = await rows.evaluateAll((els) => els.map((e) => e.querySelector('.page-result-fig img').src));
+  assert.deepEqual(shown, thumbs);
+  // What the server holds for each page, in page order, equals what is shown, copied and downloaded.
+  const final = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}`)).json(), batch.id);
+  assert.equal(final.status, 'succeeded');
+  assert.deepEqual(final.progress, { done: 2, total: 2 });
+  assert.deepEqual(final.results.map((r) => r.page), [1, 2]);
+  const texts = final.results.map((r) => r.result.choices[0].message.content);
+  assert.ok(texts.every((t) => typeof t === 'string' && t.length > 0));
+  await rows.nth(1).locator('.copy-btn').click();
+  await page.waitForFunction(() => document.querySelectorAll('.page-result')[1].querySelector('.copy-btn span').textContent === 'Copied');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), texts[1]);
+  const [one] = await Promise.all([page.waitForEvent('download'), rows.nth(0).locator('.download-btn').click()]);
+  assert.equal(one.suggestedFilename(), 'two-pages-p1.md');
+  assert.equal(readFileSync(await one.path(), 'utf8'), texts[0]);
+  const [all] = await Promise.all([page.waitForEvent('download'), page.click('.download-all-json')]);
+  assert.equal(all.suggestedFilename(), 'two-pages.json');
+  const json = JSON.parse(readFileSync(await all.path(), 'utf8'));
+  assert.equal(json.document, 'two-pages.pdf');
+  assert.deepEqual(json.pages.map((p) => [p.page, p.text ?? JSON.stringify(p.value)]), [[1, texts[0]], [2, texts[1]]].map(([p, t]) => {
+    try { return [p, JSON.stringify(JSON.parse(t))]; } catch { return [p, t]; }
+  }));
+  const [md] = await Promise.all([page.waitForEvent('download'), page.click('.download-all')]);
+  assert.equal(md.suggestedFilename(), 'two-pages.md');
+  assert.equal(readFileSync(await md.path(), 'utf8'), `<!-- page 1 -->\n\n${texts[0].trim()}\n\n<!-- page 2 -->\n\n${texts[1].trim()}\n`);
+  // A batch is not chat history: the next question goes alone.
+  await page.fill('#prompt', 'Hello?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  assert.deepEqual(chats[0].messages.map((m) => m.role), ['user']);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say cancelled', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 4000 });
+  const deletes = [];
+  page.on('request', (r) => { if (r.method() === 'DELETE' && /\/v1\/jobs\/batch-/.test(r.url())) deletes.push(r.url()); });
+  await dropPdfAndWait(page);
+  await page.click('.seg label:has-text("Page by page")');
+  await page.fill('#prompt', 'Describe this page at great length.');
+  const [started] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/jobs') && r.request().method() === 'POST'),
+    page.press('#prompt', 'Enter'),
+  ]);
+  const { id } = await started.json();
+  assert.ok(await page.isVisible('#stop-btn'));
+  await page.waitForSelector('.batch progress');
+  await page.click('#stop-btn');
+  await page.waitForSelector('.answer.batch[data-state="cancelled"], .answer.batch[data-state="done"]', { timeout: 30000 });
+  assert.deepEqual(deletes.map((u) => new URL(u).pathname), [`/v1/jobs/${id}`]);
+  assert.ok(await page.isVisible('#send-btn'));
+  const final = await page.evaluate(async (bid) => (await fetch(`/v1/jobs/${bid}`)).json(), id);
+  const states = await page.locator('.page-result').evaluateAll((els) => els.map((e) => e.dataset.state));
+  assert.equal(states.length, 2);
+  if (final.status === 'cancelled') {
+    assert.ok(states.includes('cancelled'), JSON.stringify(states));
+    assert.equal(await page.locator('.answer.batch').getAttribute('data-state'), 'cancelled');
+  }
+  // The server is free for the next request (one slot: --parallel 1).
+  await page.click('#settings-btn');
+  await page.fill('#settings input[name="maxTokens"]', '4');
+  await page.click('#settings button.primary-btn');
+  await page.fill('#prompt', 'Still there?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length >= 1 &&
+    [...document.querySelectorAll('.answer')].pop().dataset.state === 'done', null, { timeout: 30000 });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('PDF presets: invoice fields send the json_schema; regions raise min_pixels and show the raised cost', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 24 });
+  const chats = chatBodies(page);
+  const config = await page.evaluate(async () => (await fetch('/v1/qvl/config')).json());
+  await dropPdfAndWait(page);
+  // The start page offers the document tasks while a PDF is attached.
+  assert.deepEqual(await page.locator('.preset-card').evaluateAll((els) => els.map((e) => e.dataset.preset)),
+    ['doc-markdown', 'doc-html', 'doc-fields', 'doc-ground']);
+  await page.click('.preset-card[data-preset="doc-fields"]');
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  const rf = chats[0].response_format;
+  assert.equal(rf.type, 'json_schema');
+  assert.equal(rf.json_schema.name, 'invoice');
+  assert.ok(rf.json_schema.schema.properties.total && rf.json_schema.schema.properties.line_items);
+  assert.equal(await lastAnswer(page).locator('.answer-error').isHidden(), true, 'the server took the schema');
+  assert.equal(await lastAnswer(page).locator('pre.json-answer').count(), 1, 'shown as JSON');
+  // Regions: min_pixels = 1024 tokens x (patch x merge)^2, capped by the server's max_pixels.
+  await dropPdfAndWait(page);
+  const factor = config.patch_size * config.merge_size;
+  const minPixels = Math.min(1024 * factor * factor, config.max_pixels);
+  const raised = await page.evaluate(async ({ b64, min }) => (await (await fetch('/v1/qvl/documents/pages', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ file_data: `data:application/pdf;base64,${b64}`, dpi: 144, thumbnail_size: 64, min_pixels: min }),
+  })).json()), { b64: PDF_B64, min: minPixels });
+  const raisedTotal = raised.page_info.reduce((s, p) => s + p.image_tokens, 0);
+  await page.click('.preset-chip[data-preset="doc-ground"]');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  assert.equal(chats[1].min_pixels, minPixels);
+  assert.ok(chats[1].max_pixels >= minPixels);
+  assert.match(await page.locator('.user-doc-meta').last().textContent(),
+    new RegExp(`pages 1,2 · ${fmtNum(raisedTotal)} image tokens \\(raised for boxes\\)`));
+  // Each page near 1024 tokens or more (smart_resize may land a little under a cap of exactly 1024).
+  const cap = Math.min(1024, config.max_pixels / factor / factor);
+  assert.ok(raised.page_info.every((p) => p.image_tokens >= 0.9 * cap), JSON.stringify(raised.page_info.map((p) => p.image_tokens)));
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('PDF: an HTML answer with <script>, onerror and a remote <img> renders inert; its boxes are drawn on the page (answer given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage();
+  const remote = [];
+  page.on('request', (r) => { if (/pwned/.test(r.url())) remote.push(r.url()); });
+  const evil = '```html\n<html><head><script>window.__pwned = 1</script><link rel="stylesheet" href="' + base + 'pwned.css"></head><body>\n' +
+    '<h1 data-bbox="100 50 900 120" onclick="window.__pwned = 2">Page one</h1>\n' +
+    '<p data-bbox="100 150 700 200">Invoice <img src="' + base + 'pwned.png" onerror="window.__pwned = 3" data-bbox="600 600 900 900" alt="logo"></p>\n' +
+    '<table data-bbox="100 250 900 500"><tr><td colspan="2" style="background:url(' + base + 'pwned-bg.png)">Total</td>' +
+    '<td><a href="javascript:window.__pwned=4">31.50</a></td></tr></table>\n' +
+    '<svg><script>window.__pwned = 5</script></svg><iframe src="' + base + 'pwned.html"></iframe>' +
+    '<form action="' + base + 'pwned"><button>go</button></form>\n</body></html>\n```';
+  await answerWith(page, evil);
+  await dropPdfAndWait(page);
+  await page.click('.preset-card[data-preset="doc-html"]');
+  await page.waitForSelector('.answer[data-state="done"]');
+  const answer = lastAnswer(page);
+  const html = answer.locator('.html-answer');
+  assert.equal(await html.locator('h1').textContent(), 'Page one');
+  assert.equal(await html.locator('td[colspan="2"]').textContent(), 'Total');
+  assert.equal(await html.locator('.html-img').getAttribute('aria-label'), 'image: logo');
+  assert.equal(await html.locator('script, img, iframe, svg, form, button, link, a, [style]').count(), 0);
+  assert.equal(await answer.locator('script, iframe, form, link, a').count(), 0);
+  const attrs = await html.evaluate((root) => [...root.querySelectorAll('*')].flatMap((e) => e.getAttributeNames()));
+  assert.deepEqual([...new Set(attrs)].sort(), ['aria-label', 'class', 'colspan', 'data-bbox', 'role'].filter((a) => attrs.includes(a)));
+  await html.locator('h1').click();
+  await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(remote, [], 'nothing remote fetched');
+  // Four data-bbox boxes (h1, p, img, table), drawn on page 1's image.
+  const fig = answer.locator('.grounding');
+  await fig.locator('.box').first().waitFor();
+  assert.equal(await fig.locator('.box').count(), 4);
+  const page1 = await page.locator('.user-doc img').first().getAttribute('src');
+  assert.equal(await fig.locator('.frame img').getAttribute('src'), page1);
+  assert.equal(await fig.locator('.img-picker button[aria-pressed="true"]').textContent(), 'Page 1');
+  // Source shows the model's text as text; the .html download is the sanitized tree.
+  await answer.locator('.source-btn').click();
+  assert.ok((await answer.locator('.answer-body pre code').textContent()).includes('<script>window.__pwned = 1</script>'));
+  const [dl] = await Promise.all([page.waitForEvent('download'), answer.locator('.download-btn').click()]);
+  assert.equal(dl.suggestedFilename(), 'two-pages.html');
+  const file = readFileSync(await dl.path(), 'utf8');
+  assert.match(file, /<h1 data-bbox="100 50 900 120">Page one<\/h1>/);
+  assert.doesNotMatch(file, /<script|onerror|onclick|src=|href=|style="|<iframe|<form|pwned/i);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('PDF page by page: boxes are drawn on the page they belong to (batch answers given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage();
+  // The batch's answers, fixed: page 1 has no boxes, page 2 two (bbox_2d, 0-1000).
+  const answers = { 1: 'Nothing to locate here.', 2: '```json\n[{"bbox_2d": [100, 100, 500, 400], "label": "title"}, ' +
+    '{"bbox_2d": [100, 500, 900, 900], "label": "table"}]\n```' };
+  const completion = (text) => ({ object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text },
+    finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 10 } });
+  await page.route('**/v1/jobs', (route) => route.fulfill({ status: 202, headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ id: 'batch-fixed', object: 'qvl.job_batch', status: 'queued', pages: [1, 2],
+      jobs: [{ page: 1, id: 'job-1' }, { page: 2, id: 'job-2' }] }) }));
+  await page.route('**/v1/jobs/batch-fixed', (route) => route.fulfill({ status: 200, headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ id: 'batch-fixed', object: 'qvl.job_batch', status: 'succeeded', progress: { done: 2, total: 2 },
+      results: [1, 2].map((p) => ({ page: p, id: `job-${p}`, status: 'succeeded', result: completion(answers[p]), error: null })) }) }));
+  await dropPdfAndWait(page);
+  await page.click('.seg label:has-text("Page by page")');
+  await page.click('.preset-card[data-preset="doc-ground"]');
+  await page.waitForSelector('.answer.batch[data-state="done"]');
+  const rows = page.locator('.page-result');
+  assert.equal(await rows.nth(0).locator('.box').count(), 0);
+  await rows.nth(1).locator('.box').first().waitFor();
+  assert.equal(await rows.nth(1).locator('.box').count(), 2);
+  assert.deepEqual(await rows.nth(1).locator('.box-label').allTextContents(), ['title', 'table']);
+  const page2 = await page.locator('.user-doc img').nth(1).getAttribute('src');
+  assert.equal(await rows.nth(1).locator('.frame img').getAttribute('src'), page2);
+  // The box sits where 0-1000 says on the drawn image: the table box spans x 10%..90% of it.
+  const [img, box] = await Promise.all([rows.nth(1).locator('.frame img').boundingBox(), rows.nth(1).locator('.box').nth(1).boundingBox()]);
+  assert.ok(Math.abs(box.x - (img.x + 0.1 * img.width)) < 3 && Math.abs(box.width - 0.8 * img.width) < 4, JSON.stringify({ img, box }));
   assert.deepEqual(errors, []);
   await ctx.close();
 });

@@ -510,7 +510,11 @@ async function runBatch(turn) {
       await Promise.race([sleep(delay), new Promise((res) => controller.signal.addEventListener('abort', res, { once: true }))]);
       delay = Math.min(1000, delay + 150);
     }
-    if (b.stopped && !BATCH_DONE.has(b.status)) b.status = 'cancelled';
+    if (b.stopped) {
+      // The server cancels what had not ended; show it so even if the last poll was earlier.
+      if (!BATCH_DONE.has(b.status)) b.status = 'cancelled';
+      for (const r of b.results) if (r.status === 'queued' || r.status === 'running') r.status = 'cancelled';
+    }
   }
   state.active = null;
   setBusy(false);

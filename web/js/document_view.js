@@ -53,7 +53,8 @@ export function docCard(doc, { config, pixels, raised, onToggle, onAll, onNone, 
     return h('li', {},
       h('button', { type: 'button', class: 'page-thumb', 'aria-pressed': String(on), 'data-page': p.page,
         'data-tokens': tokens, disabled: full || null,
-        title: full ? `At most ${max} pages per request` : `${p.width}×${p.height} px at ${doc.info.dpi} dpi`,
+        title: full ? `At most ${max} pages per request`
+          : `${p.width}×${p.height} px at ${p.dpi || doc.info.dpi} dpi${p.dpi_lowered ? ' (lowered: the page is large)' : ''}`,
         'aria-label': `Page ${p.page}, ${fmt(tokens)} tokens`, onclick: () => onToggle(p.page) },
       p.thumbnail ? h('img', { src: p.thumbnail, alt: '' }) : h('span', { class: 'no-thumb', text: String(p.page) }),
       h('span', { class: 'page-check', 'aria-hidden': 'true' }),
@@ -102,7 +103,8 @@ export function pageFigure(info, marks) {
   return h('figure', { class: 'page-fig' }, h('img', { src: info.thumbnail, alt: `Page ${info.page}` }));
 }
 
-const STATUS_TEXT = { queued: 'queued', running: 'working…', succeeded: 'done', failed: 'failed', cancelled: 'cancelled' };
+const STATUS_TEXT = { queued: 'queued', running: 'working…', succeeded: 'done', failed: 'failed', cancelled: 'cancelled',
+  expired: 'expired' };
 
 // The results of a per-page job batch (turn.batch: {status, progress, results: [{page, status, text,
 // error, usage, timings}], error}); update() re-renders from it. Each page: its image with boxes,

@@ -61,8 +61,16 @@ function labelOf(tag) {
 
 // Sanitizes `html` into nodes of `doc` (the page's document). Returns {fragment, marks}: the
 // fragment to insert, and the data-bbox boxes as grounding marks [{kind: 'box', label, bbox}].
+// Event-handler and style attributes are renamed inside tags before parsing. Not for safety (the
+// allow-list drops every attribute it does not know, and the parsed document runs nothing), but
+// because Chromium checks them against the page's Content-Security-Policy while parsing, and each
+// refusal is a console error.
+export function defuseAttributes(html) {
+  return String(html).replace(/<[a-z][^>]*>/gi, (tag) => tag.replace(/([\s"'/])(on[a-z]+|style)(\s*=)/gi, '$1data-dropped$3'));
+}
+
 export function sanitizeHtml(html, doc = document, Parser = globalThis.DOMParser) {
-  const parsed = new Parser().parseFromString(String(html), 'text/html');
+  const parsed = new Parser().parseFromString(defuseAttributes(html), 'text/html');
   const fragment = doc.createDocumentFragment();
   const marks = [];
   let nodes = 0;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isPdfFile, checkPdf, pageSelection, defaultPages, filePart, batchBody, resultText, exportName, prettyJson,
   unfence, htmlDocument, combinedExport } from '../js/document.js';
-import { parseBbox } from '../js/safe_html.js';
+import { parseBbox, defuseAttributes } from '../js/safe_html.js';
 import { PRESETS, INVOICE_SCHEMA, presetsFor } from '../js/presets.js';
 import { buildMessages, buildRequestBody } from '../js/request.js';
 import { imageCost, raisedPixels } from '../js/smart_resize.js';
@@ -112,4 +112,9 @@ test('results, exports and file names', () => {
   assert.equal(combinedExport('markdown', 'a.pdf', [{ page: 1, text: '# A\n' }, { page: 3, text: 'B' }]),
     '<!-- page 1 -->\n\n# A\n\n<!-- page 3 -->\n\nB\n');
   assert.match(combinedExport('html', 'a.pdf', [{ page: 1, text: 'x', html: '<p>x</p>' }]), /<section data-page="1">\n<h2>Page 1<\/h2>\n<p>x<\/p>/);
+});
+
+test('event-handler and style attributes are renamed inside tags only (fewer CSP console errors)', () => {
+  assert.equal(defuseAttributes('<img src=x onerror="a()"><p style="x" data-bbox="1 2 3 4">on=1 style=2</p><b/onclick=x>'),
+    '<img src=x data-dropped="a()"><p data-dropped="x" data-bbox="1 2 3 4">on=1 style=2</p><b/data-dropped=x>');
 });
