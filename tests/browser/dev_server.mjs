@@ -60,15 +60,19 @@ const ANSWERS = {
     'The style is flat and geometric, like a `vector` illustration.',
 };
 
-ANSWERS.html = '```html\n<html><body>\n<h1 data-bbox="80 60 620 110">Invoice 2026-042</h1>\n' +
-  '<p data-bbox="80 140 540 200">ACME Tools Ltd, 12 Harbour Road</p>\n' +
-  '<table data-bbox="80 260 920 520"><tr><th>Item</th><th>Qty</th><th>Amount</th></tr>' +
+// Boxes (0-1000) where screenshots.mjs's invoice PDF has its lines.
+ANSWERS.html = '```html\n<html><body>\n<h1 data-bbox="118 95 545 137">Invoice 2026-042</h1>\n' +
+  '<p data-bbox="118 141 870 180">ACME Tools Ltd, 12 Harbour Road</p>\n' +
+  '<table data-bbox="118 225 740 310"><tr><th>Item</th><th>Qty</th><th>Amount</th></tr>' +
   '<tr><td>Hammer</td><td>2</td><td>24.00</td></tr><tr><td>Nails (box)</td><td>5</td><td>7.50</td></tr></table>\n' +
-  '<p data-bbox="600 560 920 600"><b>Total</b> 31.50 EUR</p>\n</body></html>\n```';
+  '<p data-bbox="118 352 660 395"><b>Total</b> 31.50 EUR</p>\n</body></html>\n```';
+ANSWERS.html2 = '```html\n<html><body>\n<h2 data-bbox="91 125 540 175">Terms and conditions</h2>\n' +
+  '<p data-bbox="91 182 530 230">Payment within 30 days.</p>\n' +
+  '<p data-bbox="91 237 560 286">Late payment: 1% a month.</p>\n</body></html>\n```';
 ANSWERS.docMarkdown = '# Invoice 2026-042\n\nACME Tools Ltd, 12 Harbour Road\n\n| Item | Qty | Amount |\n|---|--:|--:|\n' +
   '| Hammer | 2 | 24.00 |\n| Nails (box) | 5 | 7.50 |\n\n**Total** 31.50 EUR';
-ANSWERS.regions = '```json\n[\n  {"bbox_2d": [80, 60, 620, 110], "label": "title"},\n' +
-  '  {"bbox_2d": [80, 140, 540, 200], "label": "paragraph"},\n  {"bbox_2d": [80, 260, 920, 520], "label": "table"}\n]\n```';
+ANSWERS.regions = '```json\n[\n  {"bbox_2d": [118, 95, 545, 137], "label": "title"},\n' +
+  '  {"bbox_2d": [118, 141, 870, 180], "label": "paragraph"},\n  {"bbox_2d": [118, 225, 740, 310], "label": "table"}\n]\n```';
 
 function pickAnswer(text) {
   if (/#script/.test(text)) return ANSWERS.script;
@@ -202,9 +206,10 @@ function pdfOf(dataUrl) {
   return m ? pdfPages(Buffer.from(m[1], 'base64')) : null;
 }
 
-async function documentPages(req, res) {
+async function documentPages(req, res, fixed) {
   const body = await readBody(req);
   if (body === undefined) return badJson(res);
+  if (fixed) return sendJson(res, 200, fixed);
   const pages = pdfOf(body.file_data);
   if (!pages || !pages.length) {
     return sendJson(res, 400, { error: { message: 'not a PDF (no %PDF- header or no pages)', type: 'invalid_request_error',
@@ -268,7 +273,8 @@ async function createBatch(req, res, delayMs) {
       r.status = 'running';
       await new Promise((done) => setTimeout(done, Math.max(150, delayMs * 25)));
       if (r.status === 'cancelled') return;
-      const answer = rf ? JSON.stringify(instanceOf(rf.json_schema.schema)) : pickAnswer(text);
+      const answer = rf ? JSON.stringify(instanceOf(rf.json_schema.schema))
+        : r.page > 1 && /qwenvl html/i.test(text) ? ANSWERS.html2 : pickAnswer(text);
       r.status = 'succeeded';
       r.result = { id: `chatcmpl-${r.id}`, object: 'chat.completion', model: DEV_CONFIG.model,
         choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
@@ -367,7 +373,9 @@ async function chat(req, res, delayMs) {
   res.end('data: [DONE]\n\n');
 }
 
-export function startDevServer({ port = 0, delayMs = 30 } = {}) {
+// `documentPages`: a fixed answer for /v1/qvl/documents/pages (screenshots.mjs passes what the real
+// server rendered, so the thumbnails show the PDF's pages instead of blank ones).
+export function startDevServer({ port = 0, delayMs = 30, documentPages: fixedPages = null } = {}) {
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
@@ -376,7 +384,7 @@ export function startDevServer({ port = 0, delayMs = 30 } = {}) {
     }
     if (req.method === 'GET' && url.pathname === '/v1/qvl/config') return sendJson(res, 200, DEV_CONFIG);
     if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chat(req, res, delayMs);
-    if (req.method === 'POST' && url.pathname === '/v1/qvl/documents/pages') return documentPages(req, res);
+    if (req.method === 'POST' && url.pathname === '/v1/qvl/documents/pages') return documentPages(req, res, fixedPages);
     if (req.method === 'POST' && url.pathname === '/v1/jobs') return createBatch(req, res, delayMs);
     const job = /^\/v1\/jobs\/(batch-[\w-]+)$/.exec(url.pathname);
     if (job && (req.method === 'GET' || req.method === 'DELETE')) return batchRoute(req, res, job[1]);

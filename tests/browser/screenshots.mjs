@@ -1,15 +1,20 @@
 // DEVELOPMENT AID: renders the page against dev_server.mjs (canned answers) in headless Chromium
 // and writes docs/screenshots/{desktop,phone}-{light,dark}.png plus the empty start page, and
 // tools-{light,dark}.png (tool-call cards), json-{light,dark}.png (a JSON-schema answer) and
-// settings-{light,dark}.png (the dialog with the answer-format and tools fields).
+// settings-{light,dark}.png (the dialog with the answer-format and tools fields), and
+// pdf-{light,dark}.png, pdf-phone-{light,dark}.png (a two-page PDF loaded, page-by-page QwenVL HTML
+// results with their boxes). The PDF's thumbnails come from the real `qvl serve` when build/qvl (or
+// QVL_BINARY) exists, rendered once for the shots; otherwise the dev server's blank pages.
 //
-//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools]
+//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf]
 //   QVL_SCREENSHOTS_DIR=/tmp/shots node screenshots.mjs     (somewhere else than docs/screenshots)
 import { chromium } from 'playwright-core';
 import path from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startDevServer } from './dev_server.mjs';
+import { makePdf } from './make_pdf.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const OUT = path.resolve(process.env.QVL_SCREENSHOTS_DIR || path.resolve(HERE, '../../docs/screenshots'));
@@ -20,8 +25,43 @@ export const LAUNCH = {
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
 };
 
+// An invoice-like first page and a landscape second page, laid out where the dev server's canned
+// QwenVL HTML boxes point.
+const PDF = makePdf([
+  { width: 612, height: 792, lines: ['Invoice 2026-042', 'ACME Tools Ltd, 12 Harbour Road', '', 'Hammer   2   24.00',
+    'Nails (box)   5   7.50', '', 'Total 31.50 EUR'] },
+  { width: 792, height: 612, lines: ['Terms and conditions', 'Payment within 30 days.', 'Late payment: 1% a month.'] },
+]);
+const PDF_PATH = path.join(process.env.TMPDIR || '/tmp', 'qvl-screenshot-invoice.pdf');
+
+// The real server's answer for the PDF's pages (thumbnails rendered by Poppler), or null.
+async function realPages() {
+  const binary = process.env.QVL_BINARY || path.resolve(HERE, '../../build/qvl');
+  if (!existsSync(binary)) return null;
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const child = spawn(binary, ['serve', '--model', path.resolve(HERE, '../fixtures/tiny-qwen3vl'), '--port', String(port)],
+    { stdio: 'ignore' });
+  try {
+    for (let k = 0; k < 100; k++) {
+      try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch { /* not yet */ }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const res = await fetch(`http://127.0.0.1:${port}/v1/qvl/documents/pages`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ file_data: `data:application/pdf;base64,${PDF.toString('base64')}`, dpi: 144, thumbnail_size: 256 }) });
+    return res.ok ? await res.json() : null;
+  } catch {
+    return null;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 mkdirSync(OUT, { recursive: true });
-const server = await startDevServer({ delayMs: 5 });
+const { writeFileSync } = await import('node:fs');
+writeFileSync(PDF_PATH, PDF);
+const fixedPages = only === '' || only === 'pdf' ? await realPages() : null;
+const server = await startDevServer({ delayMs: 5, documentPages: fixedPages });
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await chromium.launch(LAUNCH);
 
@@ -72,7 +112,41 @@ async function toolShots() {
   }
 }
 
+async function pdfShots() {
+  const views = [
+    { name: 'pdf', viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 },
+    { name: 'pdf-phone', viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true },
+  ];
+  for (const v of views) {
+    for (const scheme of ['light', 'dark']) {
+      const { name, ...opts } = v;
+      const ctx = await browser.newContext({ ...opts, colorScheme: scheme });
+      const page = await ctx.newPage();
+      await page.goto(base);
+      await page.waitForSelector('#status[data-state="ready"]');
+      await page.setInputFiles('#file-input', PDF_PATH);
+      await page.waitForSelector('.doc-card[data-state="ready"]');
+      await page.click('.seg label:has-text("Page by page")');
+      await page.click('.preset-card[data-preset="doc-html"]');
+      await page.waitForSelector('.answer.batch[data-state="done"]', { timeout: 30000 });
+      // A PDF loaded again in the composer, as for the next question.
+      await page.setInputFiles('#file-input', PDF_PATH);
+      await page.waitForSelector('.doc-card[data-state="ready"]');
+      await page.evaluate(() => {
+        const c = document.getElementById('conversation');
+        c.style.scrollBehavior = 'auto';
+        const batch = document.querySelector('.answer.batch');
+        c.scrollTop += batch.getBoundingClientRect().top - c.getBoundingClientRect().top - 8;
+      });
+      await page.waitForTimeout(400);
+      await page.screenshot({ path: path.join(OUT, `${name}-${scheme}.png`) });
+      await ctx.close();
+    }
+  }
+}
+
 try {
+  if (only === 'pdf') await pdfShots();
   if (only === 'tools') await toolShots();
   for (const s of only && only !== 'conversation' ? [] : shots) {
     for (const scheme of ['light', 'dark']) {
@@ -105,6 +179,7 @@ try {
     }
   }
   if (!only) await toolShots();
+  if (!only) await pdfShots();
 } finally {
   await browser.close();
   server.close();
