@@ -849,3 +849,27 @@ test('PDF page by page: boxes are drawn on the page they belong to (batch answer
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+test('PDF: a QwenVL Markdown answer shows its HTML table as a table and its comment boxes on the page (answer given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage();
+  const chats = chatBodies(page);
+  await answerWith(page, '# Invoice\n\n<!-- Table (100, 300, 900, 600) -->\n<table><tr><th>Item</th><th>Amount</th></tr>' +
+    '<tr><td onclick="window.__pwned = 1">Hammer</td><td>24.00</td></tr></table>\n\n**Total** 24.00\n');
+  await dropPdfAndWait(page);
+  await page.click('.preset-card[data-preset="doc-markdown"]');
+  await page.waitForSelector('.answer[data-state="done"]');
+  assert.equal(chats[0].messages[0].content.find((p) => p.type === 'text').text, 'qwenvl markdown');
+  const answer = lastAnswer(page);
+  assert.equal(await answer.locator('h1').textContent(), 'Invoice');
+  assert.deepEqual(await answer.locator('.html-answer td').allTextContents(), ['Hammer', '24.00']);
+  assert.equal(await answer.locator('.html-answer td[onclick]').count(), 0);
+  assert.doesNotMatch(await answer.locator('.answer-body').textContent(), /<!--|Table \(/);
+  await answer.locator('.grounding .box').first().waitFor();
+  assert.equal(await answer.locator('.grounding .box').count(), 1);
+  assert.equal(await answer.locator('.grounding .box-label').textContent(), 'table');
+  const [dl] = await Promise.all([page.waitForEvent('download'), answer.locator('.download-btn').click()]);
+  assert.equal(dl.suggestedFilename(), 'two-pages.md');
+  assert.match(readFileSync(await dl.path(), 'utf8'), /^# Invoice\n\n<!-- Table \(100, 300, 900, 600\) -->/);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

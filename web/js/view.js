@@ -88,7 +88,33 @@ export function answerContent(text, { format = 'text', json = false, busy = fals
     return { nodes: [h('div', { class: 'html-answer' }, fragment)], marks: [...boxes, ...marks] };
   }
   if ((json || format === 'json') && looksLikeJson(text)) return { nodes: jsonAnswer(text, busy), marks };
+  if (format === 'markdown') return qwenMarkdown(text, marks);
   return { nodes: [toDom(parseMarkdown(text), document)], marks };
+}
+
+// QwenVL Markdown ("qwenvl markdown"): Markdown whose pictures and tables are announced by a comment
+// with their box, `<!-- Image (x1, y1, x2, y2) -->` / `<!-- Table (…) -->` (0-1000, as data-bbox),
+// and whose wide tables are HTML. The comments become marks (not shown as text); HTML tables go
+// through safe_html.js; the rest is Markdown.
+const QWEN_COMMENT = /<!--\s*(Image|Table|Figure|Chart|Formula)\s*\(\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*\)\s*-->/gi;
+
+function qwenMarkdown(text, marks) {
+  const boxes = [];
+  const clean = text.replace(QWEN_COMMENT, (_, kind, ...n) => {
+    const bbox = n.slice(0, 4).map(Number).map((v) => Math.min(1000, Math.max(0, v)));
+    if (bbox[0] !== bbox[2] && bbox[1] !== bbox[3]) {
+      boxes.push({ kind: 'box', label: kind.toLowerCase(),
+        bbox: [Math.min(bbox[0], bbox[2]), Math.min(bbox[1], bbox[3]), Math.max(bbox[0], bbox[2]), Math.max(bbox[1], bbox[3])] });
+    }
+    return '';
+  });
+  const nodes = [];
+  for (const [k, part] of clean.split(/(<table[\s\S]*?(?:<\/table>|$))/i).entries()) {
+    if (!part.trim()) continue;
+    if (k % 2) nodes.push(h('div', { class: 'html-answer' }, sanitizeHtml(part, document).fragment));
+    else nodes.push(toDom(parseMarkdown(part), document));
+  }
+  return { nodes, marks: [...boxes, ...marks] };
 }
 
 // The assistant side of a turn; update() re-renders it from the turn's current state. An answer
