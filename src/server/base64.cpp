@@ -5,11 +5,12 @@
 namespace qvl {
 namespace {
 
+constexpr const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 constexpr std::array<int8_t, 256> make_table() {
   std::array<int8_t, 256> t{};
   for (auto& v : t) v = -1;
-  const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (int i = 0; i < 64; ++i) t[static_cast<uint8_t>(abc[i])] = static_cast<int8_t>(i);
+  for (int i = 0; i < 64; ++i) t[static_cast<uint8_t>(kAlphabet[i])] = static_cast<int8_t>(i);
   return t;
 }
 constexpr std::array<int8_t, 256> kTable = make_table();
@@ -41,6 +42,25 @@ std::optional<std::vector<uint8_t>> base64_decode(std::string_view s, size_t* ba
       bits -= 8;
       out.push_back(static_cast<uint8_t>(acc >> bits));
     }
+  }
+  return out;
+}
+
+std::string base64_encode(std::span<const uint8_t> bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = uint32_t{bytes[i]} << 16 | uint32_t{bytes[i + 1]} << 8 | bytes[i + 2];
+    for (int k = 3; k >= 0; --k) out += kAlphabet[(v >> (6 * k)) & 63];
+  }
+  const size_t left = bytes.size() - i;  // 0, 1 or 2 bytes, padded to a group of 4
+  if (left > 0) {
+    const uint32_t v = uint32_t{bytes[i]} << 16 | (left == 2 ? uint32_t{bytes[i + 1]} << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += left == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
   }
   return out;
 }

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,5 +15,7 @@ size_t base64_decoded_size(std::string_view encoded);
 // nullopt on any character outside the alphabet or a malformed ending;
 // `bad_offset` then holds the offending byte's offset.
 std::optional<std::vector<uint8_t>> base64_decode(std::string_view encoded, size_t* bad_offset = nullptr);
+// With '=' padding: what the server puts in the data: URLs it sends (thumbnails).
+std::string base64_encode(std::span<const uint8_t> bytes);
 
 }  // namespace qvl

@@ -38,6 +38,23 @@ TEST(Base64, DecodesAndRefuses) {
   EXPECT_FALSE(base64_decode("aGVsbG8=="));
 }
 
+TEST(Base64, EncodesWithPaddingAndRoundTrips) {
+  auto enc = [](const std::string& s) {
+    return base64_encode({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  };
+  EXPECT_EQ(enc(""), "");
+  EXPECT_EQ(enc("h"), "aA==");
+  EXPECT_EQ(enc("he"), "aGU=");
+  EXPECT_EQ(enc("hello"), "aGVsbG8=");
+  EXPECT_EQ(enc("hel"), "aGVs");
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[i] = static_cast<uint8_t>(i);
+  for (size_t n = 0; n <= all.size(); n += 37) {
+    const std::vector<uint8_t> part(all.begin(), all.begin() + n);
+    EXPECT_EQ(base64_decode(base64_encode(part)), part) << n;
+  }
+}
+
 TEST(JsonLimits, DepthAndStrings) {
   JsonLimits l;
   l.max_depth = 8;
