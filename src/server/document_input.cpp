@@ -81,6 +81,25 @@ DocumentSource parse_file_part(const json& file, const std::string& param, const
   return d;
 }
 
+PdfDocument open_source_pdf(const DocumentSource& source, const ChatLimits& limits) {
+  const std::vector<uint8_t> bytes = fetch_image_bytes(source.url, limits.media, source.url_param);
+  PdfLimits open_limits = limits.media.pdf;
+  open_limits.max_bytes = limits.media.max_image_bytes;  // the file is capped like any image file
+  try {
+    return PdfDocument::open(bytes, open_limits);  // keeps its own copy of the bytes
+  } catch (const Error& e) {
+    bad_request(source.url_param, cat("the PDF cannot be used: ", e.what()), "invalid_pdf");
+  }
+}
+
+std::vector<int> source_pages(const DocumentSource& source, const PdfDocument& doc) {
+  try {
+    return source.pages.empty() ? all_pages(doc.page_count()) : parse_page_selection(source.pages, doc.page_count());
+  } catch (const Error& e) {
+    bad_request(source.pages_param, cat("'", source.pages_param, "': ", e.what()), "invalid_pages");
+  }
+}
+
 struct RequestDocuments::Opened {
   DocumentSource source;
   PdfDocument doc;
@@ -92,23 +111,8 @@ RequestDocuments::RequestDocuments(std::vector<DocumentSource> sources, const Ch
   const PdfLimits& caps = limits.media.pdf;
   int64_t total_pages = 0, pixels = 0;
   for (DocumentSource& s : sources) {
-    std::vector<uint8_t> bytes = fetch_image_bytes(s.url, limits.media, s.url_param);
-    PdfLimits open_limits = caps;
-    open_limits.max_bytes = limits.media.max_image_bytes;  // the file is capped like any image file
-    std::optional<PdfDocument> doc;
-    try {
-      doc.emplace(PdfDocument::open(bytes, open_limits));
-    } catch (const Error& e) {
-      bad_request(s.url_param, cat("the PDF cannot be used: ", e.what()), "invalid_pdf");
-    }
-    bytes = {};  // the document keeps its own copy
-
-    std::vector<int> chosen;
-    try {
-      chosen = s.pages.empty() ? all_pages(doc->page_count()) : parse_page_selection(s.pages, doc->page_count());
-    } catch (const Error& e) {
-      bad_request(s.pages_param, cat("'", s.pages_param, "': ", e.what()), "invalid_pages");
-    }
+    std::optional<PdfDocument> doc(open_source_pdf(s, limits));
+    const std::vector<int> chosen = source_pages(s, *doc);
     total_pages += static_cast<int64_t>(chosen.size());
     if (total_pages > caps.max_pages) {
       const int64_t earlier_pages = total_pages - static_cast<int64_t>(chosen.size());

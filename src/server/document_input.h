@@ -47,6 +47,15 @@ bool is_pdf_data_url(std::string_view url);
 // message and part indices are the caller's. Throws ApiError (400).
 DocumentSource parse_file_part(const nlohmann::ordered_json& file, const std::string& param, const PdfLimits& limits);
 
+// The source's PDF fetched and opened, the file capped like any image file
+// (limits.media.max_image_bytes): 400 invalid_pdf naming source.url_param
+// when it is no PDF, truncated, corrupt or encrypted.
+PdfDocument open_source_pdf(const DocumentSource& source, const ChatLimits& limits);
+
+// The pages source.pages chooses in `doc` (0-based, in the order written;
+// every page when empty): 400 invalid_pages naming source.pages_param.
+std::vector<int> source_pages(const DocumentSource& source, const PdfDocument& doc);
+
 // A request's PDFs, opened and planned, nothing rendered yet.
 class RequestDocuments {
  public:
