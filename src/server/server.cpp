@@ -19,8 +19,9 @@ namespace {
 // Route patterns for logs and metrics: raw paths would let clients grow the
 // label set without bound.
 std::string route_of(const HttpRequest& req) {
-  static const char* kRoutes[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/jobs",
-                                  "/v1/responses", "/v1/qvl/config", "/tokenize", "/detokenize"};
+  static const char* kRoutes[] = {"/health",        "/metrics",        "/v1/models", "/v1/chat/completions",
+                                  "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
+                                  "/tokenize",      "/detokenize"};
   for (const char* r : kRoutes)
     if (req.path == r) return r;
   if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
@@ -33,7 +34,7 @@ std::string route_of(const HttpRequest& req) {
 // The routes whose POST body is JSON.
 bool takes_json(const std::string& route) {
   return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
-         route == "/detokenize";
+         route == "/detokenize" || route == "/v1/qvl/documents/pages";
 }
 
 // Compares in time that depends only on the lengths, so response timing does
@@ -113,6 +114,7 @@ struct Server::Impl {
     core.register_chat_routes();
     core.register_job_routes();
     core.register_responses_routes();
+    core.register_document_routes();
   }
 
   void cors(const HttpRequest& req, HttpResponse& res) {

@@ -66,6 +66,7 @@ struct ServerCore {
   void register_job_routes();
   void register_info_routes();
   void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
+  void register_document_routes();   // routes_documents.cpp: POST /v1/qvl/documents/pages
   // A GET no route took: the embedded web page's files.
   void serve_page(const HttpRequest& req, HttpResponse& res);
 
