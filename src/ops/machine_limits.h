@@ -13,6 +13,26 @@ namespace qvl {
 // independent FMAs on the widest SIMD target. GFLOP/s (an FMA counts 2).
 double measure_fma_peak_gflops(ThreadPool& pool, double seconds = 0.3);
 
+// The peak of every multiply unit this CPU has, pool.size() threads, each a
+// register-only loop of independent chains (unit_peaks.cpp), so a compute
+// figure can be given as a fraction of the unit its kernel ran on. G
+// operations/s, a multiply-add counting 2; 0 for a unit the CPU lacks (or,
+// for AMX, the OS does not grant: amx_tile_state_granted()).
+struct UnitPeaks {
+  double fma_f32_gflops = 0;                  // FP32 FMA, widest Highway target
+  double int8_dot_gops = 0;                   // vpdpbusd: int8 products summed in int32
+  const char* int8_dot_instruction = "none";  // which encoding: zmm (AVX512-VNNI) or ymm (AVX-VNNI)
+  double bf16_dot_gflops = 0;                 // vdpbf16ps zmm (AVX512-BF16)
+  double amx_bf16_gflops = 0;                 // tdpbf16ps (AMX-BF16)
+  double amx_int8_gops = 0;                   // tdpbssd (AMX-INT8)
+};
+UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each = 0.3);
+
+// One thread's vdpbf16ps rate over its FP32 FMA rate (flops each), measured
+// in turn; 0 without AVX512-BF16. Tells whether bf16 dot products pay on this
+// CPU: about 2 on Zen 4, 0.5 on Sapphire Rapids (issue 15's figures).
+double measure_bf16_dot_vs_fma(double seconds_each = 0.04);
+
 // Read bandwidth over a buffer of `bytes` (much larger than the caches), split
 // across the pool, best of `passes`. GB/s (1e9 bytes).
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t(1) << 30, int passes = 5);

@@ -69,39 +69,11 @@ HWY_EXPORT(TargetName);
 
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
-double measure_fma_peak_gflops(ThreadPool& pool, double seconds) {
-  // Calibrate iterations on one thread, then run all threads together.
+double fma_loop_flops(int64_t iterations, float seed) {
   double flops = 0;
-  int64_t iters = 1 << 16;
-  for (;;) {
-    auto t0 = std::chrono::steady_clock::now();
-    volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iters, 1.0f, &flops);
-    (void)sink;
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (dt > seconds / 4 || iters > (int64_t(1) << 40)) {
-      iters = static_cast<int64_t>(double(iters) * seconds / dt) + 1;
-      break;
-    }
-    iters *= 4;
-  }
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> per(static_cast<size_t>(pool.size()), 0.0);
-    auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(pool.size(), [&](int64_t b, int64_t e, int t) {
-      for (int64_t i = b; i < e; ++i) {
-        double f = 0;
-        volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iters, 1.0f + float(i), &f);
-        (void)sink;
-        per[static_cast<size_t>(t)] += f;
-      }
-    });
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double total = 0;
-    for (double f : per) total += f;
-    best = std::max(best, total / dt / 1e9);
-  }
-  return best;
+  volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations, seed, &flops);
+  (void)sink;
+  return flops;
 }
 
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {

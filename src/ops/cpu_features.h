@@ -1,0 +1,35 @@
+// What this CPU (and its OS) offers beyond what Highway dispatches on: the
+// dot-product and tile instructions that qvl's hand-written kernels and the
+// unit-peak probes use. Read once per process from CPUID and XGETBV; every
+// kernel that needs one of these checks it at run time, so one binary runs
+// on any x86-64 and builds on ARM (where everything here is false).
+#pragma once
+
+namespace qvl {
+
+struct CpuFeatures {
+  bool avx512 = false;       // F, BW, VL, DQ, and the OS saves zmm state (XCR0 bits 5-7)
+  bool avx512_vnni = false;  // vpdpbusd zmm
+  bool avx_vnni = false;     // vpdpbusd ymm, VEX-encoded (Alder Lake, Zen 5)
+  bool avx512_bf16 = false;  // vdpbf16ps, vcvtne2ps2bf16
+  // AMX (Intel SDM vol. 1 ch. 3.3, "Intel Advanced Matrix Extensions"): the
+  // CPU has the tile unit (CPUID.(7,0):EDX bits 24 tile, 22 bf16, 25 int8)
+  // and the OS enables tile state in XCR0 (bits 17 XTILECFG, 18 XTILEDATA).
+  // Using it also needs permission per process: amx_tile_state_granted().
+  bool amx_tile = false;
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
+};
+
+// Read on first call; later calls return the same values.
+const CpuFeatures& cpu_features();
+
+// Whether this process may execute tile instructions: amx_tile, and Linux
+// granted XTILEDATA on request (arch_prctl(ARCH_REQ_XCOMP_PERM), kernel 5.16+;
+// without it the first tile instruction raises SIGILL, which is what
+// llama.cpp's AMX build dies of in VMs that hide the state). Asked once per
+// process; the grant covers every thread, each of which must still load its
+// own tile configuration (ldtilecfg) before its first tile instruction.
+bool amx_tile_state_granted();
+
+}  // namespace qvl

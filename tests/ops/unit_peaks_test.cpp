@@ -1,0 +1,103 @@
+// CPU feature detection, the unit-peak probes and the kernel each product
+// runs on (issue 15 items 3 and 5).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ops/cpu_features.h"
+#include "ops/machine_limits.h"
+#include "ops/matmul.h"
+#include "test_util.h"
+
+namespace qvl {
+namespace {
+
+// The first "flags" line of /proc/cpuinfo, as Linux names them.
+std::set<std::string> linux_cpu_flags() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
+#if defined(__x86_64__)
+TEST(CpuFeatures, AgreeWithLinux) {
+  const std::set<std::string> flags = linux_cpu_flags();
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
+  auto has = [&](const char* f) { return flags.count(f) > 0; };
+  const CpuFeatures& c = cpu_features();
+  // Linux lists a feature only when the OS enabled its state too.
+  EXPECT_EQ(c.avx512, has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"));
+  EXPECT_EQ(c.avx512_vnni, c.avx512 && has("avx512_vnni"));
+  EXPECT_EQ(c.avx512_bf16, c.avx512 && has("avx512_bf16"));
+  EXPECT_EQ(c.avx_vnni, has("avx_vnni"));
+  EXPECT_EQ(c.amx_tile, has("amx_tile"));
+  EXPECT_EQ(c.amx_bf16, has("amx_tile") && has("amx_bf16"));
+  EXPECT_EQ(c.amx_int8, has("amx_tile") && has("amx_int8"));
+  // Asking twice gives the same answer, and never without the tile unit.
+  EXPECT_EQ(amx_tile_state_granted(), amx_tile_state_granted());
+  if (!c.amx_tile) EXPECT_FALSE(amx_tile_state_granted());
+}
+#endif
+
+TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
+  ThreadPool pool(2);
+  const UnitPeaks p = measure_unit_peaks(pool, 0.02);
+  const CpuFeatures& c = cpu_features();
+  EXPECT_GT(p.fma_f32_gflops, 0);
+  EXPECT_EQ(p.int8_dot_gops > 0, c.avx512_vnni || c.avx_vnni);
+  EXPECT_EQ(p.bf16_dot_gflops > 0, c.avx512_bf16);
+  EXPECT_EQ(p.amx_bf16_gflops > 0, c.amx_bf16 && amx_tile_state_granted());
+  EXPECT_EQ(p.amx_int8_gops > 0, c.amx_int8 && amx_tile_state_granted());
+  EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16);
+  if (c.avx512_vnni) EXPECT_STREQ(p.int8_dot_instruction, "vpdpbusd zmm (AVX512-VNNI)");
+  if (!c.avx512_vnni && !c.avx_vnni) EXPECT_STREQ(p.int8_dot_instruction, "none");
+}
+
+TEST(MatmulKernel, NamesWhatTheDispatchRuns) {
+  const int64_t n = 32, k = 64;
+  const std::vector<uint16_t> bf16 = testing::random_bf16(n * k, 1);
+  const WeightMatrix exact = WeightMatrix::from_bf16(bf16.data(), n, k, WeightFormat::BF16);
+  WeightMatrix fast = exact;
+  fast.set_precision(MatmulPrecision::Fast);
+  const WeightMatrix q8 = WeightMatrix::from_bf16(bf16.data(), n, k, WeightFormat::Q8);
+
+  EXPECT_EQ(matmul_kernel(exact, 1).unit, MatmulUnit::FmaF32);
+  EXPECT_EQ(matmul_kernel(exact, 256).unit, MatmulUnit::FmaF32);
+  EXPECT_EQ(matmul_kernel(exact, 1).name.rfind("gemv f32 FMA, bf16 weights widened", 0), 0u)
+      << matmul_kernel(exact, 1).name;
+  // Decode stays exact whatever the precision.
+  EXPECT_EQ(matmul_kernel(fast, 8).unit, MatmulUnit::FmaF32);
+  EXPECT_EQ(matmul_kernel(fast, 9).unit, matmul_fast_bf16_supported() ? MatmulUnit::Bf16Dot : MatmulUnit::FmaF32);
+  EXPECT_EQ(matmul_kernel(q8, 1).unit, cpu_features().avx512_vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd);
+  EXPECT_EQ(matmul_kernel(q8, 300).unit, matmul_kernel(q8, 1).unit);
+  EXPECT_STREQ(matmul_unit_name(MatmulUnit::Bf16Dot), "bf16_dot");
+}
+
+// --precision fast must never be the slower choice: it pays only with the
+// bf16 dot unit, and wherever it pays that unit is measurably faster.
+TEST(MatmulBf16Fast, PaysOnlyWhereTheBf16DotIsFaster) {
+  if (!matmul_fast_bf16_supported()) {
+    EXPECT_FALSE(matmul_fast_bf16_pays());
+    GTEST_SKIP() << "no AVX512-BF16 on this CPU: fast runs the exact kernel";
+  }
+  const double ratio = measure_bf16_dot_vs_fma(0.04);
+  // The decision was measured once; a second measurement on a shared
+  // machine may drift, but not across a 1.25 threshold by a factor of 1.5.
+  if (matmul_fast_bf16_pays())
+    EXPECT_GT(ratio, 1.25 / 1.5);
+  else
+    EXPECT_LT(ratio, 1.25 * 1.5);
+}
+
+}  // namespace
+}  // namespace qvl
