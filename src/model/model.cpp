@@ -11,7 +11,10 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   std::unique_ptr<Model> m(new Model(std::move(folder), std::move(st)));
   WeightLoadOptions wo;
   wo.format = options.format;
-  wo.precision = options.precision;
+  // Fast where it is faster (matmul_fast_bf16_pays), else the exact kernel:
+  // on this CPU that is the faster of the two.
+  wo.precision = options.precision == MatmulPrecision::Fast && !matmul_fast_bf16_pays() ? MatmulPrecision::Exact
+                                                                                          : options.precision;
   wo.pool = &pool;
   wo.progress = options.progress;
   m->format_ = options.format;

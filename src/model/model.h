@@ -43,9 +43,10 @@ class Model {
   WeightFormat format() const { return format_; }
   MatmulPrecision precision() const { return precision_; }  // as asked for at load
   // Whether prefill/vision products actually run the fast bf16 kernel: Fast
-  // asked for, BF16 weights, and a CPU with AVX512-BF16.
+  // asked for, BF16 weights, and a CPU where it beats the exact kernel
+  // (matmul_fast_bf16_pays: AVX512-BF16 at full rate).
   bool fast_matmul() const {
-    return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_supported();
+    return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_pays();
   }
   size_t file_bytes() const { return st_.total_bytes(); }
   // Maps the in-place (mmap'd) weights into the page tables on a background

@@ -2,6 +2,8 @@
 // number of activation rows, and splits the output columns across threads.
 #include "ops/matmul.h"
 
+#include "ops/cpu_features.h"
+#include "ops/machine_limits.h"
 #include "ops/scalar.h"
 #include "ops/simd_gemm_bf16.h"
 #include "ops/simd_matmul.h"
@@ -12,6 +14,37 @@ namespace qvl {
 const char* matmul_simd_target() { return simd::matmul_target(); }
 
 bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported(); }
+
+bool matmul_fast_bf16_pays() {
+  static const bool pays = simd::gemm_bf16_supported() && measure_bf16_dot_vs_fma() >= 1.25;
+  return pays;
+}
+
+MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
+  const char* shape = m <= simd::kSmallM ? "gemv" : "gemm";
+  if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
+    // simd_matmul_quant.cpp: vpdpbusd with VNNI, else vpmaddubsw + vpmaddwd.
+    const bool vnni = cpu_features().avx512_vnni;
+    return {cat(shape, " int8 ", vnni ? "vpdpbusd" : "vpmaddubsw", " (", matmul_simd_target(), ")"),
+            vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd};
+  }
+  if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast &&
+      simd::gemm_bf16_supported())
+    return {"gemm bf16 vdpbf16ps (AVX512-BF16)", MatmulUnit::Bf16Dot};
+  return {cat(shape, " f32 FMA", w.format() == WeightFormat::BF16 ? ", bf16 weights widened" : "", " (",
+              simd_target_name(), ")"),
+          MatmulUnit::FmaF32};
+}
+
+const char* matmul_unit_name(MatmulUnit unit) {
+  switch (unit) {
+    case MatmulUnit::FmaF32: return "fma_f32";
+    case MatmulUnit::Int8Dot: return "int8_dot";
+    case MatmulUnit::Int16Madd: return "int16_madd";
+    case MatmulUnit::Bf16Dot: return "bf16_dot";
+  }
+  return "?";
+}
 
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool) {

@@ -69,6 +69,15 @@ namespace qvl {
 // falls back to the exact path.
 bool matmul_fast_bf16_supported();
 
+// Whether the fast kernel is faster than the exact one here, which decides
+// what --precision fast runs (issue 15: choosing speed must never be slower):
+// the CPU has AVX512-BF16 and one vdpbf16ps thread does at least 1.25x the
+// flops of one FP32 FMA thread (measure_bf16_dot_vs_fma, ~0.1 s, once per
+// process). Zen 4 measures ~2 and takes it; Sapphire Rapids ~0.5 (vdpbf16ps
+// at half the FMA rate), where its fast kernel was 11 % slower than exact,
+// so the model loads its matrices as Exact there.
+bool matmul_fast_bf16_pays();
+
 // A weight matrix [rows = n, cols = k], row-major as Hugging Face stores it.
 // Views borrow memory (the mmap); converted matrices own theirs.
 class WeightMatrix {
@@ -107,6 +116,17 @@ class WeightMatrix {
 // AVX-512 with VNNI; it may differ from the other kernels' target, see
 // simd_matmul_quant.cpp).
 const char* matmul_simd_target();
+
+// The kernel matmul() runs for `w` and m rows of x, and the multiply unit it
+// keeps busy, so a benchmark can give each phase's figure as a fraction of
+// that unit's peak (UnitPeaks, machine_limits.h).
+enum class MatmulUnit { FmaF32, Int8Dot, Int16Madd, Bf16Dot };
+struct MatmulKernel {
+  std::string name;  // e.g. "gemm f32 FMA (AVX3_ZEN4)", "int8 vpdpbusd (AVX3_DL)"
+  MatmulUnit unit;
+};
+MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m);
+const char* matmul_unit_name(MatmulUnit unit);
 
 // y [m, w.rows()] (row stride ldy) = x [m, w.cols()] (row stride ldx) · Wᵀ (+ bias [w.rows()]).
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
