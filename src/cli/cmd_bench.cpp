@@ -17,6 +17,7 @@
 #include "image/preprocess.h"
 #include "model/model.h"
 #include "ops/machine_limits.h"
+#include "ops/matmul.h"
 #include "ops/thread_pool.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -225,6 +226,14 @@ int cmd_bench(int argc, char** argv) {
   j["kv_type"] = kv_type_name(params.resolved_kv_type());
   j["threads"] = engine->info().threads;
   j["simd_target"] = simd_target_name();
+  // The kernel each phase's products run on: vision blocks and text
+  // prefill as GEMMs (m = 256 stands for any m > 8), decode as m = 1.
+  const ModelWeights& w = model.weights();
+  const MatmulKernel vision_kernel = matmul_kernel(w.vision.blocks.at(0).fc1.w, 256);
+  const MatmulKernel prefill_kernel = matmul_kernel(w.text.layers.at(0).gate.w, 256);
+  j["kernels"] = {{"vision", vision_kernel.name},
+                  {"prefill", prefill_kernel.name},
+                  {"decode", matmul_kernel(w.text.layers.at(0).gate.w, 1).name}};
   j["load_s"] = seconds_since(start);
   j["file_bytes"] = model.file_bytes();
   j["weight_bytes"] = model.weights().matrix_bytes;
@@ -300,14 +309,40 @@ int cmd_bench(int argc, char** argv) {
   const double bw = measure_read_bandwidth_gbs(pool, size_t(512) << 20, 3);
   j["read_bandwidth_gb_s"] = bw;
   j["decode_bandwidth_fraction"] = bw > 0 ? bytes * tok_s / 1e9 / bw : 0;
-  // Compute-bound figures as fractions of the FP32 FMA peak of the same threads.
-  const double peak = measure_fma_peak_gflops(pool);
-  j["fma_peak_gflop_s"] = peak;
-  if (j.contains("vision_gflop_s_448x448"))
-    j["vision_fma_fraction_448x448"] = j["vision_gflop_s_448x448"].get<double>() / peak;
-  if (j.contains("vision_gflop_s_1024x768"))
-    j["vision_fma_fraction_1024x768"] = j["vision_gflop_s_1024x768"].get<double>() / peak;
-  j["prefill_fma_fraction_256"] = j["prefill_gflop_s_256"].get<double>() / peak;
+  // Every multiply unit's peak, and each compute-bound figure as a fraction
+  // of the unit its kernel ran on (STYLE.md 8), then of the FP32 FMA peak
+  // as before.
+  const UnitPeaks peaks = measure_unit_peaks(pool);
+  nlohmann::ordered_json units;
+  units["fma_f32_gflop_s"] = peaks.fma_f32_gflops;
+  units["int8_dot_gop_s"] = peaks.int8_dot_gops;
+  units["int8_dot_instruction"] = peaks.int8_dot_instruction;
+  units["bf16_dot_gflop_s"] = peaks.bf16_dot_gflops;
+  units["amx_bf16_gflop_s"] = peaks.amx_bf16_gflops;
+  units["amx_int8_gop_s"] = peaks.amx_int8_gops;
+  j["unit_peaks"] = units;
+  j["fma_peak_gflop_s"] = peaks.fma_f32_gflops;
+  auto unit_peak = [&](MatmulUnit u) {
+    switch (u) {
+      case MatmulUnit::FmaF32: return peaks.fma_f32_gflops;
+      case MatmulUnit::Int8Dot: return peaks.int8_dot_gops;
+      case MatmulUnit::Bf16Dot: return peaks.bf16_dot_gflops;
+      case MatmulUnit::Int16Madd: return 0.0;  // not probed: no fraction
+    }
+    return 0.0;
+  };
+  // phase_unit_<case>, phase_unit_fraction_<case>, phase_fma_fraction_<case>.
+  auto fractions = [&](const char* phase, const char* which, const MatmulKernel& kernel) {
+    const std::string figure = cat(phase, "_gflop_s_", which);
+    if (!j.contains(figure)) return;
+    const double v = j[figure].get<double>(), unit = unit_peak(kernel.unit);
+    j[cat(phase, "_unit_", which)] = matmul_unit_name(kernel.unit);
+    if (unit > 0) j[cat(phase, "_unit_fraction_", which)] = v / unit;
+    j[cat(phase, "_fma_fraction_", which)] = v / peaks.fma_f32_gflops;
+  };
+  fractions("vision", "448x448", vision_kernel);
+  fractions("vision", "1024x768", vision_kernel);
+  fractions("prefill", "256", prefill_kernel);
   std::cout << j.dump(2) << "\n";
   return 0;
 }
