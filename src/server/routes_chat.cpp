@@ -97,7 +97,11 @@ struct StreamState {
 
 ChatRequest ServerCore::prepare_chat(const HttpRequest& req, std::string_view raw_body, int64_t& prompt_tokens,
                                      int64_t& image_tokens) {
-  const nlohmann::ordered_json body = parse_body(req, raw_body);
+  return prepare_chat(parse_body(req, raw_body), prompt_tokens, image_tokens);
+}
+
+ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t& prompt_tokens,
+                                     int64_t& image_tokens) {
   ChatRequest cr = parse_chat_request(body, chat_limits, &image_admission);
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.

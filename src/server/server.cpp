@@ -283,6 +283,9 @@ bool Server::shutdown() {
   ServerCore& c = impl_->core;
   if (c.draining.exchange(true)) return true;
   bool clean = true;
+  // Batches first: their pages not yet queued end now (shutting_down),
+  // and nothing more is submitted while the queue drains.
+  if (c.page_batches) c.page_batches->stop();
   if (c.scheduler)
     clean = c.scheduler->drain(std::chrono::milliseconds(static_cast<int64_t>(c.options.shutdown_grace_s * 1000)));
   // Streams end shortly after their tasks; stopping the listener earlier

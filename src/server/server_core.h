@@ -23,6 +23,8 @@
 #include "server/job_store.h"
 #include "server/json_limits.h"
 #include "server/metrics.h"
+#include "server/page_batch.h"
+#include "server/page_batch_feeder.h"
 #include "server/server_options.h"
 #include "util/error.h"
 
@@ -50,6 +52,7 @@ struct ServerCore {
   ImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<PageBatchFeeder> page_batches;  // per-page jobs (routes_jobs.cpp); stopped before the scheduler drains
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
 
@@ -84,6 +87,10 @@ struct ServerCore {
   // the prompt fits the context. Throws ApiError.
   ChatRequest prepare_chat(const HttpRequest& req, std::string_view body, int64_t& prompt_tokens,
                            int64_t& image_tokens);
+  ChatRequest prepare_chat(const nlohmann::ordered_json& body, int64_t& prompt_tokens, int64_t& image_tokens);
+  // A job's body (a chat body, not streamed) prepared as prepare_chat does,
+  // as a task not yet submitted.
+  PreparedPage prepare_job(const nlohmann::ordered_json& body);
   // Submits the task or throws 429/503.
   void submit(const std::shared_ptr<Task>& task);
   // Records the generation in the metrics and the request's log fields.

@@ -1,0 +1,174 @@
+#include "server/page_batch.h"
+
+#include <random>
+
+#include "pdf/pdf_pages.h"
+#include "server/api_error.h"
+#include "server/document_input.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+const ojson* field(const ojson& obj, const char* name) {
+  auto it = obj.find(name);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A part of the body that holds a PDF, as found before anything is parsed.
+struct FoundPdf {
+  size_t message, part;
+  std::string param;  // "messages[0].content[1]"
+  bool file_part;     // {"type": "file"}; else image_url with a PDF data: URL
+};
+
+std::optional<std::string> image_url_of(const ojson& part) {
+  const ojson* iu = field(part, "image_url");
+  if (!iu) return std::nullopt;
+  if (iu->is_string()) return iu->get<std::string>();
+  if (const ojson* u = iu->is_object() ? field(*iu, "url") : nullptr; u && u->is_string()) return u->get<std::string>();
+  return std::nullopt;
+}
+
+std::vector<FoundPdf> find_pdfs(const ojson& messages) {
+  std::vector<FoundPdf> found;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ojson* content = messages[i].is_object() ? field(messages[i], "content") : nullptr;
+    if (!content || !content->is_array()) continue;
+    for (size_t k = 0; k < content->size(); ++k) {
+      const ojson& part = (*content)[k];
+      const ojson* type = part.is_object() ? field(part, "type") : nullptr;
+      if (!type || !type->is_string()) continue;
+      const std::string param = cat("messages[", i, "].content[", k, "]");
+      if (*type == "file") {
+        found.push_back({i, k, param, true});
+      } else if (*type == "image_url" || *type == "input_image") {
+        const std::optional<std::string> url = image_url_of(part);
+        if (url && is_pdf_data_url(*url)) found.push_back({i, k, param, false});
+      }
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::optional<PageBatchPlan> plan_page_batch(ojson& body, const ChatLimits& limits) {
+  if (!body.is_object()) return std::nullopt;  // the chat parser says what is wrong
+  auto it = body.find("per_page");
+  if (it == body.end()) return std::nullopt;
+  const ojson per_page = *it;
+  body.erase(it);
+  if (per_page.is_null()) return std::nullopt;
+  if (!per_page.is_boolean()) bad_request("per_page", "'per_page' must be a boolean", "invalid_type");
+  if (!per_page.get<bool>()) return std::nullopt;
+
+  const ojson* messages = field(body, "messages");
+  if (!messages) bad_request("messages", "'messages' is required", "missing_field");
+  if (!messages->is_array()) bad_request("messages", "'messages' must be an array", "invalid_type");
+  const std::vector<FoundPdf> found = find_pdfs(*messages);
+  if (found.size() != 1)
+    bad_request("per_page",
+                cat("'per_page' needs exactly one PDF in 'messages' (a file part, or a PDF data: URL in image_url) to "
+                    "split into pages; the request has ", found.size()));
+  const FoundPdf& at = found.front();
+  const ojson& part = (*messages)[at.message]["content"][at.part];
+
+  PageBatchPlan plan;
+  plan.message = at.message;
+  plan.part = at.part;
+  DocumentSource source;
+  if (at.file_part) {
+    const ojson* file = field(part, "file");
+    if (!file) bad_request(at.param + ".file", "a file part needs 'file'", "missing_field");
+    source = parse_file_part(*file, at.param + ".file", limits.media.pdf);
+    plan.file = *file;
+    plan.file.erase("pages");
+  } else {
+    source.url = *image_url_of(part);
+    source.url_param = source.param = source.pages_param = at.param + ".image_url";
+    plan.file = {{"file_data", source.url}};
+  }
+
+  const PdfDocument doc = open_source_pdf(source, limits);
+  const std::vector<int> chosen = source_pages(source, doc);
+  const PdfLimits& caps = limits.media.pdf;
+  if (static_cast<int64_t>(chosen.size()) > caps.max_pages)
+    throw ApiError(413, "too_many_pages",
+                   cat("the PDF comes to ", chosen.size(), " pages, over the server's limit of ", caps.max_pages,
+                       " per request (--max-pdf-pages); choose pages with '", source.pages_param, "'"),
+                   source.pages.empty() ? source.param : source.pages_param);
+  // Each page alone, as its job will render it: one over the pixel cap even
+  // at the lowest dpi is refused now rather than failing as a page later.
+  for (int index : chosen) {
+    try {
+      plan_pages(doc, {index}, source.dpi, caps);
+    } catch (const Error& e) {
+      throw ApiError(413, "pdf_too_large", cat("the PDF's pages cannot be rendered: ", e.what()), source.param);
+    }
+    plan.pages.push_back(index + 1);
+  }
+  plan.body = std::move(body);
+  return plan;
+}
+
+ojson page_body(const PageBatchPlan& plan, int page) {
+  ojson body = plan.body;
+  ojson file = plan.file;
+  file["pages"] = std::to_string(page);
+  body["messages"][plan.message]["content"][plan.part] = {{"type", "file"}, {"file", std::move(file)}};
+  return body;
+}
+
+std::string new_batch_id() {
+  std::string id = JobStore::new_id();  // "job-" + 32 hex digits
+  return "batch-" + id.substr(4);
+}
+
+json batch_accepted_json(const PageBatch& batch) {
+  json jobs = json::array();
+  for (size_t i = 0; i < batch.plan.pages.size(); ++i)
+    jobs.push_back({{"page", batch.plan.pages[i]}, {"id", batch.job_ids[i]}});
+  return {{"id", batch.id},     {"object", "qvl.job_batch"}, {"created", batch.created}, {"model", batch.model},
+          {"status", "queued"}, {"pages", batch.plan.pages},  {"jobs", std::move(jobs)}};
+}
+
+json batch_status_json(const PageBatch& batch, JobStore& jobs) {
+  json results = json::array();
+  size_t ended = 0, started = 0, succeeded = 0, failed = 0;
+  for (size_t i = 0; i < batch.job_ids.size(); ++i) {
+    const json s = jobs.status(batch.job_ids[i]);
+    json r = {{"page", batch.plan.pages[i]}, {"id", batch.job_ids[i]}};
+    if (s.is_null()) {  // evicted from a full store after it finished, or past its TTL
+      r["status"] = "expired";
+      r["error"] = ApiError(404, "job_not_found", "the page's job is no longer kept (--job-ttl, --max-jobs)")
+                       .to_json()["error"];
+    } else {
+      r["status"] = s["status"];
+      if (s.contains("result")) r["result"] = s["result"];
+      if (s.contains("error")) r["error"] = s["error"];
+    }
+    const std::string status = r["status"];
+    if (status != "queued") ++started;
+    if (status == "succeeded") ++succeeded;
+    if (status == "failed" || status == "expired") ++failed;
+    if (status != "queued" && status != "running") ++ended;
+    results.push_back(std::move(r));
+  }
+  const size_t total = batch.job_ids.size();
+  std::string status = "queued";
+  if (ended == total) status = succeeded == total ? "succeeded" : failed > 0 ? "failed" : "cancelled";
+  else if (started > 0) status = "running";
+  return {{"id", batch.id},
+          {"object", "qvl.job_batch"},
+          {"created", batch.created},
+          {"model", batch.model},
+          {"status", status},
+          {"progress", {{"done", ended}, {"total", total}}},
+          {"results", std::move(results)}};
+}
+
+}  // namespace qvl
