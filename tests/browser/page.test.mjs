@@ -700,6 +700,10 @@ test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say c
   const { page, ctx, errors } = await openPage({ maxTokens: 4000 });
   const deletes = [];
   page.on('request', (r) => { if (r.method() === 'DELETE' && /\/v1\/jobs\/batch-/.test(r.url())) deletes.push(r.url()); });
+  // Long pages: the repetition guard off (the random model loops, and the guard would end a page
+  // early), added to the page's request on its way (still the real server).
+  await page.route('**/v1/jobs', (route) => route.continue({
+    postData: JSON.stringify({ ...JSON.parse(route.request().postData()), repetition_guard: 0 }) }));
   await dropPdfAndWait(page);
   await page.click('.seg label:has-text("Page by page")');
   await page.fill('#prompt', 'Describe this page at great length.');
@@ -712,14 +716,15 @@ test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say c
   await page.waitForSelector('.batch progress');
   await page.click('#stop-btn');
   await page.waitForSelector('.answer.batch[data-state="cancelled"], .answer.batch[data-state="done"]', { timeout: 30000 });
-  assert.deepEqual(deletes.map((u) => new URL(u).pathname), [`/v1/jobs/${id}`]);
+  assert.deepEqual(deletes.map((u) => new URL(u).pathname), [`/v1/jobs/${id}`], JSON.stringify(deletes));
   assert.ok(await page.isVisible('#send-btn'));
   const final = await page.evaluate(async (bid) => (await fetch(`/v1/jobs/${bid}`)).json(), id);
   const states = await page.locator('.page-result').evaluateAll((els) => els.map((e) => e.dataset.state));
   // Stopped before both pages ended (4000 tokens each): the batch is cancelled, and each page shows
   // what the server says of it.
-  assert.equal(final.status, 'cancelled');
-  assert.deepEqual(states, final.results.map((r) => r.status));
+  const why = JSON.stringify({ final: final.status, server: final.results.map((r) => r.status), page: states });
+  assert.equal(final.status, 'cancelled', why);
+  assert.deepEqual(states, final.results.map((r) => r.status), why);
   assert.ok(states.includes('cancelled'), JSON.stringify(states));
   assert.equal(await page.locator('.answer.batch').getAttribute('data-state'), 'cancelled');
   // The server is free for the next request (one slot: --parallel 1).

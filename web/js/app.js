@@ -493,10 +493,15 @@ async function runBatch(turn) {
     b.status = started.data.status || 'queued';
     view.update();
     let delay = 250;
+    let stopDeadline = 0;
     for (;;) {
-      if (controller.signal.aborted) {
+      if (controller.signal.aborted && !b.stopped) {
         await cancelBatch(b.id, opts);
         b.stopped = true;
+        // The server cancels the running page at once and the queued ones as its queue reaches
+        // them: keep polling a little so each page shows what became of it.
+        stopDeadline = Date.now() + 10000;
+        delay = 250;
       }
       const r = await getBatch(b.id, opts);
       if (r.error) {
@@ -506,8 +511,9 @@ async function runBatch(turn) {
       }
       applyBatch(b, r.data);
       view.update();
-      if (BATCH_DONE.has(b.status) || b.stopped) break;
-      await Promise.race([sleep(delay), new Promise((res) => controller.signal.addEventListener('abort', res, { once: true }))]);
+      if (BATCH_DONE.has(b.status) || (b.stopped && Date.now() > stopDeadline)) break;
+      await (b.stopped ? sleep(delay)
+        : Promise.race([sleep(delay), new Promise((res) => controller.signal.addEventListener('abort', res, { once: true }))]));
       delay = Math.min(1000, delay + 150);
     }
     if (b.stopped) {

@@ -64,7 +64,9 @@ export function docCard(doc, { config, pixels, raised, onToggle, onAll, onNone, 
     [['once', 'Ask once', 'One answer about all picked pages (one streamed request)'],
       ['pages', 'Page by page', 'One answer per page (a job per page, in page order)']].map(([value, label, title]) =>
       h('label', { title }, h('input', { type: 'radio', name: 'doc-mode', value, checked: doc.mode === value || null,
-        onchange: () => onMode(value) }), h('span', { text: label }))));
+        onchange: () => onMode(value),
+        // Enter on a radio would submit the composer's form (send); arrows and Space choose.
+        onkeydown: (e) => { if (e.key === 'Enter') e.preventDefault(); } }), h('span', { text: label }))));
   const tools = h('div', { class: 'doc-tools' }, mode,
     h('span', { class: 'doc-pick' },
       h('button', { type: 'button', class: 'link-btn', onclick: onAll, text: max && doc.info.pages > max ? `First ${max}` : 'All' }),
@@ -152,7 +154,7 @@ export function batchView(turn, { onCopy, onDownload, onDownloadAll }) {
     bar.value = done;
     bar.hidden = !running;
     label.textContent = running
-      ? `${done} of ${total} ${total === 1 ? 'page' : 'pages'} done${b.id ? '' : ' · starting'}`
+      ? `${done} of ${total} ${total === 1 ? 'page' : 'pages'} done${b.stopped ? ' · stopping…' : b.id ? '' : ' · starting'}`
       : `${done} of ${total} ${total === 1 ? 'page' : 'pages'} · ${b.status === 'succeeded' ? 'finished' : b.status}`;
     const finished = b.results.filter((r) => r.status === 'succeeded');
     all.replaceChildren(...(!running && finished.length ? [
