@@ -279,36 +279,45 @@ int cmd_bench(int argc, char** argv) {
   j["prefill_tok_s_1024"] = 1024 / prefill(model, pool, cache, 1024, 2);
 
   // Decode after a 256-token prompt, greedy, each step = forward + lm_head.
+  // The limit it is a fraction of is the read bandwidth, measured between
+  // decode rounds on a buffer allocated after the peak-RSS figure (decode
+  // allocates nothing, so the footprint is complete here): on a shared
+  // machine whose load drifts, each round's decode and the pass beside it
+  // see the same load, and the best of each is kept.
   prefill(model, pool, cache, 256, 3);
+  j["peak_rss_bytes"] = proc_status_bytes("VmHWM");
+  j["rss_after_bench_bytes"] = proc_status_bytes("VmRSS");
   const int64_t vocab = model.config().text.vocab_size;
   std::vector<float> logits(vocab);
   model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
-  const Clock::time_point t = Clock::now();
-  for (int64_t s = 0; s < decode_tokens; ++s) {
-    const int32_t tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const Pos3 pos = generated_position(cache.size(), 0);
-    model.text().forward({&tok, &pos, 1}, cache, pool);
-    model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
+  constexpr int kRounds = 3;
+  std::vector<float> bw_buf(size_t(512) << 20 >> 2, 1e-9f);  // 512 MiB, touched by the constructor
+  double best_tok_s = 0, best_bw = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t steps = std::max<int64_t>(1, decode_tokens / kRounds);
+    const Clock::time_point t = Clock::now();
+    for (int64_t s = 0; s < steps; ++s) {
+      const int32_t tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const Pos3 pos = generated_position(cache.size(), 0);
+      model.text().forward({&tok, &pos, 1}, cache, pool);
+      model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
+    }
+    best_tok_s = std::max(best_tok_s, steps / seconds_since(t));
+    best_bw = std::max(best_bw, measure_read_bandwidth_gbs(pool, bw_buf.data(), bw_buf.size(), 2));
   }
-  const double decode_s = seconds_since(t);
-  const double tok_s = decode_tokens / decode_s;
+  std::vector<float>().swap(bw_buf);
   const double bytes = static_cast<double>(model.weights().decode_bytes);
-  j["decode_tok_s"] = tok_s;
+  j["decode_tok_s"] = best_tok_s;
   j["decode_weight_bytes_per_token"] = model.weights().decode_bytes;
-  j["decode_gb_s"] = bytes * tok_s / 1e9;
-  j["peak_rss_bytes"] = proc_status_bytes("VmHWM");
-  j["rss_after_bench_bytes"] = proc_status_bytes("VmRSS");
+  j["decode_gb_s"] = bytes * best_tok_s / 1e9;
+  j["read_bandwidth_gb_s"] = best_bw;
+  j["decode_bandwidth_fraction"] = best_bw > 0 ? bytes * best_tok_s / 1e9 / best_bw : 0;
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
   concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);
 
   constraint_figures(*engine, j);
 
-  // The machine's limit, measured last so its buffer does not count in the
-  // peak RSS above.
-  const double bw = measure_read_bandwidth_gbs(pool, size_t(512) << 20, 3);
-  j["read_bandwidth_gb_s"] = bw;
-  j["decode_bandwidth_fraction"] = bw > 0 ? bytes * tok_s / 1e9 / bw : 0;
   // Every multiply unit's peak, and each compute-bound figure as a fraction
   // of the unit its kernel ran on (STYLE.md 8), then of the FP32 FMA peak
   // as before.

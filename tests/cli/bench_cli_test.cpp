@@ -1,0 +1,57 @@
+// `qvl bench` through the binary on the tiny fixture: one JSON object naming
+// the kernel of each phase and the unit it ran on, the peak of every unit
+// this CPU has, and the decode figure as a fraction of the read bandwidth
+// measured beside it (issue 15 item 5). Speeds themselves are not asserted:
+// they belong to benchmarks, not tests.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/cpu_features.h"
+#include "run_qvl.h"
+
+namespace qvl {
+namespace {
+
+using json = nlohmann::json;
+using test::run_qvl;
+
+const std::string kTiny = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl";
+
+json bench(const std::string& weights) {
+  const test::QvlResult r = run_qvl({"bench", "--model", kTiny, "--weights", weights, "--threads", "1",
+                                     "--decode-tokens", "6", "--skip-vision"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
+  const json q8 = bench("q8");
+  const CpuFeatures& cpu = cpu_features();
+  EXPECT_EQ(q8["weights"], "q8");
+  EXPECT_NE(q8["kernels"]["decode"].get<std::string>().find("gemv int8"), std::string::npos) << q8["kernels"];
+  EXPECT_NE(q8["kernels"]["prefill"].get<std::string>().find("gemm int8"), std::string::npos) << q8["kernels"];
+  EXPECT_EQ(q8["prefill_unit_256"], cpu.avx512_vnni ? "int8_dot" : "int16_madd");
+  EXPECT_EQ(q8.contains("prefill_unit_fraction_256"), cpu.avx512_vnni);
+  EXPECT_GT(q8["prefill_fma_fraction_256"].get<double>(), 0);
+
+  const json& peaks = q8["unit_peaks"];
+  EXPECT_GT(peaks["fma_f32_gflop_s"].get<double>(), 0);
+  EXPECT_EQ(peaks["int8_dot_gop_s"].get<double>() > 0, cpu.avx512_vnni || cpu.avx_vnni);
+  EXPECT_EQ(peaks["bf16_dot_gflop_s"].get<double>() > 0, cpu.avx512_bf16);
+  EXPECT_EQ(peaks["amx_bf16_gflop_s"].get<double>() > 0, cpu.amx_bf16 && amx_tile_state_granted());
+  EXPECT_EQ(peaks["amx_int8_gop_s"].get<double>() > 0, cpu.amx_int8 && amx_tile_state_granted());
+
+  EXPECT_GT(q8["read_bandwidth_gb_s"].get<double>(), 0);
+  const double fraction = q8["decode_bandwidth_fraction"].get<double>();
+  EXPECT_GT(fraction, 0);
+  EXPECT_DOUBLE_EQ(fraction, q8["decode_gb_s"].get<double>() / q8["read_bandwidth_gb_s"].get<double>());
+
+  const json bf16 = bench("bf16");
+  EXPECT_EQ(bf16["prefill_unit_256"], "fma_f32");
+  EXPECT_NE(bf16["kernels"]["decode"].get<std::string>().find("gemv f32 FMA, bf16 weights widened"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace qvl
