@@ -112,7 +112,7 @@ const STATUS_TEXT = { queued: 'queued', running: 'working…', succeeded: 'done'
 // error, usage, timings}], error}); update() re-renders from it. Each page: its image with boxes,
 // its answer, Copy and Download; the header: progress, Download all.
 export function batchView(turn, { onCopy, onDownload, onDownloadAll }) {
-  const bar = h('progress', { max: 1, value: 0 });
+  const bar = h('progress', { max: 1, value: 0, 'aria-label': 'Pages done' });
   const label = h('span', { class: 'batch-label', 'aria-live': 'polite' });
   const all = h('div', { class: 'batch-all' });
   const list = h('ol', { class: 'page-results' });
