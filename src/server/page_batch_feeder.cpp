@@ -126,7 +126,10 @@ void PageBatchFeeder::loop() {
     bool worked = false;
     for (size_t n = 0; n < active_.size() && !stopping_ && !worked; ++n) {
       const size_t at = (turn_ + n) % active_.size();
-      if (step(lock, active_[at])) {
+      // A copy, not a reference into active_: step() unlocks, and a batch
+      // accepted meanwhile may reallocate the vector.
+      const std::shared_ptr<PageBatch> batch = active_[at];
+      if (step(lock, batch)) {
         worked = true;
         turn_ = at + 1;  // the next batch goes first next time
       }

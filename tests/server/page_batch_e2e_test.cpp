@@ -166,6 +166,27 @@ TEST(PageBatch, ABatchLongerThanTheQueueRunsToItsEndWhileOthersAreServed) {
   EXPECT_EQ(s.stop(), 0) << s.log();
 }
 
+TEST(PageBatch, SeveralBatchesAtOnceAllRunToTheirEnd) {
+  // Batches accepted while the feeder is preparing another's page (the
+  // feeder's list of batches grows under it).
+  ServerProcess s;
+  auto c = s.client();
+  const std::string pdf = pdf_of_pages(std::vector<PdfPageSpec>(3, box_page(320, 240)));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    auto r = post_json(c, "/v1/jobs", batch_body(file_part(pdf), 8));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    ids.push_back(json::parse(r->body)["id"]);
+  }
+  for (const std::string& id : ids) {
+    const json status = wait_batch(c, id);
+    EXPECT_EQ(status["status"], "succeeded") << status.dump().substr(0, 400);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(status["results"][i]["page"], i + 1);
+  }
+  EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
 TEST(PageBatch, DeleteCancelsEveryPageNotFinished) {
   ServerProcess s;
   auto c = s.client();
