@@ -125,6 +125,10 @@ void visit_options(ServerOptions& o, Args& v) {
       .range(0, 1e7)
       .env("QVL_TIMEOUT");
   v(o.max_body_bytes, "max-body-bytes", "N", "largest request body").range(1024, int64_t{1} << 34);
+  v(o.max_body_memory, "max-body-memory", "N",
+    "request body bytes held at once across connections (at least --max-body-bytes); the request that would pass "
+    "it gets 503")
+      .range(1 << 20, int64_t{1} << 40);
   v(o.media.max_image_bytes, "max-image-bytes", "N", "largest image file (encoded)").range(1, int64_t{1} << 32);
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")

@@ -35,6 +35,7 @@ struct Connection {
   SteadyClock::time_point head_done;
   SteadyClock::time_point linger_until;
   bool sent_continue = false;
+  size_t body_held = 0;  // this request's body bytes counted against max_body_memory
 
   // While Handling: whether the client has gone. A FIN alone does not say:
   // the client may have closed (it will answer our next bytes with RST) or

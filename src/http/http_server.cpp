@@ -82,6 +82,7 @@ struct HttpServer::Impl {
   std::unordered_map<std::string, size_t> per_address;
   uint64_t next_id = 2;
   size_t handling = 0;
+  size_t bodies_held = 0;  // Σ body_held: bodies being read, queued or handled
   bool accept_paused = false;
   SteadyClock::time_point accept_resume;
 
@@ -116,6 +117,9 @@ struct HttpServer::Impl {
   }
 
   int listen() {
+    if (o.max_body_memory < o.limits.max_body_bytes)
+      fail("max_body_memory (", o.max_body_memory, " bytes) is below max_body_bytes (", o.limits.max_body_bytes,
+           "): a body of the largest size allowed would be refused every time");
     // Each connection is a descriptor: use what the hard limit allows, and
     // keep the caps under it so accept() does not fail for want of one.
     rlimit rl{};
@@ -276,6 +280,7 @@ struct HttpServer::Impl {
   void turn_away(const UniqueFd& fd, const std::string& why) { send_error(fd, 503, why); }
 
   void close_connection(Connection& c) {
+    release_body(c);
     watch(c, false);
     if (auto it = per_address.find(c.addr); it != per_address.end() && --it->second == 0) per_address.erase(it);
     conns.erase(c.id);
@@ -300,6 +305,15 @@ struct HttpServer::Impl {
     if (!was_started && c.parser.started()) c.first_byte = now;
     if (!had_head && c.parser.head_complete()) c.head_done = now;
     if (c.parser.failed()) return refuse(c, c.parser.error().status, c.parser.error().message);
+    if (!hold_body(c)) {
+      const size_t held = bodies_held;
+      release_body(c);
+      c.parser = RequestParser(o.limits);  // its bytes are dropped now, not when the connection closes
+      return refuse(c, 503,
+                    "request bodies being received or handled hold " + std::to_string(held >> 20) +
+                        " MiB, over the server's " + std::to_string(o.max_body_memory >> 20) +
+                        " MiB (--max-body-memory); retry later");
+    }
     if (c.parser.complete()) {
       c.pending.assign(data.substr(used));
       return dispatch(c);
@@ -310,6 +324,20 @@ struct HttpServer::Impl {
       static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
       ::send(c.fd.get(), kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
+  }
+
+  // Counts the bytes of c's body received so far; false when all bodies
+  // held at once would then pass max_body_memory.
+  bool hold_body(Connection& c) {
+    const size_t now = c.parser.body_received();
+    bodies_held += now - c.body_held;
+    c.body_held = now;
+    return bodies_held <= o.max_body_memory;
+  }
+
+  void release_body(Connection& c) {
+    bodies_held -= c.body_held;
+    c.body_held = 0;
   }
 
   // Answers a request that will not reach a handler, then lingers: the
@@ -352,6 +380,7 @@ struct HttpServer::Impl {
     const auto now = SteadyClock::now();
     for (auto [c, keep] : done) {
       --handling;
+      release_body(*c);  // the handler has finished with it
       if (!keep || stopping.load()) {
         close_connection(*c);
         continue;

@@ -13,6 +13,12 @@
 // (or of any) that has waited longest without a request being handled makes
 // room, so a flood of idle sockets cannot lock out a new request; when none
 // can, the newcomer gets 503.
+//
+// Request bodies are bounded in total too (max_body_memory): the caps on
+// connections bound how many clients there are, not what they send, and
+// 1024 connections × a 64 MiB body each would be 64 GiB. A body counts from
+// its first byte until its handler has finished; the request whose bytes
+// would pass the budget gets 503 with Retry-After and its bytes are dropped.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +42,7 @@ struct HttpServerOptions {
   size_t min_body_rate = 64u << 10;  // bytes/s a body beyond body_timeout_s must keep up
   double idle_timeout_s = 5;
   double write_timeout_s = 30;       // for each write to make progress
+  size_t max_body_memory = size_t(1) << 30;  // body bytes held at once, all connections together
   ParserLimits limits;
 };
 

@@ -106,6 +106,7 @@ struct Server::Impl {
     h.idle_timeout_s = 5;
     h.write_timeout_s = 30;
     h.limits.max_body_bytes = o.max_body_bytes;
+    h.max_body_memory = std::max(o.max_body_memory, o.max_body_bytes);  // the largest body always fits
     http = std::make_unique<HttpServer>(
         h, [this](HttpRequest& req, HttpResponse& res) { handle(req, res); },
         [this](int status, const std::string& message) { return refused_early(status, message); },

@@ -22,6 +22,7 @@ struct ServerOptions {
   std::string cors_origin;  // empty: no CORS headers
   std::string allowed_hosts = "auto";  // Host names served (request_policy.h HostPolicy)
   size_t max_body_bytes = 64u << 20;
+  size_t max_body_memory = size_t(1) << 30;  // request bodies held at once (at least max_body_bytes)
   int64_t max_image_pixels = 1 << 20;
   RepetitionGuardOptions repetition_guard;  // default for requests that do not set their own
   int64_t default_max_tokens = 0;  // 0: the model's generation_config, else until the context is full
