@@ -194,8 +194,18 @@ TEST(PageBatch, DeleteCancelsEveryPageNotFinished) {
   auto r = post_json(c, "/v1/jobs", batch_body(file_part(pdf), 3000));  // seconds per page
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
-  const std::string id = json::parse(r->body)["id"];
+  const json accepted = json::parse(r->body);
+  const std::string id = accepted["id"];
   ASSERT_TRUE(eventually([&] { return get(c, "/v1/jobs/" + id)["status"] == "running"; }, 20000));
+  // The last page's job, not yet queued, is cancelled on its own first.
+  const std::string last = accepted["jobs"][4]["id"];
+  EXPECT_EQ(get(c, "/v1/jobs/" + last)["status"], "queued");
+  auto del_page = c.Delete(("/v1/jobs/" + last).c_str());
+  ASSERT_TRUE(del_page);
+  ASSERT_EQ(del_page->status, 200);
+  EXPECT_EQ(json::parse(del_page->body)["status"], "cancelled");
+  EXPECT_EQ(json::parse(del_page->body)["page"], 5);
+  EXPECT_EQ(get(c, "/v1/jobs/" + id)["results"][4]["status"], "cancelled");
   auto del = c.Delete(("/v1/jobs/" + id).c_str());
   ASSERT_TRUE(del);
   ASSERT_EQ(del->status, 200);
