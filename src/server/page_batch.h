@@ -64,6 +64,7 @@ struct PageBatch {
   std::vector<std::string> job_ids;  // [plan.pages.size()]: page i's job
 
   size_t next = 0;  // the next page to prepare (index into plan.pages)
+  std::optional<size_t> preparing;  // the page being prepared now (the feeder has unlocked)
   std::optional<PreparedPage> waiting;  // prepared, waiting for a queue place
   size_t waiting_index = 0;
   std::vector<std::shared_ptr<Task>> submitted;  // to cancel

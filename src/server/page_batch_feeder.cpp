@@ -79,6 +79,9 @@ void PageBatchFeeder::purge() {
 void PageBatchFeeder::end_unsubmitted(PageBatch& batch, const std::string& status, const json& error) {
   for (size_t i = batch.next; i < batch.job_ids.size(); ++i) jobs_.end_pending(batch.job_ids[i], status, error);
   batch.next = batch.job_ids.size();
+  // The page being prepared ends now too: the feeder's attach then fails
+  // and it cancels the task, so a DELETE's answer already says cancelled.
+  if (batch.preparing) jobs_.end_pending(batch.job_ids[*batch.preparing], status, error);
   if (batch.waiting) {
     jobs_.end_pending(batch.job_ids[batch.waiting_index], status, error);
     batch.waiting.reset();  // its pixels go back to the image budget
@@ -164,6 +167,7 @@ bool PageBatchFeeder::step(std::unique_lock<std::mutex>& lock, const std::shared
   const size_t index = b.next++;
   if (!jobs_.pending(b.job_ids[index])) return true;  // its job was cancelled on its own (DELETE of the page's id)
   ++b.in_flight;
+  b.preparing = index;
   lock.unlock();
   std::optional<PreparedPage> page;
   std::optional<ApiError> refused;
@@ -178,6 +182,7 @@ bool PageBatchFeeder::step(std::unique_lock<std::mutex>& lock, const std::shared
     refused = ApiError(500, "internal_error", cat("preparing page ", b.plan.pages[index], " failed"));
   }
   lock.lock();
+  b.preparing.reset();
   if (page) {
     submitted(b, index, std::move(*page), refusal);
     return true;
