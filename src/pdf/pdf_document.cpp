@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "pdf/pdf_structure.h"
 #include "pdf/poppler_messages.h"
 #include "util/error.h"
 
@@ -52,6 +53,7 @@ PdfDocument PdfDocument::open(std::span<const uint8_t> bytes, const PdfLimits& l
     fail("PDF is ", bytes.size(), " bytes, over the limit of ", limits.max_bytes, " bytes");
   if (!is_pdf(bytes)) fail("not a PDF: the file does not start with %PDF-");
   if (bytes.size() > static_cast<size_t>(INT_MAX)) fail("PDF is ", bytes.size(), " bytes, more than Poppler reads");
+  check_pdf_object_counts(bytes, limits.max_objects);
 
   PopplerMessages said;
   poppler::byte_array data(bytes.begin(), bytes.end());

@@ -20,6 +20,9 @@ inline constexpr uint64_t kPdfPageBytesPerPixel = 3;
 
 struct PdfLimits {
   size_t max_bytes = 64u << 20;  // the encoded file
+  // Objects the file may declare (pdf_structure.h): Poppler allocates ~40
+  // bytes for each up front, so 2^20 is ~40 MB.
+  int64_t max_objects = int64_t{1} << 20;
   int max_pages = 32;            // pages rendered per request (not pages in the file)
   // Width × height of one rendered page. A page over it at the requested dpi
   // is rendered at the highest dpi that fits (never below min_dpi): a poster
