@@ -34,6 +34,7 @@ test: build
 SAN_BUILD   ?= build-asan
 SAN_EXCLUDE ?= ^python[.]qvl$$
 SAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1 \
+          LSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/lsan.supp \
           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SANITIZE=ON -DQVL_BUILD_BENCH=OFF >/dev/null

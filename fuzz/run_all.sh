@@ -38,7 +38,8 @@ for name in "${targets[@]}"; do
   artifacts=$build/artifacts/$name
   log=$build/logs/$name.log
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
-  nice -n 10 "$bin" -max_total_time=$((minutes * 60)) -timeout=60 -rss_limit_mb=2048 \
+  LSAN_OPTIONS=suppressions=$repo/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS} \
+    nice -n 10 "$bin" -max_total_time=$((minutes * 60)) -timeout=60 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "$repo/fuzz/corpus/$name" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
