@@ -76,6 +76,18 @@ constexpr int64_t kRB = quant::kBlockRows;
 constexpr int64_t kQPrefetchBytes = 2048;
 
 #if HWY_TARGET == HWY_AVX3_DL
+// acc += w (unsigned bytes) · the 4 signed bytes at `four` broadcast to all
+// lanes, as vpdpbusd with an embedded broadcast (m32{1to16}): one
+// instruction. GCC 12 compiles _mm512_dpbusd_epi32(acc, w,
+// _mm512_set1_epi32(x)) to a separate vpbroadcastd, and at m = 1 (decode)
+// that is one extra instruction per 64 weight bytes in a loop that is
+// instruction-bound on slow cores. Same result either way.
+__attribute__((target(HWY_TARGET_STR ",avx512vnni"))) HWY_INLINE __m512i DpbusdBroadcast(__m512i acc, __m512i w,
+                                                                                          const int8_t* four) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(four)));
+  return acc;
+}
+
 // One block of 16 weight rows against M x rows: out[i·16 + r]. Each 64-byte
 // unit vector holds 4 bytes of every row, so int32 lane r is row r: vpdpbusd
 // multiplies the unsigned weight bytes (q8 flipped to q + 128, q4 nibbles as
@@ -112,8 +124,6 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
       }
     }
     codes += bgb;
-    // 4 x codes of row i broadcast to every lane (a load, folded into vpdpbusd).
-    auto xv = [&](int i, int t) { return _mm512_broadcastd_epi32(_mm_loadu_si32(xq.code(i, g) + 4 * t)); };
     auto scale = [&](int i, __m512i dot) {
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sw, _mm512_set1_ps(xq.scale(i, g))),
                                acc[i]);
@@ -123,8 +133,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
       for (int i = 0; i < M; ++i) {
         __m512i d0 = _mm512_set1_epi32(xq.corr(i, g)), d1 = _mm512_setzero_si512();
         for (int t = 0; t < 8; t += 2) {
-          d0 = _mm512_dpbusd_epi32(d0, w[t], xv(i, t));
-          d1 = _mm512_dpbusd_epi32(d1, w[t + 1], xv(i, t + 1));
+          d0 = DpbusdBroadcast(d0, w[t], xq.code(i, g) + 4 * t);
+          d1 = DpbusdBroadcast(d1, w[t + 1], xq.code(i, g) + 4 * t + 4);
         }
         scale(i, _mm512_add_epi32(d0, d1));
       }
@@ -139,7 +149,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
           if (i0 + j < M) dot[j] = _mm512_set1_epi32(xq.corr(i0 + j, g));
         for (int t = 0; t < 8; ++t)
           for (int j = 0; j < kChains; ++j)
-            if (i0 + j < M) dot[j] = _mm512_dpbusd_epi32(dot[j], w[t], xv(i0 + j, t));
+            if (i0 + j < M) dot[j] = DpbusdBroadcast(dot[j], w[t], xq.code(i0 + j, g) + 4 * t);
         for (int j = 0; j < kChains; ++j)
           if (i0 + j < M) scale(i0 + j, dot[j]);
       }
