@@ -91,20 +91,28 @@ struct Bf16Rows {
 
 // ---------------------------------------------------------------- small m, f32/bf16
 
-constexpr int64_t kPrefetchBytes = 1024;
+constexpr int64_t kPrefetchBytes = 4096;
+
+// Accumulators per (x row, weight row) pair: with 32 registers, two, the
+// even and the odd vectors of each group of 32 columns, so a row multiplied
+// alone (m = 1, one row at a time) runs two FMA chains instead of waiting
+// on one: the latency of a single chain held bf16 decode at half the read
+// bandwidth (0.49 on Zen 5). With 16 registers, one (unchanged).
+constexpr int kAcc = kMV == 3 ? 2 : 1;
 
 // R weight rows [n, n+R) against M rows of x (padded with zeros to xs floats
-// per row). Accumulators: M·R vectors. Each (x row, weight row) pair sums in
-// the same order whatever M and R are.
+// per row). Accumulators: M·R·kAcc vectors. Each (x row, weight row) pair
+// sums in the same order whatever M and R are.
 template <int M, int R, class Rows>
 HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
                            float* y, int64_t ldy) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   constexpr int V = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vectors per group of 32
-  VF acc[M][R];
+  VF acc[M][R][kAcc];
   for (int i = 0; i < M; ++i)
-    for (int r = 0; r < R; ++r) acc[i][r] = hn::Zero(d);
+    for (int r = 0; r < R; ++r)
+      for (int a = 0; a < kAcc; ++a) acc[i][r][a] = hn::Zero(d);
   const int64_t end = rows.group_end();
   for (int64_t c = 0; c < end; c += quant::kGroup) {
     VF w[R][V];
@@ -122,7 +130,7 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
     for (int u = 0; u < V; ++u)
       for (int i = 0; i < M; ++i) {
         const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
-        for (int r = 0; r < R; ++r) acc[i][r] = hn::MulAdd(xv, w[r][u], acc[i][r]);
+        for (int r = 0; r < R; ++r) acc[i][r][u % kAcc] = hn::MulAdd(xv, w[r][u], acc[i][r][u % kAcc]);
       }
   }
   // Remaining whole vectors, then single columns.
@@ -130,7 +138,7 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
   for (int64_t c = end; c < vend; c += N)
     for (int r = 0; r < R; ++r) {
       const VF wv = rows.Load(d, n + r, c);
-      for (int i = 0; i < M; ++i) acc[i][r] = hn::MulAdd(hn::LoadU(d, x + i * xs + c), wv, acc[i][r]);
+      for (int i = 0; i < M; ++i) acc[i][r][0] = hn::MulAdd(hn::LoadU(d, x + i * xs + c), wv, acc[i][r][0]);
     }
   for (int r = 0; r < R; ++r) {
     float tail[M] = {};
@@ -139,7 +147,11 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
       for (int i = 0; i < M; ++i) tail[i] += x[i * xs + c] * wt;
     }
     const float b = bias ? bias[n + r] : 0.0f;
-    for (int i = 0; i < M; ++i) y[i * ldy + n + r] = hn::GetLane(hn::SumOfLanes(d, acc[i][r])) + tail[i] + b;
+    for (int i = 0; i < M; ++i) {
+      VF sum = acc[i][r][0];
+      for (int a = 1; a < kAcc; ++a) sum = hn::Add(sum, acc[i][r][a]);
+      y[i * ldy + n + r] = hn::GetLane(hn::SumOfLanes(d, sum)) + tail[i] + b;
+    }
   }
 }
 
@@ -147,13 +159,13 @@ template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
   if constexpr (kMV == 3 && M > 4) {
-    // 32 registers: x rows 0-3, then the rest against the same 4 weight
-    // rows, which the first pass left in L1 (M·R accumulators for M > 4
-    // would spill).
+    // 32 registers: x rows 0-3, then the rest against the same 2 weight
+    // rows, which the first pass left in L1 (M·R·kAcc accumulators for
+    // M > 4 would spill).
     int64_t n = n0;
-    for (; n + 4 <= n1; n += 4) {
-      SmallBlock<4, 4>(rows, x, xs, k, n, bias, y, ldy);
-      SmallBlock<M - 4, 4>(rows, x + 4 * xs, xs, k, n, bias, y + 4 * ldy, ldy);
+    for (; n + 2 <= n1; n += 2) {  // 4·2·kAcc = 16 accumulators
+      SmallBlock<4, 2>(rows, x, xs, k, n, bias, y, ldy);
+      SmallBlock<M - 4, 2>(rows, x + 4 * xs, xs, k, n, bias, y + 4 * ldy, ldy);
     }
     for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
   } else if (std::is_same_v<Rows, Bf16Rows> && M * k <= 4096) {
@@ -164,8 +176,8 @@ void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t
     // then streams from L2 once per row), and slower for f32 weights.
     for (int64_t n = n0; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
   } else {
-    // Rows per block: M·R accumulators + R·(32/lanes) weight vectors must fit the register file.
-    constexpr int R = kMV == 3 ? 4 : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
+    // Rows per block: M·R·kAcc accumulators + R·(32/lanes) weight vectors must fit the register file.
+    constexpr int R = kMV == 3 ? (M <= 2 ? 4 : 2) : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
     int64_t n = n0;
     for (; n + R <= n1; n += R) SmallBlock<M, R>(rows, x, xs, k, n, bias, y, ldy);
     for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);

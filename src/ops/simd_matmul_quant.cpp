@@ -73,7 +73,7 @@ struct XQ {
 };
 
 constexpr int64_t kRB = quant::kBlockRows;
-constexpr int64_t kQPrefetchBytes = 2048;
+constexpr int64_t kQPrefetchBytes = 4096;
 
 #if HWY_TARGET == HWY_AVX3_DL
 // acc += w (unsigned bytes) · the 4 signed bytes at `four` broadcast to all
