@@ -377,11 +377,14 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   const bodies = chatBodies(page);
   assert.match(await page.locator('#mode-hint').textContent(), /tools \(required\): get_weather/);
   await watchToolCardGrowth(page);
-  // Slow link, as in the first test, so the pieces arrive one by one.
+  // Slow link, so the pieces arrive one by one: 512 B/s spreads the call's
+  // ~2.5 KB of chunks over ~5 s. The page renders once per animation frame,
+  // and on a loaded machine (ctest -j2) 2 KB/s let every piece land within
+  // one frame, so the card appeared whole (CI saw lengths [21]).
   const cdp = await ctx.newCDPSession(page);
   await cdp.send('Network.enable');
   await cdp.send('Network.emulateNetworkConditions',
-    { offline: false, latency: 0, downloadThroughput: 2048, uploadThroughput: -1 });
+    { offline: false, latency: 0, downloadThroughput: 512, uploadThroughput: -1 });
   // (#slow: the dev server's pieces 200 ms apart; the real server reads it as text.)
   await page.fill('#prompt', 'What is the weather in Paris? #slow');
   await page.press('#prompt', 'Enter');
