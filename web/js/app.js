@@ -330,6 +330,20 @@ function setBusy(busy) {
   els.composer.classList.toggle('busy', busy);
 }
 
+// Shows a new turn (the question, then `view` for its answer) and makes it
+// the active one; the returned controller is what Stop aborts.
+function showActiveTurn(turn, view) {
+  turn.view = view;
+  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
+  els.turns.append(turn.li);
+  showEmpty(false);
+  scrollToBottom();
+  const controller = new AbortController();
+  state.active = { controller, turn };
+  setBusy(true);
+  return controller;
+}
+
 let renderQueued = false;
 function scheduleRender(turn) {
   if (renderQueued) return;
@@ -414,15 +428,7 @@ async function send(text, preset = null) {
   }
 
   const view = answerView(turn, { onCopy: copyAnswer, onRetry: retry, onDownload: downloadAnswer, imageFor: imagesFor });
-  turn.view = view;
-  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
-  els.turns.append(turn.li);
-  showEmpty(false);
-  scrollToBottom();
-
-  const controller = new AbortController();
-  state.active = { controller, turn };
-  setBusy(true);
+  const controller = showActiveTurn(turn, view);
   const body = requestBody(turn);
   const bodyBytes = new TextEncoder().encode(body).length;
   if (bodyBytes > state.config.max_body_bytes) {
@@ -472,14 +478,7 @@ async function runBatch(turn) {
   turn.batch = { id: null, status: 'queued', error: '', progress: { done: 0, total: pages.length },
     results: pages.map((page) => ({ page, status: 'queued', text: '', error: '' })) };
   const view = batchView(turn, { onCopy: copyPage, onDownload: downloadPage, onDownloadAll: downloadAll });
-  turn.view = view;
-  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
-  els.turns.append(turn.li);
-  showEmpty(false);
-  scrollToBottom();
-  const controller = new AbortController();
-  state.active = { controller, turn };
-  setBusy(true);
+  const controller = showActiveTurn(turn, view);
   const opts = { apiKey: state.settings.apiKey };
   const messages = buildMessages(state.settings.system, [turn]);
   const built = buildRequestBody({ settings: state.settings, config: state.config, messages, preset: turn.preset });
