@@ -36,6 +36,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       fail(path, ": cannot map ", size_, " bytes: ", std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
+#ifdef MADV_HUGEPAGE
+    // Asks the page cache for 2 MB folios when it reads the file from disk,
+    // mapped with one page-table entry each (smaps: FilePmdMapped), and still
+    // shared by every process mapping the file. Decode reading a bf16
+    // checkpoint in place after a cold read ran at 6.6-8.3 tok/s on a Zen 5
+    // VM without this, 11.7-12.1 with it, and 12-13 from a private copy.
+    // Advice only: it changes nothing for pages already cached, and a kernel
+    // without large page-cache folios ignores it.
+    if (size_ >= (size_t{2} << 20)) ::madvise(p, size_, MADV_HUGEPAGE);
+#endif
   }
   ::close(fd);  // the mapping keeps the file alive
 }

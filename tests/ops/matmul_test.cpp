@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +64,28 @@ TEST(WeightMatrix, BytesPerFormat) {
   EXPECT_EQ(WeightMatrix::from_bf16(w.data(), 64, 100, WeightFormat::Q4).bytes(), 64u * (64 + 8));
   // Rows are stored in blocks of 4: 63 rows take as much as 64.
   EXPECT_EQ(WeightMatrix::from_bf16(w.data(), 63, 100, WeightFormat::Q4).bytes(), 64u * (64 + 8));
+}
+
+// Matrices of 2 MB and more get their own 2 MB-aligned mapping (huge pages
+// where the kernel gives them); the copy must be whole and exact whatever the
+// size rounds up to, and a copy that size apart from the last one must not
+// overlap it.
+TEST(WeightMatrix, LargeMatricesAreHugePageAlignedAndExact) {
+  const int64_t n = 1031, k = 1024;  // 2.01 MB of bf16: the mapping rounds up to 4 MB
+  auto w = random_bf16(n * k, 3);
+  WeightMatrix a = WeightMatrix::from_bf16(w.data(), n, k, WeightFormat::BF16);
+  WeightMatrix b = WeightMatrix::from_bf16(w.data(), n, k, WeightFormat::BF16);
+  for (const WeightMatrix* m : {&a, &b}) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data()) % (2u << 20), 0u);
+    EXPECT_EQ(std::memcmp(m->data(), w.data(), w.size() * 2), 0);
+  }
+  const auto* pa = static_cast<const uint8_t*>(a.data());
+  const auto* pb = static_cast<const uint8_t*>(b.data());
+  EXPECT_TRUE(pa + a.bytes() <= pb || pb + b.bytes() <= pa);
+  // Small ones stay on the heap (64-byte aligned).
+  WeightMatrix s = WeightMatrix::from_bf16(w.data(), 4, k, WeightFormat::BF16);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(s.data()) % 64, 0u);
+  EXPECT_EQ(std::memcmp(s.data(), w.data(), 4 * k * 2), 0);
 }
 
 TEST(WeightMatrix, QuantizedWeightsWithinHalfAStep) {
