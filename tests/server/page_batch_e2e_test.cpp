@@ -210,7 +210,8 @@ TEST(PageBatch, DeleteCancelsEveryPageNotFinished) {
   ASSERT_TRUE(del);
   ASSERT_EQ(del->status, 200);
   // The answer already has every page ended: a client that shows it is right.
-  for (const json& page : json::parse(del->body)["results"])
+  const json deleted = json::parse(del->body);  // named: a range-for over a temporary's member dangles
+  for (const json& page : deleted["results"])
     EXPECT_TRUE(page["status"] == "cancelled" || page["status"] == "succeeded") << page.dump().substr(0, 300);
   const json status = wait_batch(c, id, 10000);
   EXPECT_EQ(status["status"], "cancelled") << status.dump().substr(0, 600);
