@@ -150,7 +150,7 @@ TEST_F(Structured, EveryNewFieldIsCheckedOrRefusedByName) {
   }
   // The named tool must exist; two tools may not share a name.
   json body = chat_body("x");
-  body["tools"] = {weather_tool()};
+  body["tools"] = json::array({weather_tool()});
   body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
   EXPECT_EQ(refused(body)["param"], "tool_choice");
   body["tools"] = {weather_tool(), weather_tool()};
@@ -177,7 +177,7 @@ TEST_F(Structured, SchemasTheEngineCannotEnforceAreRefusedWithTheirPath) {
   body = chat_body("x");
   json tool = weather_tool();
   tool["function"]["parameters"]["properties"]["city"] = {{"$ref", "http://example.com/s"}};
-  body["tools"] = {tool};
+  body["tools"] = json::array({tool});
   e = refused(body);
   EXPECT_EQ(e["param"].get<std::string>().rfind("tools[0].function.parameters", 0), 0u) << e;
 }
@@ -469,7 +469,7 @@ TEST_F(Structured, ToolResultsInTheHistoryAreAccepted) {
           {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":1}"}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}],
     "temperature": 0, "max_tokens": 8})");
-  body["tools"] = {weather_tool()};
+  body["tools"] = json::array({weather_tool()});
   const json j = complete(body);
   EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 0);
   body["messages"][2]["tool_call_id"] = "call_2";
