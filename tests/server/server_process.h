@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +67,10 @@ class ServerProcess {
     if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test: a test that aborts (a sanitizer report, a crash)
+      // runs no destructor, and a server left behind would hold ctest's
+      // output pipe open, hanging the whole run.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       dup2(err_pipe[1], 2);
       close(err_pipe[0]);
       close(err_pipe[1]);
