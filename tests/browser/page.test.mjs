@@ -26,6 +26,10 @@ const ROOT = path.resolve(HERE, '../..');
 const MODEL = path.join(ROOT, 'tests/fixtures/tiny-qwen3vl');
 const IMAGE = path.join(ROOT, 'tests/fixtures/golden/images/gradient_320x240.png');
 const DEV = process.env.QVL_BROWSER_DEV === '1';
+// How much slower than a release build the server runs: 4 under make sanitize
+// (tests/web/CMakeLists.txt), where ASan makes a two-page PDF question take
+// over a minute. Every wait for the server is multiplied by it.
+const TIME_SCALE = Number(process.env.QVL_TEST_TIME_SCALE) || 1;
 const LAUNCH = {
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
@@ -74,7 +78,7 @@ before(async () => {
     const port = await freePort();
     // One slot: a Stop that did not free it would make the next request wait until the timeout.
     server = spawn(binary, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', String(port),
-      '--parallel', '1', '--timeout', '60'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      '--parallel', '1', '--timeout', String(60 * TIME_SCALE)], { stdio: ['ignore', 'pipe', 'pipe'] });
     server.stdout.on('data', (d) => { serverLog += d; });
     server.stderr.on('data', (d) => { serverLog += d; });
     base = `http://127.0.0.1:${port}/`;
@@ -163,7 +167,7 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   await cdp.send('Network.emulateNetworkConditions',
     { offline: false, latency: 0, downloadThroughput: 2048, uploadThroughput: -1 });
   await page.press('#prompt', 'Enter');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   const text = await lastAnswer(page).locator('.answer-body').textContent();
   assert.ok(text.trim().length > 0, 'answer text is empty');
@@ -192,10 +196,10 @@ test('Stop mid-answer cancels, and the server slot is free for the next request'
   await page.waitForFunction(() => {
     const b = document.querySelector('.answer .answer-body');
     return b && b.textContent.trim().length > 0;
-  }, null, { timeout: 60000 });
+  }, null, { timeout: 60000 * TIME_SCALE });
   assert.ok(await page.isVisible('#stop-btn'));
   await page.click('#stop-btn');
-  await page.waitForSelector('.answer[data-state="stopped"]', { timeout: 5000 });
+  await page.waitForSelector('.answer[data-state="stopped"]', { timeout: 5000 * TIME_SCALE });
   assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /Stopped/);
   assert.ok(await page.isVisible('#send-btn'));
   // A short answer next, set through the Settings dialog (saved like a user's settings).
@@ -208,7 +212,7 @@ test('Stop mid-answer cancels, and the server slot is free for the next request'
   await page.fill('#prompt', 'And in one word?');
   await page.press('#prompt', 'Enter');
   await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 1,
-    null, { timeout: 30000 });
+    null, { timeout: 30000 * TIME_SCALE });
   assert.ok(Date.now() - t0 < 30000);
   assert.deepEqual(errors, []);
   await ctx.close();
@@ -226,7 +230,7 @@ test('a corrupt image is refused by the server and the error is shown', async ()
   await page.fill('#prompt', 'What is this?');
   await page.press('#prompt', 'Enter');
   const error = lastAnswer(page).locator('.answer-error');
-  await error.waitFor({ state: 'visible', timeout: 30000 });
+  await error.waitFor({ state: 'visible', timeout: 30000 * TIME_SCALE });
   assert.match(await error.textContent(), /refused the request: .+/);
   assert.equal(await lastAnswer(page).getAttribute('data-state'), 'error');
   await ctx.close();
@@ -243,13 +247,13 @@ test('multi-turn: the second request carries the history and the same X-Session-
     page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
     page.press('#prompt', 'Enter'),
   ]);
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   const first = await streamedText(response);
   assert.ok(first.length > 0);
   await page.fill('#prompt', 'Second question?');
   await page.press('#prompt', 'Enter');
   await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2,
-    null, { timeout: 60000 });
+    null, { timeout: 60000 * TIME_SCALE });
   assert.equal(bodies.length, 2);
   const m = bodies[1].messages;
   assert.deepEqual(m.map((x) => x.role), ['user', 'assistant', 'user']);
@@ -263,7 +267,7 @@ test('multi-turn: the second request carries the history and the same X-Session-
   await page.click('#clear-btn');
   await page.fill('#prompt', 'A new conversation?');
   await page.press('#prompt', 'Enter');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.equal(bodies.length, 3);
   assert.match(sessions[2], /^[0-9a-f]{32}$/);
   assert.notEqual(sessions[2], sessions[0]);
@@ -388,7 +392,7 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   // (#slow: the dev server's pieces 200 ms apart; the real server reads it as text.)
   await page.fill('#prompt', 'What is the weather in Paris? #slow');
   await page.press('#prompt', 'Enter');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   assert.deepEqual(bodies[0].tools, [WEATHER_TOOL]);
   assert.equal(bodies[0].tool_choice, 'required');
@@ -406,7 +410,7 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   await page.fill('#prompt', 'Thanks.');
   await page.press('#prompt', 'Enter');
   await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2,
-    null, { timeout: 60000 });
+    null, { timeout: 60000 * TIME_SCALE });
   const history = bodies[1].messages;
   assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'user']);
   assert.equal(history[1].tool_calls[0].function.name, 'get_weather');
@@ -432,7 +436,7 @@ test('answer format JSON schema, set in Settings: the answer is pretty-printed J
   assert.deepEqual(JSON.parse(saved.jsonSchema), schema);
   await page.fill('#prompt', 'Is everything ok?');
   await page.press('#prompt', 'Enter');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.deepEqual(bodies[0].response_format, { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
   const code = lastAnswer(page).locator('.answer-body pre.json-answer code');
   assert.equal(await code.count(), 1);
@@ -453,7 +457,7 @@ test('a schema the server refuses ("pattern") shows the server\'s message naming
   await page.fill('#prompt', 'Give me a code');
   await page.press('#prompt', 'Enter');
   const error = lastAnswer(page).locator('.answer-error');
-  await error.waitFor({ state: 'visible', timeout: 30000 });
+  await error.waitFor({ state: 'visible', timeout: 30000 * TIME_SCALE });
   const text = await error.textContent();
   assert.match(text, /refused the request: .*'pattern'/);
   assert.match(text, /response_format\.json_schema\.schema\.properties\.code\.pattern/);
@@ -553,7 +557,7 @@ async function dropPdfAndWait(page) {
     dropPdf(page),
   ]);
   assert.equal(response.status(), 200, await response.text());
-  await page.waitForSelector('.doc-card[data-state="ready"]', { timeout: 30000 });
+  await page.waitForSelector('.doc-card[data-state="ready"]', { timeout: 30000 * TIME_SCALE });
   return response.json();
 }
 
@@ -598,7 +602,7 @@ test('PDF: two thumbnails with the server\'s token costs; picking pages changes 
   assert.ok(await page.evaluate(() => document.activeElement.dataset.page === '1'), 'focus stays on the page');
   await page.fill('#prompt', 'What does this page say?');
   await page.press('#prompt', 'Enter');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.equal(chats.length, 1, 'ask once: one chat request');
   assert.equal(chats[0].stream, true);
   const parts = chats[0].messages[0].content;
@@ -618,7 +622,7 @@ test('PDF: two thumbnails with the server\'s token costs; picking pages changes 
     page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
     page.press('#prompt', 'Enter'),
   ]);
-  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 * TIME_SCALE });
   assert.equal(chats.length, 2);
   const last = chats[1].messages[chats[1].messages.length - 1].content;
   assert.equal(last.find((p) => p.type === 'file').file.pages, '1,2');
@@ -656,7 +660,7 @@ test('PDF page by page: one job per page, progress, two results in page order; c
   assert.equal(jobs[0].stream, undefined);
   const file = jobs[0].messages[0].content.find((p) => p.type === 'file');
   assert.equal(file.file.pages, '1,2');
-  await page.waitForSelector('.answer.batch[data-state="done"]', { timeout: 90000 });
+  await page.waitForSelector('.answer.batch[data-state="done"]', { timeout: 90000 * TIME_SCALE });
   assert.equal(chats.length, 0, 'page by page sends no chat request');
   assert.ok(polls.length >= 1, 'the batch was polled');
   assert.equal(await page.locator('.batch-label').textContent(), '2 of 2 pages · finished');
@@ -693,7 +697,7 @@ test('PDF page by page: one job per page, progress, two results in page order; c
   // A batch is not chat history: the next question goes alone.
   await page.fill('#prompt', 'Hello?');
   await page.press('#prompt', 'Enter');
-  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 * TIME_SCALE });
   assert.deepEqual(chats[0].messages.map((m) => m.role), ['user']);
   assert.deepEqual(errors, []);
   await ctx.close();
@@ -718,7 +722,7 @@ test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say c
   assert.ok(await page.isVisible('#stop-btn'));
   await page.waitForSelector('.batch progress');
   await page.click('#stop-btn');
-  await page.waitForSelector('.answer.batch[data-state="cancelled"], .answer.batch[data-state="done"]', { timeout: 30000 });
+  await page.waitForSelector('.answer.batch[data-state="cancelled"], .answer.batch[data-state="done"]', { timeout: 30000 * TIME_SCALE });
   assert.deepEqual(deletes.map((u) => new URL(u).pathname), [`/v1/jobs/${id}`], JSON.stringify(deletes));
   assert.ok(await page.isVisible('#send-btn'));
   const final = await page.evaluate(async (bid) => (await fetch(`/v1/jobs/${bid}`)).json(), id);
@@ -737,7 +741,7 @@ test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say c
   await page.fill('#prompt', 'Still there?');
   await page.press('#prompt', 'Enter');
   await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length >= 1 &&
-    [...document.querySelectorAll('.answer')].pop().dataset.state === 'done', null, { timeout: 30000 });
+    [...document.querySelectorAll('.answer')].pop().dataset.state === 'done', null, { timeout: 30000 * TIME_SCALE });
   assert.deepEqual(errors, []);
   await ctx.close();
 });
@@ -751,7 +755,7 @@ test('PDF presets: invoice fields send the json_schema; regions raise min_pixels
   assert.deepEqual(await page.locator('.preset-card').evaluateAll((els) => els.map((e) => e.dataset.preset)),
     ['doc-markdown', 'doc-html', 'doc-fields', 'doc-ground']);
   await page.click('.preset-card[data-preset="doc-fields"]');
-  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 });
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   const rf = chats[0].response_format;
   assert.equal(rf.type, 'json_schema');
   assert.equal(rf.json_schema.name, 'invoice');
@@ -768,7 +772,7 @@ test('PDF presets: invoice fields send the json_schema; regions raise min_pixels
   })).json()), { b64: PDF_B64, min: minPixels });
   const raisedTotal = raised.page_info.reduce((s, p) => s + p.image_tokens, 0);
   await page.click('.preset-chip[data-preset="doc-ground"]');
-  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2, null, { timeout: 60000 * TIME_SCALE });
   assert.equal(chats[1].min_pixels, minPixels);
   assert.ok(chats[1].max_pixels >= minPixels);
   assert.match(await page.locator('.user-doc-meta').last().textContent(),
