@@ -30,18 +30,7 @@ uint64_t proc_status_bytes(pid_t pid, const std::string& field) {
 // byte also has an eighth of a byte of shadow, its map of what may be read,
 // and freed blocks wait in a quarantine before reuse: RSS counts both.
 uint64_t rss_allowance(uint64_t budget) {
-#if defined(__SANITIZE_ADDRESS__)
-  constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  constexpr bool kAsan = true;
-#else
-  constexpr bool kAsan = false;
-#endif
-#else
-  constexpr bool kAsan = false;
-#endif
-  return kAsan ? budget + budget / 8 + (16u << 20) : budget;
+  return kAddressSanitizer ? budget + budget / 8 + (16u << 20) : budget;
 }
 
 std::string jpeg_uri(const std::vector<uint8_t>& jpeg) {

@@ -235,10 +235,27 @@ inline std::string streamed_text(const std::vector<nlohmann::json>& events) {
   return text;
 }
 
-// Polls until pred() holds or `ms` pass.
+// Whether this build runs under AddressSanitizer (make sanitize); the server
+// binary is built with the same flags as the tests.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+// How many times slower than a release build the server may run: ASan's
+// checks made a four-page batch take over the 60 s a release build is given.
+inline constexpr int kTimeScale = kAddressSanitizer ? 4 : 1;
+
+// Polls until pred() holds or `ms` (times kTimeScale) pass.
 template <typename Pred>
 bool eventually(Pred pred, int ms = 5000) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms) * kTimeScale;
   while (std::chrono::steady_clock::now() < end) {
     if (pred()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
