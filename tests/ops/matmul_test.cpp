@@ -67,9 +67,8 @@ TEST(WeightMatrix, BytesPerFormat) {
 }
 
 // Matrices of 2 MB and more get their own 2 MB-aligned mapping (huge pages
-// where the kernel gives them); the copy must be whole and exact whatever the
-// size rounds up to, and a copy that size apart from the last one must not
-// overlap it.
+// where the kernel gives them): each copy is whole and exact whatever its size
+// rounds up to, and two such copies do not overlap.
 TEST(WeightMatrix, LargeMatricesAreHugePageAlignedAndExact) {
   const int64_t n = 1031, k = 1024;  // 2.01 MB of bf16: the mapping rounds up to 4 MB
   auto w = random_bf16(n * k, 3);
