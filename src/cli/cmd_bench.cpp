@@ -336,6 +336,8 @@ int cmd_bench(int argc, char** argv) {
       case MatmulUnit::FmaF32: return peaks.fma_f32_gflops;
       case MatmulUnit::Int8Dot: return peaks.int8_dot_gops;
       case MatmulUnit::Bf16Dot: return peaks.bf16_dot_gflops;
+      case MatmulUnit::AmxInt8: return peaks.amx_int8_gops;
+      case MatmulUnit::AmxBf16: return peaks.amx_bf16_gflops;
       case MatmulUnit::Int16Madd: return 0.0;  // not probed: no fraction
     }
     return 0.0;

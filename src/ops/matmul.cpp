@@ -2,6 +2,7 @@
 // number of activation rows, and splits the output columns across threads.
 #include "ops/matmul.h"
 
+#include "ops/amx_matmul.h"
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 #include "ops/scalar.h"
@@ -13,21 +14,28 @@ namespace qvl {
 
 const char* matmul_simd_target() { return simd::matmul_target(); }
 
-bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported(); }
+bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported() || amx::bf16_usable(); }
 
 bool matmul_fast_bf16_pays() {
-  static const bool pays = simd::gemm_bf16_supported() && measure_bf16_dot_vs_fma() >= 1.25;
+  static const bool pays =
+      amx::bf16_usable() || (simd::gemm_bf16_supported() && measure_bf16_dot_vs_fma() >= 1.25);
   return pays;
 }
 
 MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
   const char* shape = m <= simd::kSmallM ? "gemv" : "gemm";
   if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
+    if (m > simd::kSmallM && simd::matmul_quant_gemm_on_amx())
+      return {"gemm int8 AMX tdpbssd, scaled with AVX-512", MatmulUnit::AmxInt8};
     // simd_matmul_quant.cpp: vpdpbusd with VNNI, else vpmaddubsw + vpmaddwd.
     const bool vnni = cpu_features().avx512_vnni;
     return {cat(shape, " int8 ", vnni ? "vpdpbusd" : "vpmaddubsw", " (", matmul_simd_target(), ")"),
             vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd};
   }
+  if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && amx::bf16_usable())
+    return {w.precision() == MatmulPrecision::Fast ? "gemm bf16 AMX tdpbf16ps"
+                                                   : "gemm bf16 AMX tdpbf16ps, x in 3 bf16 parts (exact; 3x the operations)",
+            MatmulUnit::AmxBf16};
   if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast &&
       simd::gemm_bf16_supported())
     return {"gemm bf16 vdpbf16ps (AVX512-BF16)", MatmulUnit::Bf16Dot};
@@ -42,6 +50,8 @@ const char* matmul_unit_name(MatmulUnit unit) {
     case MatmulUnit::Int8Dot: return "int8_dot";
     case MatmulUnit::Int16Madd: return "int16_madd";
     case MatmulUnit::Bf16Dot: return "bf16_dot";
+    case MatmulUnit::AmxInt8: return "amx_int8";
+    case MatmulUnit::AmxBf16: return "amx_bf16";
   }
   return "?";
 }
@@ -54,6 +64,8 @@ void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const
   simd::MatmulArgs a{x, m, ldx, &w, bias, y, ldy};
   if (m <= simd::kSmallM)
     simd::matmul_small_m(a, pool);  // memory-bound: always exact
+  else if (w.format() == WeightFormat::BF16 && amx::bf16_usable())
+    amx::gemm_bf16(a, pool);  // fast or exact, by w.precision()
   else if (w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast && simd::gemm_bf16_supported())
     simd::gemm_bf16(a, pool);
   else

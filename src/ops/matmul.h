@@ -38,7 +38,9 @@ namespace qvl {
 //   <= d_x/2 per element), so each group is an exact integer dot product:
 //   y = Σ_groups d·d_x · Σ_j q_j·qx_j, summed in f32 (AVX-512 VNNI vpdpbusd
 //   where available), for every m: decode and prefill/vision (GEMM) run the
-//   same integer dot products.
+//   same integer dot products. On a CPU with AMX-INT8 the GEMM's integer
+//   sums come from the tile unit (tdpbssd, amx_matmul.h), scaled and summed
+//   as above, so its outputs are bit-identical too.
 //   Error of y against the same product with f32 weights and exact x,
 //   measured by bench/ops_report (normal weights, uniform x in [-1, 1], m=8,
 //   n=2048, k=2048 and 6144): relative L2 error q8 0.65-0.67 % (weights
@@ -61,17 +63,21 @@ namespace qvl {
 // against the exact one: 0.15 % measured (bench/ops_report "error" rows,
 // m=256 n=2048 k=2048 and 6144; worst output error / RMS of outputs 0.7 %);
 // tests/ops bound it at 0.3 %. Decode (m <= 8) and every other format ignore
-// it and stay exact; so does a CPU without AVX512-BF16
+// it and stay exact; so does a CPU without AVX512-BF16 or AMX-BF16
 // (matmul_fast_bf16_supported()).
 // Scalar twin: scalar::matmul_bf16_fast (scalar.h).
+// With AMX-BF16 (amx_matmul.h) both precisions run on the tile unit: Fast
+// with x rounded as above, Exact with x cut into three bf16 parts that sum
+// to it, so products stay exact and sums f32.
 // (MatmulPrecision: util/formats.h.)
-// Whether this CPU runs the fast bf16 kernel (AVX512-BF16); without it Fast
-// falls back to the exact path.
+// Whether this CPU runs a fast bf16 kernel (AVX512-BF16 or AMX-BF16);
+// without one Fast falls back to the exact path.
 bool matmul_fast_bf16_supported();
 
 // Whether the fast kernel is faster than the exact one here, which decides
 // what --precision fast runs (issue 15: choosing speed must never be slower):
-// the CPU has AVX512-BF16 and one vdpbf16ps thread does at least 1.25x the
+// AMX-BF16 runs here (Fast does a third of Exact's tile work), or the CPU has
+// AVX512-BF16 and one vdpbf16ps thread does at least 1.25x the
 // flops of one FP32 FMA thread (measure_bf16_dot_vs_fma, ~0.1 s, once per
 // process). Zen 4 measures ~2 and takes it; Sapphire Rapids ~0.5 (vdpbf16ps
 // at half the FMA rate), where its fast kernel was 11 % slower than exact,
@@ -120,7 +126,7 @@ const char* matmul_simd_target();
 // The kernel matmul() runs for `w` and m rows of x, and the multiply unit it
 // keeps busy, so a benchmark can give each phase's figure as a fraction of
 // that unit's peak (UnitPeaks, machine_limits.h).
-enum class MatmulUnit { FmaF32, Int8Dot, Int16Madd, Bf16Dot };
+enum class MatmulUnit { FmaF32, Int8Dot, Int16Madd, Bf16Dot, AmxInt8, AmxBf16 };
 struct MatmulKernel {
   std::string name;  // e.g. "gemm f32 FMA (AVX3_ZEN4)", "int8 vpdpbusd (AVX3_DL)"
   MatmulUnit unit;

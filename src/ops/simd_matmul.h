@@ -25,6 +25,9 @@ void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
 // Both forward q8/q4 weights to this (simd_matmul_quant.cpp): integer dot
 // products on x rounded to 8 bits per group, every m.
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool);
+// Whether matmul_quant runs m > kSmallM rows on the AMX int8 kernel
+// (amx_matmul.h) here.
+bool matmul_quant_gemm_on_amx();
 // The dispatched target's name (that of matmul_quant, the only matmul file
 // that compiles AVX3_DL).
 const char* matmul_target();

@@ -44,6 +44,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/amx_matmul.h"
 #include "ops/quant.h"
 #include "ops/scalar.h"
 #include "ops/simd_matmul.h"
@@ -324,7 +325,20 @@ static bool LanesAreFixed() {
 // x86).
 constexpr int64_t kTileBytes = 256 << 10;
 
+// Whether this target hands GEMMs (m > kSmallM) to the AMX int8 kernel: an
+// AVX-512 target (the kernel scales its sums with AVX-512 FMA, as these
+// targets' kernels do, so rows stay bit-identical to the small-m path) on a
+// machine where it runs.
+bool GemmOnAmx() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return amx::int8_usable();
+#else
+  return false;
+#endif
+}
+
 void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
+  if (a.m > kSmallM && GemmOnAmx()) return amx::matmul_quant(a, pool);
   if (!LanesAreFixed()) {
     return pool.parallel_for(a.w->rows(), [&](int64_t b, int64_t e, int) {
       scalar::matmul_rows(a.x, a.m, a.ldx, *a.w, a.bias, a.y, a.ldy, b, e);
@@ -439,6 +453,9 @@ namespace qvl::simd {
 
 HWY_EXPORT(MatmulQuant);
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool) { HWY_DYNAMIC_DISPATCH(MatmulQuant)(a, pool); }
+
+HWY_EXPORT(GemmOnAmx);
+bool matmul_quant_gemm_on_amx() { return HWY_DYNAMIC_DISPATCH(GemmOnAmx)(); }
 
 HWY_EXPORT(TargetName);
 const char* matmul_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

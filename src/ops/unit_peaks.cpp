@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/amx_tiles.h"
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 
@@ -109,23 +110,12 @@ __attribute__((target("avx512f,avx512bf16"))) double Bf16DotLoop(int64_t iterati
 }
 
 // AMX: 4 accumulator tiles (tmm0-3, 16 rows × 64 bytes) fed by 2 × 2 source
-// tiles (tmm4-7), the shape of a 32 × 32 output block. Tile configuration
-// (Intel SDM vol. 1 3.3.2.1, palette 1): byte 0 palette, bytes 16-47 the
-// bytes per row of each tile (uint16), bytes 48-63 its rows. Loaded by the
+// tiles (tmm4-7), the shape of a 32 × 32 output block. Configured by the
 // calling thread at each call: a thread may run tile instructions only after
 // its own ldtilecfg.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 __attribute__((target("amx-tile"))) void ConfigureTiles() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
+  amx::TileConfig cfg;
+  for (int t = 0; t < amx::kTiles; ++t) cfg.set(t, 16, 64);
   _tile_loadconfig(&cfg);
   alignas(64) static const uint8_t kSource[16 * 64] = {};  // zeros: the loop measures rate, not values
   _tile_zero(0);

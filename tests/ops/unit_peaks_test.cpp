@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "ops/amx_matmul.h"
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
@@ -73,14 +74,17 @@ TEST(MatmulKernel, NamesWhatTheDispatchRuns) {
   const WeightMatrix q8 = WeightMatrix::from_bf16(bf16.data(), n, k, WeightFormat::Q8);
 
   EXPECT_EQ(matmul_kernel(exact, 1).unit, MatmulUnit::FmaF32);
-  EXPECT_EQ(matmul_kernel(exact, 256).unit, MatmulUnit::FmaF32);
+  const bool amx_bf16 = amx::bf16_usable();
+  EXPECT_EQ(matmul_kernel(exact, 256).unit, amx_bf16 ? MatmulUnit::AmxBf16 : MatmulUnit::FmaF32);
   EXPECT_EQ(matmul_kernel(exact, 1).name.rfind("gemv f32 FMA, bf16 weights widened", 0), 0u)
       << matmul_kernel(exact, 1).name;
   // Decode stays exact whatever the precision.
   EXPECT_EQ(matmul_kernel(fast, 8).unit, MatmulUnit::FmaF32);
-  EXPECT_EQ(matmul_kernel(fast, 9).unit, matmul_fast_bf16_supported() ? MatmulUnit::Bf16Dot : MatmulUnit::FmaF32);
+  EXPECT_EQ(matmul_kernel(fast, 9).unit, amx_bf16                       ? MatmulUnit::AmxBf16
+                                         : matmul_fast_bf16_supported() ? MatmulUnit::Bf16Dot
+                                                                        : MatmulUnit::FmaF32);
   EXPECT_EQ(matmul_kernel(q8, 1).unit, cpu_features().avx512_vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd);
-  EXPECT_EQ(matmul_kernel(q8, 300).unit, matmul_kernel(q8, 1).unit);
+  EXPECT_EQ(matmul_kernel(q8, 300).unit, amx::int8_usable() ? MatmulUnit::AmxInt8 : matmul_kernel(q8, 1).unit);
   EXPECT_STREQ(matmul_unit_name(MatmulUnit::Bf16Dot), "bf16_dot");
 }
 
@@ -90,6 +94,10 @@ TEST(MatmulBf16Fast, PaysOnlyWhereTheBf16DotIsFaster) {
   if (!matmul_fast_bf16_supported()) {
     EXPECT_FALSE(matmul_fast_bf16_pays());
     GTEST_SKIP() << "no AVX512-BF16 on this CPU: fast runs the exact kernel";
+  }
+  if (amx::bf16_usable()) {
+    EXPECT_TRUE(matmul_fast_bf16_pays());  // on the tile unit Fast does a third of Exact's work
+    return;
   }
   // The decision was measured once; measurements on a shared machine drift
   // (a starved round reads low), so the check takes the most favourable of

@@ -1,0 +1,43 @@
+// Internal: matmul kernels on the AMX tile unit, reached through matmul()
+// for m > simd::kSmallM rows (prefill, vision). Each is a template over the
+// tile instructions (amx_tiles.h), run on the unit or emulated.
+#pragma once
+
+#include "ops/simd_matmul.h"
+
+namespace qvl::amx {
+
+// Whether the int8 kernel runs on this machine: the CPU has AMX-INT8 and
+// AVX-512 (which scales the tiles' integer sums), Linux grants the tile
+// state (amx_tile_state_granted), and a first product on the unit matched its
+// emulation bit for bit (once per process). Where any of that fails, the
+// AVX-512 kernels run instead.
+bool int8_usable();
+
+// y = x·Wᵀ for q8/q4 W (quant.h), m > 0: the same integer dot products as
+// simd::matmul_quant, per x row and group of 32 (tdpbssd: x codes times the
+// signed weight codes), each converted to f32, scaled by sw·sx and added in
+// group order with one FMA, so every output is bit-identical to the AVX-512
+// and AVX2 kernels. The q8 codes are loaded as tiles as stored (quant.h's
+// interleave is tdpbssd's B layout); q4 is widened to bytes per tile of
+// weight blocks, once per thread and reused for every x row.
+// matmul_quant needs int8_usable(); matmul_quant_emulated runs the same
+// kernel with the tile instructions in scalar code (needs AVX-512 only).
+void matmul_quant(const simd::MatmulArgs& a, ThreadPool& pool);
+void matmul_quant_emulated(const simd::MatmulArgs& a, ThreadPool& pool);
+
+// Whether the bf16 kernel runs here: the CPU has AMX-BF16, Linux grants the
+// tile state, and a first fast and exact product on the unit agreed with its
+// emulation to 1e-6 of the outputs' RMS (the unit may add in its own order).
+bool bf16_usable();
+
+// y = x·Wᵀ for bf16 W, m > 0, with tdpbf16ps; by the matrix's precision
+// (matmul.h). Fast: x rounded to bf16 as the vdpbf16ps kernel rounds it.
+// Exact: x cut into three bf16 parts that sum to it exactly, each part's
+// products exact in f32 and summed in f32: the exact contract, with a third
+// of the unit's rate. Each output depends on its own x row alone, so rows
+// are bit-identical whatever m.
+void gemm_bf16(const simd::MatmulArgs& a, ThreadPool& pool);
+void gemm_bf16_emulated(const simd::MatmulArgs& a, ThreadPool& pool);
+
+}  // namespace qvl::amx

@@ -1,0 +1,176 @@
+// Internal: the AMX tile instructions qvl uses, twice over. AmxTiles issues
+// them; EmulatedTiles computes them in scalar code, with the shape checks the
+// hardware makes (where it raises #UD, the emulation throws). Kernels are
+// templates over one of the two, so a kernel's blocking, layout and scaling
+// are tested on every CPU with AVX-512, and the tile instructions themselves
+// where AMX runs (amx_matmul.h).
+//
+// Semantics: Intel SDM vol. 1 ch. 3.3 (tiles, palette 1: 8 tiles of up to 16
+// rows × 64 bytes) and vol. 2 (LDTILECFG, TILELOADD, TILESTORED, TILEZERO,
+// TDPBSSD, TDPBF16PS). A tile holds `rows` rows of `colsb` bytes, set per tile by the
+// configuration; TDPBSSD C += A·B multiplies A [M rows][K·4 int8] by B
+// [K rows][N·4 int8] ("VNNI layout": B row k holds, for each output column
+// n, the 4 bytes of k positions 4k..4k+3) into C [M][N int32], and needs
+// rows(B) = colsb(A)/4, colsb(B) = colsb(C), rows(C) = rows(A).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "util/error.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QVL_AMX 1
+#else
+#define QVL_AMX 0
+#endif
+
+namespace qvl::amx {
+
+// The 64-byte LDTILECFG operand (SDM vol. 1 3.3.2.1): byte 0 the palette,
+// byte 1 the start row (0), bytes 16-47 each tile's bytes per row (uint16),
+// bytes 48-63 each tile's rows. Unused tiles stay 0 (unconfigured).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+
+  TileConfig& set(int tile, int tile_rows, int bytes_per_row) {
+    rows[tile] = static_cast<uint8_t>(tile_rows);
+    colsb[tile] = static_cast<uint16_t>(bytes_per_row);
+    return *this;
+  }
+};
+static_assert(sizeof(TileConfig) == 64);
+
+constexpr int kTiles = 8, kMaxRows = 16, kMaxBytes = 64;
+
+#if QVL_AMX
+// The tile unit, in inline assembly rather than GCC's intrinsics: those name
+// the tile by stringizing their argument (no template parameter can be
+// passed) and their tileloadd does not tell the compiler it reads memory, so
+// a buffer just written (q4 widened to bytes) could be read before its
+// stores. Here every load and store clobbers memory, and `%c` prints a
+// tile number given as a constant. AT&T operand order: source 2, source 1,
+// destination.
+// Construction loads the configuration on the calling thread (a thread must,
+// before its first tile instruction); destruction releases the tile state,
+// so a context switch does not save 8 KB of tile data for a thread done
+// with it.
+class AmxTiles {
+ public:
+  explicit AmxTiles(const TileConfig& config) { __asm__ volatile("ldtilecfg %0" ::"m"(config)); }
+  ~AmxTiles() { __asm__ volatile("tilerelease" ::: "memory"); }
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+
+  template <int T>
+  void zero() {
+    __asm__ volatile("tilezero %%tmm%c0" ::"i"(T));
+  }
+  template <int T>
+  void load(const void* base, int64_t stride) {
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(base), "r"(stride), "i"(T) : "memory");
+  }
+  template <int T>
+  void store(void* base, int64_t stride) {
+    __asm__ volatile("tilestored %%tmm%c2, (%0,%1,1)" ::"r"(base), "r"(stride), "i"(T) : "memory");
+  }
+  template <int C, int A, int B>
+  void dpbssd() {
+    __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
+  }
+  template <int C, int A, int B>
+  void dpbf16ps() {
+    __asm__ volatile("tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
+  }
+};
+#endif
+
+// The same instructions in scalar code: the twin the AMX kernels are tested
+// against on CPUs without AMX.
+class EmulatedTiles {
+ public:
+  explicit EmulatedTiles(const TileConfig& config) : config_(config) {
+    if (config.palette != 1 || config.start_row != 0) fail("tile config: palette ", int(config.palette), " unsupported");
+    for (int t = 0; t < kTiles; ++t)
+      if (config.rows[t] > kMaxRows || config.colsb[t] > kMaxBytes || config.colsb[t] % 4 != 0)
+        fail("tile config: tile ", t, " is ", int(config.rows[t]), " x ", config.colsb[t], " bytes");
+    std::memset(data_, 0, sizeof data_);
+  }
+
+  template <int T>
+  void zero() {
+    used(T);
+    std::memset(data_[T], 0, sizeof data_[T]);
+  }
+  // Rows past the configured ones, and bytes past colsb, read as zero.
+  template <int T>
+  void load(const void* base, int64_t stride) {
+    used(T);
+    std::memset(data_[T], 0, sizeof data_[T]);
+    for (int r = 0; r < config_.rows[T]; ++r)
+      std::memcpy(data_[T][r], static_cast<const uint8_t*>(base) + r * stride, config_.colsb[T]);
+  }
+  template <int T>
+  void store(void* base, int64_t stride) const {
+    used(T);
+    for (int r = 0; r < config_.rows[T]; ++r)
+      std::memcpy(static_cast<uint8_t*>(base) + r * stride, data_[T][r], config_.colsb[T]);
+  }
+  template <int C, int A, int B>
+  void dpbssd() {
+    used(C), used(A), used(B);
+    const int m = config_.rows[A], k4 = config_.colsb[A] / 4, n = config_.colsb[C] / 4;
+    if (config_.rows[B] != k4 || config_.colsb[B] != config_.colsb[C] || config_.rows[C] != m)
+      fail("tdpbssd: tiles ", C, ", ", A, ", ", B, " have mismatched shapes");
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        int32_t sum;
+        std::memcpy(&sum, &data_[C][i][4 * j], 4);
+        for (int kk = 0; kk < k4; ++kk)
+          for (int b = 0; b < 4; ++b)
+            sum += int32_t(int8_t(data_[A][i][4 * kk + b])) * int32_t(int8_t(data_[B][kk][4 * j + b]));
+        std::memcpy(&data_[C][i][4 * j], &sum, 4);
+      }
+  }
+  // TDPBF16PS (SDM vol. 2): C [M][N f32] += A [M][K pairs of bf16] · B [K
+  // rows][N pairs], each pair's two products added in turn, k in order;
+  // bf16 inputs with a zero exponent read as zero (DAZ), f32 results below
+  // the smallest normal flush to zero (FTZ), rounding to nearest even. Each
+  // product of two bf16 is exact in f32. The unit may order its additions
+  // otherwise: compare with a tolerance, not bit for bit.
+  template <int C, int A, int B>
+  void dpbf16ps() {
+    used(C), used(A), used(B);
+    const int m = config_.rows[A], k4 = config_.colsb[A] / 4, n = config_.colsb[C] / 4;
+    if (config_.rows[B] != k4 || config_.colsb[B] != config_.colsb[C] || config_.rows[C] != m)
+      fail("tdpbf16ps: tiles ", C, ", ", A, ", ", B, " have mismatched shapes");
+    auto bf16 = [](const uint8_t* p) {
+      uint32_t bits = (uint32_t(p[1]) << 24) | (uint32_t(p[0]) << 16);
+      if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    };
+    auto ftz = [](float f) { return f != 0 && f > -1.17549435e-38f && f < 1.17549435e-38f ? 0.0f * f : f; };
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        float acc;
+        std::memcpy(&acc, &data_[C][i][4 * j], 4);
+        for (int kk = 0; kk < k4; ++kk)
+          for (int h = 0; h < 2; ++h) acc = ftz(acc + bf16(&data_[A][i][4 * kk + 2 * h]) * bf16(&data_[B][kk][4 * j + 2 * h]));
+        std::memcpy(&data_[C][i][4 * j], &acc, 4);
+      }
+  }
+
+ private:
+  void used(int t) const {
+    if (config_.rows[t] == 0 || config_.colsb[t] == 0) fail("tile ", t, " used but not configured");
+  }
+
+  TileConfig config_;
+  uint8_t data_[kTiles][kMaxRows][kMaxBytes];
+};
+
+}  // namespace qvl::amx
