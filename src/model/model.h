@@ -44,7 +44,7 @@ class Model {
   MatmulPrecision precision() const { return precision_; }  // as asked for at load
   // Whether prefill/vision products actually run the fast bf16 kernel: Fast
   // asked for, BF16 weights, and a CPU where it beats the exact kernel
-  // (matmul_fast_bf16_pays: AVX512-BF16 at full rate).
+  // (matmul_fast_bf16_pays: AMX-BF16, or AVX512-BF16 at full rate).
   bool fast_matmul() const {
     return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_pays();
   }
