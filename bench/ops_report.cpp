@@ -65,11 +65,12 @@ struct Report {
   ThreadPool* pool = nullptr;
   bool best = false;  // time = fastest repeat instead of the median
   double seconds(int reps, const std::function<void(int)>& fn) const { return time_seconds(reps, best, fn); }
-  std::vector<float> bw_buf;  // > caches, touched once
+  std::shared_ptr<float> bw_buf;  // > caches, touched once, on the weights' 2 MB pages
+  size_t bw_floats = 0;
   double peak_gflops = 0, bw_gbs = 0;
   nlohmann::json rows = nlohmann::json::array();
   double local_peak() { return qvl::measure_fma_peak_gflops(*pool, 0.1); }
-  double local_bw() { return qvl::measure_read_bandwidth_gbs(*pool, bw_buf.data(), bw_buf.size(), 2); }
+  double local_bw() { return qvl::measure_read_bandwidth_gbs(*pool, bw_buf.get(), bw_floats, 2); }
   void flops(const std::string& name, double flop, double sec, double peak, nlohmann::json extra = nlohmann::json::object()) {
     double g = flop / sec / 1e9;
     nlohmann::json r = {{"kernel", name}, {"ms", sec * 1e3}, {"gflops", g}, {"fma_peak_gflops", peak},
@@ -279,9 +280,10 @@ int main(int argc, char** argv) {
   Report rep;
   rep.pool = &pool;
   rep.best = best;
-  rep.bw_buf.assign((quick ? size_t(256) << 20 : size_t(1) << 30) / sizeof(float), 1e-9f);
+  rep.bw_floats = (quick ? size_t(256) << 20 : size_t(1) << 30) / sizeof(float);
+  rep.bw_buf = qvl::bandwidth_buffer(pool, rep.bw_floats);
   rep.peak_gflops = qvl::measure_fma_peak_gflops(pool);
-  rep.bw_gbs = qvl::measure_read_bandwidth_gbs(pool, rep.bw_buf.data(), rep.bw_buf.size(), 5);
+  rep.bw_gbs = qvl::measure_read_bandwidth_gbs(pool, rep.bw_buf.get(), rep.bw_floats, 5);
   std::fprintf(stderr, "target %s (matmul %s), %d threads: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s\n",
                qvl::simd_target_name(), qvl::matmul_simd_target(), pool.size(), rep.peak_gflops, rep.bw_gbs);
   const int reps = quick ? 3 : 7;

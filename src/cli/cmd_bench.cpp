@@ -291,7 +291,8 @@ int cmd_bench(int argc, char** argv) {
   std::vector<float> logits(vocab);
   model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
   constexpr int kRounds = 3;
-  std::vector<float> bw_buf(size_t(512) << 20 >> 2, 1e-9f);  // 512 MiB, touched by the constructor
+  const size_t bw_floats = size_t(512) << 20 >> 2;  // 512 MiB
+  std::shared_ptr<float> bw_buf = bandwidth_buffer(pool, bw_floats);
   double best_tok_s = 0, best_bw = 0;
   for (int round = 0; round < kRounds; ++round) {
     const int64_t steps = std::max<int64_t>(1, decode_tokens / kRounds);
@@ -303,9 +304,9 @@ int cmd_bench(int argc, char** argv) {
       model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
     }
     best_tok_s = std::max(best_tok_s, steps / seconds_since(t));
-    best_bw = std::max(best_bw, measure_read_bandwidth_gbs(pool, bw_buf.data(), bw_buf.size(), 2));
+    best_bw = std::max(best_bw, measure_read_bandwidth_gbs(pool, bw_buf.get(), bw_floats, 2));
   }
-  std::vector<float>().swap(bw_buf);
+  bw_buf.reset();
   const double bytes = static_cast<double>(model.weights().decode_bytes);
   j["decode_tok_s"] = best_tok_s;
   j["decode_weight_bytes_per_token"] = model.weights().decode_bytes;

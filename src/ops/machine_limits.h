@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "ops/thread_pool.h"
 
@@ -37,8 +38,14 @@ double measure_bf16_dot_vs_fma(double seconds_each = 0.04);
 // across the pool, best of `passes`. GB/s (1e9 bytes).
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t(1) << 30, int passes = 5);
 
-// The same over a caller-owned buffer of n floats (already touched), so the
-// limit can be re-measured next to each benchmark on a machine whose load drifts.
+// A buffer of n floats to measure over, touched by the pool's threads, on
+// the 2 MB pages the weights get (util/huge_pages.h): from 4 KB pages the
+// limit reads lower than what decode streams (one Zen 5 thread: 28 against
+// 35 GB/s), which would flatter decode's fraction of it.
+std::shared_ptr<float> bandwidth_buffer(ThreadPool& pool, size_t n);
+
+// The same over such a buffer, so the limit can be re-measured next to each
+// benchmark on a machine whose load drifts.
 double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, int passes);
 
 // Name of the SIMD target chosen at run time (e.g. "AVX3", "AVX2").

@@ -6,6 +6,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 
 #include "ops/machine_limits.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qvl {
@@ -76,19 +78,21 @@ double fma_loop_flops(int64_t iterations, float seed) {
   return flops;
 }
 
-double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {
-  const size_t n = bytes / sizeof(float);
-  std::unique_ptr<float, void (*)(void*)> buf(static_cast<float*>(std::aligned_alloc(4096, n * sizeof(float))),
-                                             std::free);
-  if (!buf) fail("measure_read_bandwidth: cannot allocate ", bytes, " bytes");
+std::shared_ptr<float> bandwidth_buffer(ThreadPool& pool, size_t n) {
+  std::shared_ptr<float> buf =
+      std::static_pointer_cast<float>(allocate_huge_pages(n * sizeof(float), "the read bandwidth probe"));
   // Touch every page from the thread that will read it.
   const int64_t chunk = 1 << 16;
-  const int64_t chunks = static_cast<int64_t>(n) / chunk;
-  pool.parallel_for(chunks, [&](int64_t b, int64_t e, int) {
-    for (int64_t c = b; c < e; ++c)
-      for (int64_t i = 0; i < chunk; ++i) buf.get()[c * chunk + i] = 1e-9f * float(i & 1023);
+  pool.parallel_for((static_cast<int64_t>(n) + chunk - 1) / chunk, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b * chunk; i < std::min<int64_t>(e * chunk, static_cast<int64_t>(n)); ++i)
+      buf.get()[i] = 1e-9f * float(i & 1023);
   });
-  return measure_read_bandwidth_gbs(pool, buf.get(), n, passes);
+  return buf;
+}
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {
+  const size_t n = bytes / sizeof(float);
+  return measure_read_bandwidth_gbs(pool, bandwidth_buffer(pool, n).get(), n, passes);
 }
 
 double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, int passes) {

@@ -1,6 +1,4 @@
 // Weight formats and their conversion from the checkpoint's bf16.
-#include <sys/mman.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,37 +10,15 @@
 #include "ops/quant.h"
 #include "ops/simd_quant.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace qvl {
 namespace {
 
-// Converted matrices of 2 MB and more get their own mapping, 2 MB aligned,
-// with MADV_HUGEPAGE: decode streams every matrix once per token, and one
-// thread read 28 GB/s from 4 KB pages against 35 GB/s from 2 MB pages on a
-// Zen 5 VM (fewer TLB misses). Advice only: where transparent huge pages are
-// off this is plain memory.
-constexpr size_t kHugePage = size_t{2} << 20;
-
-std::shared_ptr<void> allocate_huge(size_t bytes, const char* what) {
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  const size_t span = rounded + kHugePage;  // room to align the start
-  void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) fail("out of memory allocating ", bytes, " bytes for a ", what, " weight matrix");
-  const uintptr_t base = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
-  // Unmap the slack on both sides, so the deleter needs only (start, rounded).
-  if (start > base) munmap(p, start - base);
-  if (base + span > start + rounded) munmap(reinterpret_cast<void*>(start + rounded), base + span - start - rounded);
-#ifdef MADV_HUGEPAGE
-  // Whole 2 MB pages of data only: a huge page over the tail would make the
-  // unused rest of it resident too (+312 MB RSS for the q4 2B model).
-  madvise(reinterpret_cast<void*>(start), bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
-#endif
-  return std::shared_ptr<void>(reinterpret_cast<void*>(start), [rounded](void* q) { munmap(q, rounded); });
-}
-
+// Converted matrices of 2 MB and more get their own 2 MB-aligned mapping on
+// huge pages (util/huge_pages.h): decode streams every matrix once per token.
 std::shared_ptr<void> allocate(size_t bytes, const char* what) {
-  if (bytes >= kHugePage) return allocate_huge(bytes, what);
+  if (bytes >= kHugePageBytes) return allocate_huge_pages(bytes, cat("a ", what, " weight matrix").c_str());
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p) fail("out of memory allocating ", bytes, " bytes for a ", what, " weight matrix");

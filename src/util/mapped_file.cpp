@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace qvl {
 
@@ -44,7 +45,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     // VM without this, 11.7-12.1 with it, and 12-13 from a private copy.
     // Advice only: it changes nothing for pages already cached, and a kernel
     // without large page-cache folios ignores it.
-    if (size_ >= (size_t{2} << 20)) ::madvise(p, size_, MADV_HUGEPAGE);
+    if (size_ >= kHugePageBytes) ::madvise(p, size_, MADV_HUGEPAGE);
 #endif
   }
   ::close(fd);  // the mapping keeps the file alive
