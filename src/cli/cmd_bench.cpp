@@ -222,7 +222,7 @@ int cmd_bench(int argc, char** argv) {
   ThreadPool& pool = EngineInternals::pool(*engine);
   j["weights"] = weight_format_name(params.weights);
   j["precision"] = matmul_precision_name(params.precision);
-  j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16)
+  j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16 or AMX)
   j["kv_type"] = kv_type_name(params.resolved_kv_type());
   j["threads"] = engine->info().threads;
   j["simd_target"] = simd_target_name();
@@ -234,6 +234,8 @@ int cmd_bench(int argc, char** argv) {
   j["kernels"] = {{"vision", vision_kernel.name},
                   {"prefill", prefill_kernel.name},
                   {"decode", matmul_kernel(w.text.layers.at(0).gate.w, 1).name}};
+  const AmxStatus amx = matmul_amx_status();
+  j["amx"] = {{"int8", amx.int8}, {"bf16", amx.bf16}};  // "used" or why not
   j["load_s"] = seconds_since(start);
   j["file_bytes"] = model.file_bytes();
   j["weight_bytes"] = model.weights().matrix_bytes;

@@ -13,6 +13,10 @@ namespace qvl::amx {
 // emulation bit for bit (once per process). Where any of that fails, the
 // AVX-512 kernels run instead.
 bool int8_usable();
+// "used", or why not: "no AMX-INT8 on this CPU", "no AVX-512 on this CPU",
+// "tile state not granted by Linux", "the unit disagreed with its emulation"
+// (qvl bench reports it, so a machine with AMX that runs without says why).
+const char* int8_status();
 
 // y = x·Wᵀ for q8/q4 W (quant.h), m > 0: the same integer dot products as
 // simd::matmul_quant, per x row and group of 32 (tdpbssd: x codes times the
@@ -30,6 +34,7 @@ void matmul_quant_emulated(const simd::MatmulArgs& a, ThreadPool& pool);
 // tile state, and a first fast and exact product on the unit agreed with its
 // emulation to 1e-6 of the outputs' RMS (the unit may add in its own order).
 bool bf16_usable();
+const char* bf16_status();  // as int8_status
 
 // y = x·Wᵀ for bf16 W, m > 0, with tdpbf16ps; by the matrix's precision
 // (matmul.h). Fast: x rounded to bf16 as the vdpbf16ps kernel rounds it.

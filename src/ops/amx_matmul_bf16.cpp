@@ -204,12 +204,19 @@ bool unit_matches_emulation() {
 
 }  // namespace
 
-bool bf16_usable() {
-  static const bool usable = [] {
-    const CpuFeatures& f = cpu_features();
-    return f.amx_bf16 && amx_tile_state_granted() && unit_matches_emulation();
+const char* bf16_status() {
+  static const char* const status = [] {
+    if (!cpu_features().amx_bf16) return "no AMX-BF16 on this CPU";
+    if (!amx_tile_state_granted()) return "tile state not granted by Linux";
+    if (!unit_matches_emulation()) return "the unit disagreed with its emulation";
+    return "used";
   }();
-  return usable;
+  return status;
+}
+
+bool bf16_usable() {
+  static const bool used = std::strcmp(bf16_status(), "used") == 0;
+  return used;
 }
 
 void gemm_bf16(const simd::MatmulArgs& a, ThreadPool& pool) {
@@ -221,6 +228,7 @@ void gemm_bf16_emulated(const simd::MatmulArgs& a, ThreadPool& pool) { gemm_bf16
 
 #else  // not x86-64
 
+const char* bf16_status() { return "not an x86-64 build"; }
 bool bf16_usable() { return false; }
 void gemm_bf16(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }
 void gemm_bf16_emulated(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }

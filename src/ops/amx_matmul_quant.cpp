@@ -203,12 +203,21 @@ bool unit_matches_emulation() {
 
 }  // namespace
 
-bool int8_usable() {
-  static const bool usable = [] {
+const char* int8_status() {
+  static const char* const status = [] {
     const CpuFeatures& f = cpu_features();
-    return f.amx_int8 && f.avx512 && amx_tile_state_granted() && unit_matches_emulation();
+    if (!f.amx_int8) return "no AMX-INT8 on this CPU";
+    if (!f.avx512) return "no AVX-512 on this CPU";
+    if (!amx_tile_state_granted()) return "tile state not granted by Linux";
+    if (!unit_matches_emulation()) return "the unit disagreed with its emulation";
+    return "used";
   }();
-  return usable;
+  return status;
+}
+
+bool int8_usable() {
+  static const bool used = std::strcmp(int8_status(), "used") == 0;
+  return used;
 }
 
 void matmul_quant(const simd::MatmulArgs& a, ThreadPool& pool) {
@@ -223,6 +232,7 @@ void matmul_quant_emulated(const simd::MatmulArgs& a, ThreadPool& pool) {
 
 #else  // not x86-64
 
+const char* int8_status() { return "not an x86-64 build"; }
 bool int8_usable() { return false; }
 void matmul_quant(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }
 void matmul_quant_emulated(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }

@@ -56,6 +56,8 @@ const char* matmul_unit_name(MatmulUnit unit) {
   return "?";
 }
 
+AmxStatus matmul_amx_status() { return {amx::int8_status(), amx::bf16_status()}; }
+
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool) {
   if (m <= 0 || w.rows() == 0) return;

@@ -134,6 +134,15 @@ struct MatmulKernel {
 MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m);
 const char* matmul_unit_name(MatmulUnit unit);
 
+// Whether prefill and vision products run on the AMX tile unit here, per
+// kernel (amx_matmul.h): "used", or why not ("no AMX-INT8 on this CPU", "tile
+// state not granted by Linux", "the unit disagreed with its emulation", ...).
+struct AmxStatus {
+  const char* int8;  // q8/q4 weights
+  const char* bf16;  // bf16 weights
+};
+AmxStatus matmul_amx_status();
+
 // y [m, w.rows()] (row stride ldy) = x [m, w.cols()] (row stride ldx) · Wᵀ (+ bias [w.rows()]).
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool);

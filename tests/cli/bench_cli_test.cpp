@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/cpu_features.h"
+#include "ops/matmul.h"
 #include "run_qvl.h"
 
 namespace qvl {
@@ -31,9 +32,17 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   EXPECT_EQ(q8["weights"], "q8");
   EXPECT_NE(q8["kernels"]["decode"].get<std::string>().find("gemv int8"), std::string::npos) << q8["kernels"];
   EXPECT_NE(q8["kernels"]["prefill"].get<std::string>().find("gemm int8"), std::string::npos) << q8["kernels"];
-  EXPECT_EQ(q8["prefill_unit_256"], cpu.avx512_vnni ? "int8_dot" : "int16_madd");
-  EXPECT_EQ(q8.contains("prefill_unit_fraction_256"), cpu.avx512_vnni);
+  const AmxStatus amx = matmul_amx_status();
+  const bool amx_int8 = std::string(amx.int8) == "used";
+  EXPECT_EQ(q8["prefill_unit_256"], amx_int8 ? "amx_int8" : cpu.avx512_vnni ? "int8_dot" : "int16_madd");
+  EXPECT_EQ(q8.contains("prefill_unit_fraction_256"), amx_int8 || cpu.avx512_vnni);
   EXPECT_GT(q8["prefill_fma_fraction_256"].get<double>(), 0);
+
+  EXPECT_EQ(q8["amx"]["int8"], amx.int8);
+  EXPECT_EQ(q8["amx"]["bf16"], amx.bf16);
+  if (!cpu.amx_int8) {
+    EXPECT_EQ(q8["amx"]["int8"], "no AMX-INT8 on this CPU");
+  }
 
   const json& peaks = q8["unit_peaks"];
   EXPECT_GT(peaks["fma_f32_gflop_s"].get<double>(), 0);
@@ -48,7 +57,7 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   EXPECT_DOUBLE_EQ(fraction, q8["decode_gb_s"].get<double>() / q8["read_bandwidth_gb_s"].get<double>());
 
   const json bf16 = bench("bf16");
-  EXPECT_EQ(bf16["prefill_unit_256"], "fma_f32");
+  EXPECT_EQ(bf16["prefill_unit_256"], std::string(amx.bf16) == "used" ? "amx_bf16" : "fma_f32");
   EXPECT_NE(bf16["kernels"]["decode"].get<std::string>().find("gemv f32 FMA, bf16 weights widened"),
             std::string::npos);
 }
