@@ -53,12 +53,15 @@ TileConfig bf16_config() {
 }
 
 // x as B tiles: [part][x tile][step][kk][row] pairs of bf16 (uint32), rows
-// padded with zeros to a multiple of 32, k to a multiple of 32.
+// padded with zeros to a multiple of 32, k to a multiple of 32. The pairs
+// live in the calling thread's scratch, kept across calls as the VNNI
+// kernel keeps its own: a large image's x is tens of MB, and fresh pages
+// on every call would be faulted in and cleared by the kernel each time.
 struct XTiles {
-  std::vector<uint32_t> pairs;
+  const uint32_t* pairs;
   int64_t parts, tiles, steps;
   const uint32_t* tile(int64_t part, int64_t t, int64_t s) const {
-    return pairs.data() + ((part * tiles + t) * steps + s) * kT * kT;
+    return pairs + ((part * tiles + t) * steps + s) * kT * kT;
   }
 };
 
@@ -79,27 +82,28 @@ inline void split(float v, int parts, uint16_t* out) {
   }
 }
 
+// Every element is written, padding included (zeros), so the scratch needs
+// no clearing.
 XTiles pack_x(const simd::MatmulArgs& a, int parts, ThreadPool& pool) {
   const int64_t k = a.w->cols();
-  XTiles x;
-  x.parts = parts;
-  x.tiles = (a.m + kPairRows - 1) / kPairRows * 2;
-  x.steps = (k + kStep - 1) / kStep;
-  x.pairs.assign(static_cast<size_t>(parts * x.tiles * x.steps * kT * kT), 0);
-  pool.parallel_for(a.m, [&](int64_t i0, int64_t i1, int) {
+  const int64_t tiles = (a.m + kPairRows - 1) / kPairRows * 2, steps = (k + kStep - 1) / kStep;
+  thread_local std::vector<uint32_t> scratch;
+  scratch.resize(static_cast<size_t>(parts * tiles * steps * kT * kT));
+  uint32_t* pairs = scratch.data();  // the caller's: in the lambda, `scratch` would be the worker's own
+  pool.parallel_for(tiles * kT, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
-      const float* row = a.x + i * a.ldx;
-      for (int64_t c = 0; c < k; c += 2) {
-        uint16_t even[3], odd[3] = {0, 0, 0};
-        split(row[c], parts, even);
-        if (c + 1 < k) split(row[c + 1], parts, odd);
+      const float* row = i < a.m ? a.x + i * a.ldx : nullptr;  // rows past m are zeros
+      for (int64_t c = 0; c < steps * kStep; c += 2) {
+        uint16_t even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
+        if (row && c < k) split(row[c], parts, even);
+        if (row && c + 1 < k) split(row[c + 1], parts, odd);
         for (int p = 0; p < parts; ++p)
-          x.pairs[static_cast<size_t>(((p * x.tiles + i / kT) * x.steps + c / kStep) * kT * kT +
-                                      (c % kStep / 2) * kT + i % kT)] = uint32_t(even[p]) | uint32_t(odd[p]) << 16;
+          pairs[((p * tiles + i / kT) * steps + c / kStep) * kT * kT + (c % kStep / 2) * kT + i % kT] =
+              uint32_t(even[p]) | uint32_t(odd[p]) << 16;
       }
     }
   });
-  return x;
+  return {pairs, parts, tiles, steps};
 }
 
 // c[2a + b] [16 weight rows][16 x rows] = weight tile a (rows at w[a], row

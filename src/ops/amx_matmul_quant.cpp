@@ -137,14 +137,27 @@ void matmul_quant_tiles(const simd::MatmulArgs& a, ThreadPool& pool) {
   const int64_t chunks = (m + kXRows - 1) / kXRows, padded = chunks * kXRows;
   // Row stride 64 bytes past whole groups, so x rows do not all share L1 sets.
   const int64_t stride = G * kGroup + 64;
-  std::vector<int8_t> codes(static_cast<size_t>(padded * stride), 0);
-  std::vector<float> scales(static_cast<size_t>(padded * G), 0.0f);
-  pool.parallel_for(m, [&](int64_t i0, int64_t i1, int) {
+  // The calling thread's scratch, kept across calls as the VNNI kernel keeps
+  // its own (fresh pages each call would be faulted in and cleared). Every
+  // element the tiles read is written: rows past m as zeros.
+  thread_local std::vector<int8_t> codes_buf;
+  thread_local std::vector<float> scales_buf;
+  codes_buf.resize(static_cast<size_t>(padded * stride));
+  scales_buf.resize(static_cast<size_t>(padded * G));
+  int8_t* codes = codes_buf.data();  // the caller's: in the lambda, a thread_local name is the worker's own
+  float* scales = scales_buf.data();
+  pool.parallel_for(padded, [&](int64_t i0, int64_t i1, int) {
     std::vector<int32_t> sums(static_cast<size_t>(G));  // Σ codes: unused, signed B needs no offset
-    for (int64_t i = i0; i < i1; ++i)
-      simd::quantize_x(a.x + i * a.ldx, k, {codes.data() + i * stride, scales.data() + i * G, sums.data()});
+    for (int64_t i = i0; i < i1; ++i) {
+      if (i < m) {
+        simd::quantize_x(a.x + i * a.ldx, k, {codes + i * stride, scales + i * G, sums.data()});
+      } else {
+        std::memset(codes + i * stride, 0, static_cast<size_t>(G * kGroup));
+        std::fill(scales + i * G, scales + (i + 1) * G, 0.0f);
+      }
+    }
   });
-  const XCodes x{codes.data(), scales.data(), stride, G};
+  const XCodes x{codes, scales, stride, G};
 
   const int64_t tile = std::clamp<int64_t>(kItemBytes / (G * kBTile), 1, 16);  // blocks per item
   const int64_t tiles = (blocks + tile - 1) / tile;
