@@ -24,7 +24,7 @@ const char* int8_status();
 // group order with one FMA, so every output is bit-identical to the AVX-512
 // and AVX2 kernels. The q8 codes are loaded as tiles as stored (quant.h's
 // interleave is tdpbssd's B layout); q4 is widened to bytes per tile of
-// weight blocks, once per thread and reused for every x row.
+// weight blocks, once per work item and reused for the item's x rows.
 // matmul_quant needs int8_usable(); matmul_quant_emulated runs the same
 // kernel with the tile instructions in scalar code (needs AVX-512 only).
 void matmul_quant(const simd::MatmulArgs& a, ThreadPool& pool);

@@ -120,10 +120,7 @@ class EmulatedTiles {
   }
   template <int C, int A, int B>
   void dpbssd() {
-    used(C), used(A), used(B);
-    const int m = config_.rows[A], k4 = config_.colsb[A] / 4, n = config_.colsb[C] / 4;
-    if (config_.rows[B] != k4 || config_.colsb[B] != config_.colsb[C] || config_.rows[C] != m)
-      fail("tdpbssd: tiles ", C, ", ", A, ", ", B, " have mismatched shapes");
+    const auto [m, k4, n] = dot_shape("tdpbssd", C, A, B);
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
         int32_t sum;
@@ -142,10 +139,7 @@ class EmulatedTiles {
   // otherwise: compare with a tolerance, not bit for bit.
   template <int C, int A, int B>
   void dpbf16ps() {
-    used(C), used(A), used(B);
-    const int m = config_.rows[A], k4 = config_.colsb[A] / 4, n = config_.colsb[C] / 4;
-    if (config_.rows[B] != k4 || config_.colsb[B] != config_.colsb[C] || config_.rows[C] != m)
-      fail("tdpbf16ps: tiles ", C, ", ", A, ", ", B, " have mismatched shapes");
+    const auto [m, k4, n] = dot_shape("tdpbf16ps", C, A, B);
     auto bf16 = [](const uint8_t* p) {
       uint32_t bits = (uint32_t(p[1]) << 24) | (uint32_t(p[0]) << 16);
       if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;
@@ -167,6 +161,18 @@ class EmulatedTiles {
  private:
   void used(int t) const {
     if (config_.rows[t] == 0 || config_.colsb[t] == 0) fail("tile ", t, " used but not configured");
+  }
+  // C [m][n dwords] += A [m][k4 dwords] · B [k4][n dwords]: the shapes every
+  // tile dot product requires.
+  struct DotShape {
+    int m, k4, n;
+  };
+  DotShape dot_shape(const char* instruction, int c, int a, int b) const {
+    used(c), used(a), used(b);
+    const DotShape s{config_.rows[a], config_.colsb[a] / 4, config_.colsb[c] / 4};
+    if (config_.rows[b] != s.k4 || config_.colsb[b] != config_.colsb[c] || config_.rows[c] != s.m)
+      fail(instruction, ": tiles ", c, ", ", a, ", ", b, " have mismatched shapes");
+    return s;
   }
 
   TileConfig config_;
