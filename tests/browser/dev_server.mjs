@@ -351,7 +351,7 @@ async function chat(req, res, delayMs) {
     if (closed) return;
     res.write(chunk({ content: p }));
     n++;
-    await sleep(/#slow/.test(text) ? 200 : delayMs);
+    await sleep(delayMs);
   }
   for (const [index, t] of called.entries()) {
     // As OpenAI streams calls: id, type and name first with empty arguments, then the arguments text.
@@ -360,7 +360,7 @@ async function chat(req, res, delayMs) {
       function: { name: t.function.name, arguments: '' } }] }));
     for (const piece of args.match(/.{1,5}/gs) || []) {
       if (closed) return;
-      await sleep(/#slow/.test(text) ? 200 : delayMs);
+      await sleep(delayMs);
       res.write(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
       n++;
     }
