@@ -127,9 +127,9 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   float* v = direct ? segs[0].cache->v(layer) + segs[0].p0 * kv_dim_ : v_.data();
 
   rms_norm(x_.data(), w.input_norm.data(), xn_.data(), n, h, eps);
-  matmul(xn_.data(), n, w.q.w, w.q.b(), q_.data(), pool);
-  matmul(xn_.data(), n, h, w.k.w, w.k.b(), k, kv_dim_, pool);
-  matmul(xn_.data(), n, h, w.v.w, w.v.b(), v, kv_dim_, pool);
+  const MatmulOutput qkv[] = {{&w.q.w, w.q.b(), q_.data(), q_dim_}, {&w.k.w, w.k.b(), k, kv_dim_},
+                              {&w.v.w, w.v.b(), v, kv_dim_}};
+  matmul_each(xn_.data(), n, h, qkv, pool);
   rms_norm(q_.data(), w.q_norm.data(), q_.data(), n * heads, hd, eps);  // per head
   rms_norm(k, w.k_norm.data(), k, n * kv_heads, hd, eps);
   rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
@@ -169,8 +169,8 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
 void TextDecoder::mlp_block(const TextLayerWeights& w, int64_t n, std::span<const Segment> segs, ThreadPool& pool) {
   const int64_t h = config_.hidden_size, im = config_.intermediate_size;
   rms_norm(x_.data(), w.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
-  matmul(xn_.data(), n, w.gate.w, nullptr, gate_.data(), pool);
-  matmul(xn_.data(), n, w.up.w, nullptr, up_.data(), pool);
+  const MatmulOutput gate_up[] = {{&w.gate.w, nullptr, gate_.data(), im}, {&w.up.w, nullptr, up_.data(), im}};
+  matmul_each(xn_.data(), n, h, gate_up, pool);
   // Per sequence, so a row meets the same vector/tail split as in a call of its own.
   for (const Segment& s : segs) silu_mul(&gate_[s.row * im], &up_[s.row * im], &gate_[s.row * im], s.n * im);
   matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool);

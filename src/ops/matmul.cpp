@@ -2,6 +2,8 @@
 // number of activation rows, and splits the output columns across threads.
 #include "ops/matmul.h"
 
+#include <algorithm>
+
 #include "ops/amx_matmul.h"
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
@@ -58,20 +60,39 @@ const char* matmul_unit_name(MatmulUnit unit) {
 
 AmxStatus matmul_amx_status() { return {amx::int8_status(), amx::bf16_status()}; }
 
+static void check_strides(int64_t ldx, const WeightMatrix& w, int64_t ldy) {
+  if (ldx < w.cols() || ldy < w.rows())
+    fail("matmul: stride too small (ldx ", ldx, " < k ", w.cols(), " or ldy ", ldy, " < n ", w.rows(), ")");
+}
+
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
             int64_t ldy, ThreadPool& pool) {
   if (m <= 0 || w.rows() == 0) return;
-  if (ldx < w.cols() || ldy < w.rows())
-    fail("matmul: stride too small (ldx ", ldx, " < k ", w.cols(), " or ldy ", ldy, " < n ", w.rows(), ")");
+  check_strides(ldx, w, ldy);
+  if (m <= simd::kSmallM) {
+    const MatmulOutput out{&w, bias, y, ldy};
+    return simd::matmul_small_m(x, m, ldx, {&out, 1}, pool);  // memory-bound: always exact
+  }
   simd::MatmulArgs a{x, m, ldx, &w, bias, y, ldy};
-  if (m <= simd::kSmallM)
-    simd::matmul_small_m(a, pool);  // memory-bound: always exact
-  else if (w.format() == WeightFormat::BF16 && amx::bf16_usable())
+  if (w.format() == WeightFormat::BF16 && amx::bf16_usable())
     amx::gemm_bf16(a, pool);  // fast or exact, by w.precision()
   else if (w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast && simd::gemm_bf16_supported())
     simd::gemm_bf16(a, pool);
   else
     simd::matmul_gemm(a, pool);
+}
+
+void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  const auto shares = [&](const MatmulOutput& o) {
+    return o.w->format() == outs[0].w->format() && o.w->cols() == outs[0].w->cols() && o.w->rows() > 0;
+  };
+  if (m <= 0 || outs.empty()) return;
+  if (m > simd::kSmallM || !std::all_of(outs.begin(), outs.end(), shares)) {
+    for (const MatmulOutput& o : outs) matmul(x, m, ldx, *o.w, o.bias, o.y, o.ldy, pool);
+    return;
+  }
+  for (const MatmulOutput& o : outs) check_strides(ldx, *o.w, o.ldy);
+  simd::matmul_small_m(x, m, ldx, outs, pool);
 }
 
 }  // namespace qvl

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "ops/thread_pool.h"
@@ -149,5 +150,19 @@ void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const
 inline void matmul(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, ThreadPool& pool) {
   matmul(x, m, w.cols(), w, bias, y, w.rows(), pool);
 }
+
+// One of several products of the same x (matmul_each).
+struct MatmulOutput {
+  const WeightMatrix* w;
+  const float* bias;  // [w->rows()] or null
+  float* y;           // [m, ldy]
+  int64_t ldy;
+};
+
+// y = x · Wᵀ (+ bias) for every output, each bit for bit as matmul() gives it.
+// For m <= 8 (decode) with one weight format and k, x is prepared once and the
+// rows of all the products are shared among the threads together: decode's
+// q, k and v projections (and gate and up) are one parallel step, not three.
+void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 
 }  // namespace qvl

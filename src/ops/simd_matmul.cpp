@@ -30,6 +30,7 @@
 #include "ops/quant.h"
 #include "ops/scalar.h"
 #include "ops/simd_matmul.h"
+#include "ops/work_pieces.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qvl {
@@ -216,32 +217,31 @@ void ScalarFallback(const MatmulArgs& a, ThreadPool& pool) {
   });
 }
 
-void MatmulSmallM(const MatmulArgs& a, ThreadPool& pool) {
-  if (!LanesAreFixed()) return ScalarFallback(a, pool);
-  const int64_t k = a.w->cols();
+void MatmulSmallM(const float* x_in, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  if (!LanesAreFixed()) {
+    for (const MatmulOutput& o : outs) ScalarFallback({x_in, m, ldx, o.w, o.bias, o.y, o.ldy}, pool);
+    return;
+  }
+  const int64_t k = outs[0].w->cols();
   // x copied once, zero-padded to whole groups.
   // Row stride padded 64 bytes off a power of two so x rows do not share L1 sets.
   const int64_t xs = quant::padded_cols(k) + 16;
   thread_local std::vector<float> xpad;
-  xpad.assign(static_cast<size_t>(a.m * xs), 0.0f);
-  for (int64_t i = 0; i < a.m; ++i) std::memcpy(xpad.data() + i * xs, a.x + i * a.ldx, sizeof(float) * k);
+  xpad.assign(static_cast<size_t>(m * xs), 0.0f);
+  for (int64_t i = 0; i < m; ++i) std::memcpy(xpad.data() + i * xs, x_in + i * ldx, sizeof(float) * k);
   const float* x = xpad.data();
-  auto run = [&](const auto& rows) {
-    // Chunks of 4 rows keep every thread's blocks whole.
-    const int64_t blocks = (a.w->rows() + 3) / 4;
-    pool.parallel_for(blocks, [&](int64_t b, int64_t e, int) {
-      SmallDispatch(rows, x, a.m, xs, k, b * 4, std::min(a.w->rows(), e * 4), a.bias, a.y, a.ldy);
+  // Pieces of whole 4-row blocks, so each block is computed as one.
+  std::vector<int64_t> blocks;
+  for (const MatmulOutput& o : outs) blocks.push_back((o.w->rows() + 3) / 4);
+  const std::vector<WorkPiece> pieces = split_work(blocks, pool.size());
+  run_pieces(pool, pieces, [&](const WorkPiece& p) {
+    const MatmulOutput& o = outs[static_cast<size_t>(p.product)];
+    WithRows(*o.w, [&](const auto& rows) {
+      SmallDispatch(rows, x, m, xs, k, p.begin * 4, std::min(o.w->rows(), p.end * 4), o.bias, o.y, o.ldy);
     });
-  };
-  if (a.w->format() == WeightFormat::F32)
-    run(F32Rows{static_cast<const float*>(a.w->data()), k, a.w->rows()});
-  else
-    run(Bf16Rows{static_cast<const uint16_t*>(a.w->data()), k, a.w->rows()});
+  });
 }
 
-// ---------------------------------------------------------------- gemm
-
-// x rows [m0, m0 + tm) transposed to xt [k][tm], rows past m zero.
 void PackX(const float* x, int64_t m, int64_t ldx, int64_t k, int64_t m0, int64_t tm, float* xt) {
   for (int64_t r = 0; r < tm; ++r) {
     if (m0 + r < m) {
@@ -369,9 +369,10 @@ HWY_EXPORT(MatmulGemm);
 
 static bool IsQuant(const MatmulArgs& a) { return a.w->format() == WeightFormat::Q8 || a.w->format() == WeightFormat::Q4; }
 
-void matmul_small_m(const MatmulArgs& a, ThreadPool& pool) {
-  if (IsQuant(a)) return matmul_quant(a, pool);
-  HWY_DYNAMIC_DISPATCH(MatmulSmallM)(a, pool);
+void matmul_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  const WeightFormat f = outs[0].w->format();
+  if (f == WeightFormat::Q8 || f == WeightFormat::Q4) return matmul_quant_small_m(x, m, ldx, outs, pool);
+  HWY_DYNAMIC_DISPATCH(MatmulSmallM)(x, m, ldx, outs, pool);
 }
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool) {
   if (IsQuant(a)) return matmul_quant(a, pool);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ops/matmul.h"
 
@@ -17,14 +18,18 @@ struct MatmulArgs {
 };
 
 // m <= kSmallM: every weight row is read once and applied to all m rows of x
-// (decode; memory-bound).
+// (decode; memory-bound). The outputs share x, one format and k (matmul_each);
+// x is prepared once and their rows are cut into pieces the threads claim
+// (work_pieces.h).
 constexpr int64_t kSmallM = 8;
-void matmul_small_m(const MatmulArgs& a, ThreadPool& pool);
+void matmul_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 // Larger m: register-blocked outer-product tiles (prefill; compute-bound).
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
 // Both forward q8/q4 weights to this (simd_matmul_quant.cpp): integer dot
 // products on x rounded to 8 bits per group, every m.
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool);
+void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
+                          ThreadPool& pool);
 // Whether matmul_quant runs m > kSmallM rows on the AMX int8 kernel
 // (amx_matmul.h) here.
 bool matmul_quant_gemm_on_amx();

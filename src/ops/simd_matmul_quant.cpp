@@ -46,6 +46,7 @@
 
 #include "ops/amx_matmul.h"
 #include "ops/quant.h"
+#include "ops/work_pieces.h"
 #include "ops/scalar.h"
 #include "ops/simd_matmul.h"
 #include "ops/simd_quant.h"
@@ -337,8 +338,74 @@ bool GemmOnAmx() {
 #endif
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+static bool HasVnni() {
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+  return vnni;
+}
+#else
+static constexpr bool HasVnni() { return false; }
+#endif
+
+// QRangeRows for q8 or q4 weights, m <= kSmallM rows.
+void QRangeAny(int64_t m, const quant::View& v, const XQ& x, int64_t b0, int64_t b1, int64_t n, const float* bias,
+               float* y, int64_t ldy) {
+  if (v.q8)
+    QRangeRows<kSmallM, true>(m, v, x, b0, b1, n, bias, y, ldy, HasVnni());
+  else
+    QRangeRows<kSmallM, false>(m, v, x, b0, b1, n, bias, y, ldy, HasVnni());
+}
+
+// One row of x rounded to 8-bit codes per group, with corr = -offset·Σ codes
+// per group (the weights' unsigned offset, q8 128 and q4 8, taken back out).
+void QuantizeRow(const float* x, int64_t k, int64_t groups, int32_t offset, int8_t* codes, float* scales,
+                 int32_t* corr) {
+  simd::quantize_x(x, k, {codes, scales, corr});
+  for (int64_t g = 0; g < groups; ++g) corr[g] *= -offset;
+}
+
+// Row stride of quantized x: 64 bytes past whole groups, so x rows do not all
+// share L1 sets.
+int64_t CodesStride(int64_t groups) { return groups * quant::kGroup + 64; }
+
+void MatmulQuantSmallM(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  if (!LanesAreFixed()) {
+    for (const MatmulOutput& o : outs)
+      pool.parallel_for(o.w->rows(), [&](int64_t b, int64_t e, int) {
+        scalar::matmul_rows(x, m, ldx, *o.w, o.bias, o.y, o.ldy, b, e);
+      });
+    return;
+  }
+  // x rounded once for every output (they share its format and k).
+  const quant::View v0 = quant::view(*outs[0].w);
+  const int64_t k = outs[0].w->cols(), G = v0.groups, cs = CodesStride(G);
+  thread_local std::vector<int8_t> codes;
+  thread_local std::vector<float> scales;
+  thread_local std::vector<int32_t> corr;
+  codes.resize(static_cast<size_t>(m * cs));
+  scales.resize(static_cast<size_t>(m * G));
+  corr.resize(static_cast<size_t>(m * G));
+  for (int64_t i = 0; i < m; ++i)
+    QuantizeRow(x + i * ldx, k, G, v0.q8 ? 128 : 8, codes.data() + i * cs, scales.data() + i * G, corr.data() + i * G);
+  const XQ xq{codes.data(), scales.data(), corr.data(), cs, quant::kGroup, G, 1};
+  std::vector<quant::View> views;
+  std::vector<int64_t> blocks;
+  for (const MatmulOutput& o : outs) {
+    views.push_back(quant::view(*o.w));
+    blocks.push_back(quant::row_blocks(o.w->rows()));
+  }
+  run_pieces(pool, split_work(blocks, pool.size()), [&](const WorkPiece& p) {
+    const MatmulOutput& o = outs[static_cast<size_t>(p.product)];
+    QRangeAny(m, views[static_cast<size_t>(p.product)], xq, p.begin, p.end, o.w->rows(), o.bias, o.y, o.ldy);
+  });
+}
+
 void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
-  if (a.m > kSmallM && GemmOnAmx()) return amx::matmul_quant(a, pool);
+  if (a.m <= kSmallM) {
+    const MatmulOutput out{a.w, a.bias, a.y, a.ldy};
+    return MatmulQuantSmallM(a.x, a.m, a.ldx, {&out, 1}, pool);
+  }
+  if (GemmOnAmx()) return amx::matmul_quant(a, pool);
   if (!LanesAreFixed()) {
     return pool.parallel_for(a.w->rows(), [&](int64_t b, int64_t e, int) {
       scalar::matmul_rows(a.x, a.m, a.ldx, *a.w, a.bias, a.y, a.ldy, b, e);
@@ -348,23 +415,10 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   const quant::View v = quant::view(*a.w);
   const int64_t G = v.groups, blocks = quant::row_blocks(n);
   const int32_t offset = v.q8 ? 128 : 8;
-#if HWY_TARGET == HWY_AVX3_DL
-  static const bool vnni = __builtin_cpu_supports("avx512vnni");
-#else
-  constexpr bool vnni = false;
-#endif
-  auto range = [&](int64_t rows, const XQ& x, int64_t b0, int64_t b1, float* y) {
-    if (v.q8)
-      QRangeRows<kSmallM, true>(rows, v, x, b0, b1, n, a.bias, y, a.ldy, vnni);
-    else
-      QRangeRows<kSmallM, false>(rows, v, x, b0, b1, n, a.bias, y, a.ldy, vnni);
-  };
-  // Row stride 64 bytes past whole groups, so x rows do not all share L1 sets.
-  const int64_t cs = G * quant::kGroup + 64;
   thread_local std::vector<int8_t> codes_buf;
   thread_local std::vector<float> scales_buf;
   thread_local std::vector<int32_t> corr_buf;
-  codes_buf.resize(static_cast<size_t>(m * cs));
+  codes_buf.resize(static_cast<size_t>(m * G * quant::kGroup));
   scales_buf.resize(static_cast<size_t>(m * G));
   corr_buf.resize(static_cast<size_t>(m * G));
   // The caller's buffers, which workers fill (in a lambda, a thread_local
@@ -372,17 +426,6 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   int8_t* codes = codes_buf.data();
   float* scales = scales_buf.data();
   int32_t* corr = corr_buf.data();
-  auto quantize = [&](int64_t i, int8_t* c, float* s, int32_t* sum) {
-    simd::quantize_x(a.x + i * a.ldx, k, {c, s, sum});
-    for (int64_t g = 0; g < G; ++g) sum[g] *= -offset;  // Σ codes -> corr
-  };
-
-  if (m <= kSmallM) {
-    for (int64_t i = 0; i < m; ++i) quantize(i, codes + i * cs, scales + i * G, corr + i * G);
-    const XQ xq{codes, scales, corr, cs, quant::kGroup, G, 1};
-    pool.parallel_for(blocks, [&](int64_t b0, int64_t b1, int) { range(m, xq, b0, b1, a.y); });
-    return;
-  }
 
   // GEMM. x in chunks of at most kSmallM rows, of nearly equal size (100
   // rows: 13 chunks of 7-8, not 12 of 8 and one of 4, which would use each
@@ -406,7 +449,7 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t i0 = chunk_begin(c), rows = chunk_begin(c + 1) - i0;
       for (int64_t r = 0; r < rows; ++r) {
-        quantize(i0 + r, row_codes.data(), row_scales.data(), row_corr.data());
+        QuantizeRow(a.x + (i0 + r) * a.ldx, k, G, offset, row_codes.data(), row_scales.data(), row_corr.data());
         for (int64_t g = 0; g < G; ++g) {
           const int64_t at = i0 * G + g * rows + r;  // chunk_x's layout
           std::memcpy(codes + at * quant::kGroup, row_codes.data() + g * quant::kGroup, quant::kGroup);
@@ -431,7 +474,8 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
       const int64_t b0 = item % tiles * tile, b1 = std::min(blocks, b0 + tile);
       const int64_t c0 = item / tiles * panel, c1 = std::min(chunks, c0 + panel);
       for (int64_t c = c0; c < c1; ++c)
-        range(chunk_begin(c + 1) - chunk_begin(c), chunk_x(c), b0, b1, a.y + chunk_begin(c) * a.ldy);
+        QRangeAny(chunk_begin(c + 1) - chunk_begin(c), v, chunk_x(c), b0, b1, n, a.bias, a.y + chunk_begin(c) * a.ldy,
+                  a.ldy);
     }
   });
 }
@@ -453,6 +497,11 @@ namespace qvl::simd {
 
 HWY_EXPORT(MatmulQuant);
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool) { HWY_DYNAMIC_DISPATCH(MatmulQuant)(a, pool); }
+HWY_EXPORT(MatmulQuantSmallM);
+void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
+                          ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(MatmulQuantSmallM)(x, m, ldx, outs, pool);
+}
 
 HWY_EXPORT(GemmOnAmx);
 bool matmul_quant_gemm_on_amx() { return HWY_DYNAMIC_DISPATCH(GemmOnAmx)(); }

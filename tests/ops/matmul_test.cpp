@@ -288,6 +288,62 @@ TEST(Matmul, GemmRowsAreBitIdenticalForAnyM) {
   testing::for_each_target(check);
 }
 
+// matmul_each: several products of one x, each bit for bit what matmul()
+// gives it alone, for every format and thread count; with outputs of
+// different n, bias or none, strides ldx > k and ldy > n, and m on both sides
+// of kSmallM. Mixed formats take the one-by-one path and agree too.
+TEST(MatmulEach, EveryOutputBitIdenticalToItsOwnMatmul) {
+  uint32_t seed = 900;
+  for (int threads : {1, 2, 3})
+    for (int64_t k : {40, 200})
+      for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+        ThreadPool pool(threads);
+        const int64_t ns[] = {17, 100, 16, 3};
+        std::vector<std::vector<uint16_t>> src;
+        std::vector<WeightMatrix> ws;
+        std::vector<std::vector<float>> biases;
+        for (size_t i = 0; i < std::size(ns); ++i) {
+          src.push_back(random_bf16(ns[i] * k, ++seed));
+          // The last one in another format: the group is not one format then.
+          const WeightFormat fi = i == 3 ? (f == WeightFormat::Q4 ? WeightFormat::Q8 : WeightFormat::Q4) : f;
+          ws.push_back(fi == WeightFormat::BF16 ? WeightMatrix::view_bf16(src.back().data(), ns[i], k)
+                                                : WeightMatrix::from_bf16(src.back().data(), ns[i], k, fi, &pool));
+          biases.push_back(random_floats(ns[i], ++seed));
+        }
+        for (size_t outputs : {size_t{1}, size_t{3}, size_t{4}})
+          for (int64_t m : {1, 5, 8, 11}) {
+            const int64_t ldx = k + 3;
+            const auto x = random_floats(m * ldx, ++seed, -2, 2);
+            std::vector<std::vector<float>> each, alone;
+            std::vector<MatmulOutput> outs;
+            for (size_t i = 0; i < outputs; ++i) {
+              const int64_t ldy = ns[i] + static_cast<int64_t>(i);
+              each.emplace_back(static_cast<size_t>(m * ldy), -7.0f);
+              alone.emplace_back(static_cast<size_t>(m * ldy), -7.0f);
+              const float* b = i % 2 ? nullptr : biases[i].data();
+              outs.push_back({&ws[i], b, each[i].data(), ldy});
+              matmul(x.data(), m, ldx, ws[i], b, alone[i].data(), ldy, pool);
+            }
+            matmul_each(x.data(), m, ldx, outs, pool);
+            for (size_t i = 0; i < outputs; ++i)
+              for (size_t j = 0; j < each[i].size(); ++j)  // the stride's padding untouched as well
+                ASSERT_EQ(each[i][j], alone[i][j]) << weight_format_name(f) << " threads " << threads << " k " << k
+                                                   << " outputs " << outputs << " m " << m << " output " << i << " at "
+                                                   << j;
+          }
+      }
+}
+
+TEST(MatmulEach, RejectsShortStrides) {
+  ThreadPool pool(2);
+  std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8), z(2 * 8);
+  WeightMatrix wm = WeightMatrix::view_f32(w.data(), 8, 4);
+  const MatmulOutput good{&wm, nullptr, y.data(), 8}, short_y{&wm, nullptr, z.data(), 7};
+  const MatmulOutput both[] = {good, short_y};
+  EXPECT_THROW(matmul_each(x.data(), 2, 4, both, pool), Error);
+  EXPECT_THROW(matmul_each(x.data(), 2, 3, {&good, 1}, pool), Error);
+}
+
 TEST(Matmul, RejectsShortStrides) {
   ThreadPool pool(1);
   std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8);
