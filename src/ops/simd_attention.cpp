@@ -374,45 +374,53 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
 constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 
 // Split-KV ("flash decoding"): each work item is one query x one chunk of
-// kChunk positions and covers every head, so it walks K and V rows in memory
-// order (a row of all kv heads is one contiguous run; walking one head's rows
-// kv_stride apart would touch a new page per row and miss the TLB). Items
-// leave partial (max, sum, unnormalised output) per head, merged at the end.
+// kChunk positions x one group of kv heads, and walks K and V rows in memory
+// order (a row's heads of the group are one contiguous run; walking one
+// head's rows kv_stride apart would touch a new page per row and miss the
+// TLB). Items leave partial (max, sum, unnormalised output) per head, merged
+// at the end. Heads are groups so that a short context (one chunk, every
+// decode step under 512 positions) still keeps every thread busy; each head's
+// arithmetic is the same whichever group it is in, so the output does not
+// depend on the thread count.
 template <class T>
 void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   constexpr int64_t kBlock = 64, kChunk = 512;
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
   const int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
+  const int64_t hgroups = std::min<int64_t>(p.kv_heads, pool.size());
   const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
   thread_local std::vector<float> parts_buf;
   parts_buf.resize(static_cast<size_t>(p.nq * nchunks * part));
   float* parts = parts_buf.data();
-  pool.parallel_for(p.nq * nchunks, [&](int64_t b, int64_t e, int) {
+  pool.parallel_for(p.nq * nchunks * hgroups, [&](int64_t b, int64_t e, int) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(qh_n * kBlock));
     float* s = scratch.data();  // [qh][kBlock]
     for (int64_t item = b; item < e; ++item) {
-      const int64_t i = item / nchunks, c = item % nchunks;
+      const int64_t qc = item / hgroups, hg = item % hgroups;
+      const int64_t i = qc / nchunks, c = qc % nchunks;
+      const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
+      const int64_t h0 = kv0 * group, h1 = kv1 * group;  // this item's query heads
       const int64_t kv_end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
       const int64_t lo = c * kChunk, hi = std::min(kv_end, lo + kChunk);
-      float* o = parts + item * part;
+      float* o = parts + qc * part;
       float* m = o + qh_n * dh;
       float* l = m + qh_n;
-      std::fill(o, o + qh_n * dh, 0.0f);
-      for (int64_t h = 0; h < qh_n; ++h) m[h] = kNegInf, l[h] = 0;
+      std::fill(o + h0 * dh, o + h1 * dh, 0.0f);
+      for (int64_t h = h0; h < h1; ++h) m[h] = kNegInf, l[h] = 0;
       const float* qi = q + i * p.q_stride;
       for (int64_t j0 = lo; j0 < hi; j0 += kBlock) {
         const int64_t bk = std::min(kBlock, hi - j0);
         for (int64_t t = 0; t < bk; ++t) {
           const T* krow = k + (j0 + t) * p.kv_stride;
-          if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride, p.kv_heads * dh);
-          for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
+          if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+          for (int64_t kvh = kv0; kvh < kv1; ++kvh)
             for (int64_t g = 0; g < group; ++g) {
               const int64_t h = kvh * group + g;
               s[h * kBlock + t] = Dot(qi + h * dh, krow + kvh * dh, dh) * p.scale;
             }
         }
-        for (int64_t h = 0; h < qh_n; ++h) {
+        for (int64_t h = h0; h < h1; ++h) {
           float* sh = s + h * kBlock;
           const float m_new = std::max(m[h], MaxOf(sh, bk));
           const float corr = std::exp(m[h] - m_new);
@@ -422,7 +430,7 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
         }
         for (int64_t t = 0; t < bk; ++t) {
           const T* vrow = v + (j0 + t) * p.kv_stride;
-          for (int64_t kvh = 0; kvh < p.kv_heads; ++kvh)
+          for (int64_t kvh = kv0; kvh < kv1; ++kvh)
             for (int64_t g = 0; g < group; ++g) {
               const int64_t h = kvh * group + g;
               ScaleAdd(o + h * dh, 1.0f, vrow + kvh * dh, s[h * kBlock + t], dh);

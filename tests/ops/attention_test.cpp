@@ -190,6 +190,45 @@ TEST(Attention, TiledAttentionRowsIndependentOfChunking) {
   testing::for_each_target(check);
 }
 
+// Decode attention splits its work by position chunk and by group of kv
+// heads, the groups as many as the threads: the output must not depend on the
+// thread count, bit for bit, for f32 and f16 K/V, kv heads not a multiple of
+// the threads, one and several queries, and contexts of one and several chunks.
+TEST(Attention, DecodeRowsIndependentOfThreadCount) {
+  struct Shape {
+    int64_t qh, kvh, nq, nkv;
+  };
+  for (const Shape sh : {Shape{6, 3, 1, 37}, Shape{16, 8, 1, 300}, Shape{4, 1, 3, 700}, Shape{5, 5, 2, 1100}}) {
+    AttentionParams p;
+    p.nq = sh.nq, p.nkv = sh.nkv, p.q_heads = sh.qh, p.kv_heads = sh.kvh, p.head_dim = 32;
+    p.q_stride = p.out_stride = sh.qh * 32 + 3, p.kv_stride = sh.kvh * 32 + 1;
+    p.scale = 0.17f, p.causal = true, p.q_pos0 = sh.nkv - sh.nq;
+    const auto q = testing::random_floats(sh.nq * p.q_stride, 41, -3, 3);
+    const auto k = testing::random_floats(sh.nkv * p.kv_stride, 42, -3, 3);
+    const auto v = testing::random_floats(sh.nkv * p.kv_stride, 43);
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
+    f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+    for (bool f16 : {false, true}) {
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        outs.emplace_back(static_cast<size_t>(sh.nq * p.out_stride), -7.0f);
+        if (f16)
+          attention(q.data(), k16.data(), v16.data(), outs.back().data(), p, pool);
+        else
+          attention(q.data(), k.data(), v.data(), outs.back().data(), p, pool);
+      }
+      const auto want = naive(q, k, v, p, 0, sh.nq);
+      if (!f16) expect_close(outs[0], want, p, sh.nq, "one thread");
+      for (size_t t = 1; t < outs.size(); ++t)
+        for (size_t j = 0; j < outs[0].size(); ++j)
+          ASSERT_EQ(outs[t][j], outs[0][j]) << (f16 ? "f16" : "f32") << " pool " << t << " kv heads " << sh.kvh
+                                            << " nkv " << sh.nkv << " at " << j;
+    }
+  }
+}
+
 TEST(Attention, RejectsBadHeadCounts) {
   ThreadPool pool(1);
   AttentionParams p;
