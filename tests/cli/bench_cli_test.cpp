@@ -55,6 +55,11 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   const double fraction = q8["decode_bandwidth_fraction"].get<double>();
   EXPECT_GT(fraction, 0);
   EXPECT_DOUBLE_EQ(fraction, q8["decode_gb_s"].get<double>() / q8["read_bandwidth_gb_s"].get<double>());
+  // The figures are the median round's: within the rounds' range.
+  const json& range = q8["decode_bandwidth_fraction_range"];
+  ASSERT_EQ(range.size(), 2u);
+  EXPECT_LE(range[0].get<double>(), fraction);
+  EXPECT_GE(range[1].get<double>(), fraction);
 
   const json bf16 = bench("bf16");
   EXPECT_EQ(bf16["prefill_unit_256"], std::string(amx.bf16) == "used" ? "amx_bf16" : "fma_f32");
