@@ -124,6 +124,91 @@ float Dot(const float* a, const T* b, int64_t n) {
   return s;
 }
 
+// s[g·ss] = Dot(q + g·dh, k, dh) · scale for the G query heads that share one
+// kv head (GQA), each bit for bit as Dot computes it, with the key row loaded
+// (and widened from f16) once for all of them instead of once per head.
+template <int G, class T>
+HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh, float scale, float* s, int64_t ss) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF s0[G], s1[G];
+  for (int g = 0; g < G; ++g) s0[g] = s1[g] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= dh; i += 2 * N) {
+    const VF k0 = LoadKV(d, k + i), k1 = LoadKV(d, k + i + N);
+    for (int g = 0; g < G; ++g) {
+      s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
+      s1[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i + N), k1, s1[g]);
+    }
+  }
+  if (i + N <= dh) {
+    const VF k0 = LoadKV(d, k + i);
+    for (int g = 0; g < G; ++g) s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
+    i += N;
+  }
+  for (int g = 0; g < G; ++g) {
+    float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0[g], s1[g])));
+    for (int64_t j = i; j < dh; ++j) sum += q[g * dh + j] * ScalarKV(k[j]);
+    s[g * ss] = sum * scale;
+  }
+}
+
+template <class T>
+void DotGroup(const float* q, const T* k, int64_t dh, int64_t group, float scale, float* s, int64_t ss) {
+  switch (group) {
+    case 1: return DotHeads<1>(q, k, dh, scale, s, ss);
+    case 2: return DotHeads<2>(q, k, dh, scale, s, ss);
+    case 4: return DotHeads<4>(q, k, dh, scale, s, ss);
+    case 8: return DotHeads<8>(q, k, dh, scale, s, ss);
+    default:
+      for (int64_t g = 0; g < group; ++g) s[g * ss] = Dot(q + g * dh, k, dh) * scale;
+  }
+}
+
+// o[g·dh ..] += Σ_t w[g·ws + t] · v[t·vstride ..] for the G query heads that
+// share one kv head, t = 0 .. bk-1 in order: per element the operations of
+// ScaleAdd(o, 1, v_t, w_t) for t = 0, 1, ..., so bit for bit the same. The
+// outputs stay in registers across t (S vectors of each head at a time)
+// instead of a load and a store per row, whose store-to-load chain was most
+// of decode attention's time, and each v row is widened once for the G heads.
+template <int G, int S, class T>
+HWY_INLINE void AccumulateHeads(float* o, int64_t dh, const T* v, int64_t vstride, const float* w, int64_t ws,
+                                int64_t bk) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  for (; c + S * N <= dh; c += S * N) {
+    VF acc[G][S];
+    for (int g = 0; g < G; ++g)
+      for (int j = 0; j < S; ++j) acc[g][j] = hn::LoadU(d, o + g * dh + c + j * N);
+    for (int64_t t = 0; t < bk; ++t) {
+      VF vv[S];
+      for (int j = 0; j < S; ++j) vv[j] = LoadKV(d, v + t * vstride + c + j * N);
+      for (int g = 0; g < G; ++g) {
+        const VF wb = hn::Set(d, w[g * ws + t]);
+        for (int j = 0; j < S; ++j) acc[g][j] = hn::MulAdd(vv[j], wb, acc[g][j]);
+      }
+    }
+    for (int g = 0; g < G; ++g)
+      for (int j = 0; j < S; ++j) hn::StoreU(acc[g][j], d, o + g * dh + c + j * N);
+  }
+  if (c < dh)  // columns short of a whole slab (c is a multiple of N): as before
+    for (int g = 0; g < G; ++g)
+      for (int64_t t = 0; t < bk; ++t) ScaleAdd(o + g * dh + c, 1.0f, v + t * vstride + c, w[g * ws + t], dh - c);
+}
+
+template <class T>
+void AccumulateGroup(float* o, int64_t dh, const T* v, int64_t vstride, const float* w, int64_t ws, int64_t bk,
+                     int64_t group) {
+  switch (group) {
+    case 2: return AccumulateHeads<2, 4>(o, dh, v, vstride, w, ws, bk);
+    case 4: return AccumulateHeads<4, 2>(o, dh, v, vstride, w, ws, bk);
+    case 8: return AccumulateHeads<8, 1>(o, dh, v, vstride, w, ws, bk);
+    default:
+      for (int64_t g = 0; g < group; ++g) AccumulateHeads<1, 4>(o + g * dh, dh, v, vstride, w + g * ws, ws, bk);
+  }
+}
+
 // ------------------------------------------------------------ tiled
 
 template <class T>
@@ -415,10 +500,7 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
           const T* krow = k + (j0 + t) * p.kv_stride;
           if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride + kv0 * dh, (kv1 - kv0) * dh);
           for (int64_t kvh = kv0; kvh < kv1; ++kvh)
-            for (int64_t g = 0; g < group; ++g) {
-              const int64_t h = kvh * group + g;
-              s[h * kBlock + t] = Dot(qi + h * dh, krow + kvh * dh, dh) * p.scale;
-            }
+            DotGroup(qi + kvh * group * dh, krow + kvh * dh, dh, group, p.scale, s + kvh * group * kBlock + t, kBlock);
         }
         for (int64_t h = h0; h < h1; ++h) {
           float* sh = s + h * kBlock;
@@ -428,14 +510,11 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
           m[h] = m_new;
           if (corr != 1.0f) ScaleAdd(o + h * dh, corr, o + h * dh, 0.0f, dh);
         }
-        for (int64_t t = 0; t < bk; ++t) {
-          const T* vrow = v + (j0 + t) * p.kv_stride;
-          for (int64_t kvh = kv0; kvh < kv1; ++kvh)
-            for (int64_t g = 0; g < group; ++g) {
-              const int64_t h = kvh * group + g;
-              ScaleAdd(o + h * dh, 1.0f, vrow + kvh * dh, s[h * kBlock + t], dh);
-            }
-        }
+        // V is walked head by head; its rows for this block fetched first.
+        for (int64_t t = 0; t < bk; ++t) Prefetch(v + (j0 + t) * p.kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+        for (int64_t kvh = kv0; kvh < kv1; ++kvh)
+          AccumulateGroup(o + kvh * group * dh, dh, v + j0 * p.kv_stride + kvh * dh, p.kv_stride,
+                          s + kvh * group * kBlock, kBlock, bk, group);
       }
     }
   });
