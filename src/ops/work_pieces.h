@@ -1,4 +1,4 @@
-// Decode's products split into pieces that threads claim one after another,
+// Decode's products split into pieces that the threads share out as they go,
 // instead of one fixed share per thread. On a shared machine the threads do
 // not run at one speed (a vCPU loses its core for a while, another tenant
 // takes memory bandwidth), and with fixed shares every product ended with the
@@ -29,8 +29,9 @@ struct WorkPiece {
 constexpr int kWorkPiecesPerThread = 16;
 std::vector<WorkPiece> split_work(std::span<const int64_t> units, int threads);
 
-// Runs fn(piece) for every piece, each once, on the pool's threads, each
-// thread claiming the next piece not yet taken.
+// Runs fn(piece) for every piece, each once, on the pool's threads: each
+// thread takes the pieces of its own contiguous run in order, then helps the
+// others from the back of theirs.
 void run_pieces(ThreadPool& pool, std::span<const WorkPiece> pieces, const std::function<void(const WorkPiece&)>& fn);
 
 }  // namespace qvl

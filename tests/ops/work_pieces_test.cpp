@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +57,30 @@ TEST(WorkPieces, RunEveryPieceExactlyOnceOnAnyPool) {
       for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "unit " << i << " round " << round;
     }
   }
+}
+
+// A thread whose own pieces run slow gets help from the back of its run: the
+// other thread takes a suffix of it, and the owner a prefix, each piece once.
+TEST(WorkPieces, AThreadOutOfWorkTakesFromTheBackOfASlowOnesRun) {
+  ThreadPool pool(2);
+  if (pool.size() < 2) GTEST_SKIP() << "needs two cores";
+  const std::vector<int64_t> units = {64};
+  const std::vector<WorkPiece> pieces = split_work(units, pool.size());
+  const size_t half = pieces.size() / 2;  // run 0: pieces [0, half)
+  std::vector<std::thread::id> by(pieces.size());
+  std::vector<std::atomic<int>> hits(pieces.size());
+  run_pieces(pool, pieces, [&](const WorkPiece& p) {
+    const size_t i = static_cast<size_t>(&p - pieces.data());
+    by[i] = std::this_thread::get_id();
+    hits[i]++;
+    if (i < half) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // Run 0 as owner-prefix then helper-suffix: the thread changes once at most.
+  size_t changes = 0;
+  for (size_t i = 1; i < half; ++i) changes += by[i] != by[i - 1];
+  EXPECT_EQ(changes, 1u) << "run 0 was not shared as a prefix and a suffix";
+  EXPECT_NE(by[0], by[half - 1]);
 }
 
 }  // namespace
