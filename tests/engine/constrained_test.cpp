@@ -200,7 +200,9 @@ TEST(Logprobs, GreedyTokenIsTheMostLikely) {
     for (size_t k = 0; k < lp.top.size(); ++k) {
       mass += std::exp(lp.top[k].second);
       EXPECT_LE(lp.top[k].second, 0.0f);
-      if (k) EXPECT_GE(lp.top[k - 1].second, lp.top[k].second);
+      if (k) {
+        EXPECT_GE(lp.top[k - 1].second, lp.top[k].second);
+      }
     }
     EXPECT_LE(mass, 1.0 + 1e-5);
   }

@@ -47,7 +47,9 @@ TEST(CpuFeatures, AgreeWithLinux) {
   EXPECT_EQ(c.amx_int8, has("amx_tile") && has("amx_int8"));
   // Asking twice gives the same answer, and never without the tile unit.
   EXPECT_EQ(amx_tile_state_granted(), amx_tile_state_granted());
-  if (!c.amx_tile) EXPECT_FALSE(amx_tile_state_granted());
+  if (!c.amx_tile) {
+    EXPECT_FALSE(amx_tile_state_granted());
+  }
 }
 #endif
 
@@ -61,8 +63,12 @@ TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
   EXPECT_EQ(p.amx_bf16_gflops > 0, c.amx_bf16 && amx_tile_state_granted());
   EXPECT_EQ(p.amx_int8_gops > 0, c.amx_int8 && amx_tile_state_granted());
   EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16);
-  if (c.avx512_vnni) EXPECT_STREQ(p.int8_dot_instruction, "vpdpbusd zmm (AVX512-VNNI)");
-  if (!c.avx512_vnni && !c.avx_vnni) EXPECT_STREQ(p.int8_dot_instruction, "none");
+  if (c.avx512_vnni) {
+    EXPECT_STREQ(p.int8_dot_instruction, "vpdpbusd zmm (AVX512-VNNI)");
+  }
+  if (!c.avx512_vnni && !c.avx_vnni) {
+    EXPECT_STREQ(p.int8_dot_instruction, "none");
+  }
 }
 
 TEST(MatmulKernel, NamesWhatTheDispatchRuns) {

@@ -34,12 +34,16 @@ TEST(WorkPieces, CoverEveryUnitOnceInOrderInEvenPieces) {
           next = pieces[at].end;
         }
         EXPECT_EQ(next, units[i]) << "product " << i << " threads " << threads;
-        if (largest > 0) EXPECT_LE(largest - smallest, 1);
+        if (largest > 0) {
+          EXPECT_LE(largest - smallest, 1);
+        }
       }
       EXPECT_EQ(at, pieces.size()) << "pieces out of product order";
       const int64_t target = int64_t{threads} * kWorkPiecesPerThread;
       EXPECT_LE(static_cast<int64_t>(pieces.size()), std::min(total, target) + static_cast<int64_t>(units.size()));
-      if (total >= target) EXPECT_GE(static_cast<int64_t>(pieces.size()), target / 2);
+      if (total >= target) {
+        EXPECT_GE(static_cast<int64_t>(pieces.size()), target / 2);
+      }
     }
 }
 

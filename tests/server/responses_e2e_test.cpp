@@ -313,7 +313,9 @@ TEST_F(Responses, JsonSchemaFormatGivesJsonThatFitsTheSchema) {
                           {"max_output_tokens", 300}});
   const std::string t = output_text(o);
   EXPECT_EQ(t.substr(0, 1), "{") << t;
-  if (o["status"] == "completed") EXPECT_TRUE(json::parse(t, nullptr, false).is_object()) << "not a JSON object: " << t;
+  if (o["status"] == "completed") {
+    EXPECT_TRUE(json::parse(t, nullptr, false).is_object()) << "not a JSON object: " << t;
+  }
 }
 
 TEST_F(Responses, RequiredToolChoiceGivesFunctionCallItems) {

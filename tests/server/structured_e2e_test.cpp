@@ -310,19 +310,25 @@ TEST_F(Structured, LogprobsHaveOpenAisShape) {
     const std::string raw = bytes_text(e["bytes"]);
     all_bytes += raw;
     // The text is the bytes, when they are whole UTF-8 on their own.
-    if (valid_utf8(raw)) EXPECT_EQ(e["token"], raw);
+    if (valid_utf8(raw)) {
+      EXPECT_EQ(e["token"], raw);
+    }
     const json& top = e["top_logprobs"];
     ASSERT_EQ(top.size(), 5u) << e;
     for (size_t k = 0; k < top.size(); ++k) {
       ASSERT_TRUE(top[k]["token"].is_string() && top[k]["bytes"].is_array()) << top[k];
-      if (k > 0) EXPECT_GE(top[k - 1]["logprob"].get<double>(), top[k]["logprob"].get<double>()) << e;
+      if (k > 0) {
+        EXPECT_GE(top[k - 1]["logprob"].get<double>(), top[k]["logprob"].get<double>()) << e;
+      }
       // Greedy: the chosen token is the most likely one.
       EXPECT_GE(e["logprob"].get<double>() + 1e-6, top[k]["logprob"].get<double>()) << e;
     }
     EXPECT_EQ(top[0]["token"], e["token"]) << e;
     EXPECT_NEAR(top[0]["logprob"].get<double>(), e["logprob"].get<double>(), 1e-6);
   }
-  if (choice["finish_reason"] == "length") EXPECT_EQ(all_bytes, choice["message"]["content"].get<std::string>());
+  if (choice["finish_reason"] == "length") {
+    EXPECT_EQ(all_bytes, choice["message"]["content"].get<std::string>());
+  }
 
   // Not asked: null. logprobs without top_logprobs: no alternatives.
   body.erase("top_logprobs");
