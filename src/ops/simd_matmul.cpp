@@ -242,6 +242,9 @@ void MatmulSmallM(const float* x_in, int64_t m, int64_t ldx, std::span<const Mat
   });
 }
 
+// ---------------------------------------------------------------- gemm
+
+// x rows [m0, m0 + tm) transposed to xt [k][tm], rows past m zero.
 void PackX(const float* x, int64_t m, int64_t ldx, int64_t k, int64_t m0, int64_t tm, float* xt) {
   for (int64_t r = 0; r < tm; ++r) {
     if (m0 + r < m) {

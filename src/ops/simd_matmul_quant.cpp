@@ -46,10 +46,10 @@
 
 #include "ops/amx_matmul.h"
 #include "ops/quant.h"
-#include "ops/work_pieces.h"
 #include "ops/scalar.h"
 #include "ops/simd_matmul.h"
 #include "ops/simd_quant.h"
+#include "ops/work_pieces.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qvl {
