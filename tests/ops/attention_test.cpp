@@ -13,6 +13,13 @@
 namespace qvl {
 namespace {
 
+// The values as f16 (the KV cache's f16 type).
+std::vector<uint16_t> to_f16(const std::vector<float>& x) {
+  std::vector<uint16_t> h(x.size());
+  f32_to_f16(x.data(), h.data(), static_cast<int64_t>(x.size()));
+  return h;
+}
+
 std::vector<double> naive(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                           const AttentionParams& p, int64_t seg_begin, int64_t seg_end) {
   std::vector<double> out(static_cast<size_t>(p.nq * p.out_stride), 0.0);
@@ -118,9 +125,7 @@ TEST(Attention, OutputOverTheQueriesEqualsASeparateOutput) {
     const auto q = testing::random_floats(p.nq * p.q_stride, 21, -2, 2);
     const auto k = testing::random_floats(p.nkv * p.kv_stride, 22, -2, 2);
     const auto v = testing::random_floats(p.nkv * p.kv_stride, 23);
-    std::vector<uint16_t> k16(k.size()), v16(v.size());
-    f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
-    f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+    const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
     for (bool f16 : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "nq " << cs.nq << (f16 ? " f16" : " f32"));
       std::vector<float> separate(q.size(), 0.0f), inplace = q;
@@ -156,9 +161,7 @@ TEST(Attention, TiledAttentionRowsIndependentOfChunking) {
   const auto q = testing::random_floats(kLen * whole.q_stride, 31, -3, 3);
   const auto k = testing::random_floats(kLen * whole.kv_stride, 32, -3, 3);
   const auto v = testing::random_floats(kLen * whole.kv_stride, 33);
-  std::vector<uint16_t> k16(k.size()), v16(v.size());
-  f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
-  f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+  const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
   auto run = [&](bool f16, const AttentionParams& p, int64_t at, float* out) {
     if (f16)
       attention(q.data() + at * p.q_stride, k16.data(), v16.data(), out, p, pool);
@@ -206,9 +209,7 @@ TEST(Attention, DecodeRowsIndependentOfThreadCount) {
     const auto q = testing::random_floats(sh.nq * p.q_stride, 41, -3, 3);
     const auto k = testing::random_floats(sh.nkv * p.kv_stride, 42, -3, 3);
     const auto v = testing::random_floats(sh.nkv * p.kv_stride, 43);
-    std::vector<uint16_t> k16(k.size()), v16(v.size());
-    f32_to_f16(k.data(), k16.data(), static_cast<int64_t>(k.size()));
-    f32_to_f16(v.data(), v16.data(), static_cast<int64_t>(v.size()));
+    const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
     for (bool f16 : {false, true}) {
       std::vector<std::vector<float>> outs;
       for (int threads : {1, 2, 3}) {
