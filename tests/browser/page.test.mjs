@@ -115,6 +115,22 @@ async function openPage(settings = {}, url = base) {
 
 const lastAnswer = (page) => page.locator('.answer').last();
 
+// Once `hold` holds the stream, the text of the last answer's first `selector`: it must show
+// while the answer is still streaming.
+async function shownWhileHeld(page, hold, selector, what) {
+  await hold.held;
+  const el = lastAnswer(page).locator(selector).first();
+  await page.waitForFunction((sel) => {
+    const answers = document.querySelectorAll('.answer');
+    const e = answers.length ? answers[answers.length - 1].querySelector(sel) : null;
+    return e && e.textContent.length > 0;
+  }, selector, { timeout: 10000 * TIME_SCALE }).catch(() => {
+    throw new Error(`no ${what} while the stream was held after its first piece`);
+  });
+  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'streaming');
+  return el.textContent();
+}
+
 // A loopback proxy in front of the server that holds an SSE answer after its first event matching
 // `isPiece` (a parsed chunk) until release(). To see that the page renders pieces as they come, a
 // test looks at the page while the stream is held: no timing involved. (Throttling the link instead
@@ -197,15 +213,7 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   // The tiny model writes 48 tokens in a few milliseconds, which may reach the page in one
   // network read; the stream is held after its first piece of text, which must show by itself.
   await page.press('#prompt', 'Enter');
-  await hold.held;
-  await page.waitForFunction(() => {
-    const b = document.querySelector('.answer .answer-body');
-    return b && b.textContent.length > 0;
-  }, null, { timeout: 10000 * TIME_SCALE }).catch(() => {
-    throw new Error('no answer text while the stream was held after its first piece');
-  });
-  const first = await lastAnswer(page).locator('.answer-body').textContent();
-  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'streaming');
+  const first = await shownWhileHeld(page, hold, '.answer-body', 'answer text');
   hold.release();
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   const text = await lastAnswer(page).locator('.answer-body').textContent();
@@ -411,15 +419,7 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   // The stream is held after the call's first piece of arguments, which must show in the card.
   await page.fill('#prompt', 'What is the weather in Paris?');
   await page.press('#prompt', 'Enter');
-  await hold.held;
-  await page.waitForFunction(() => {
-    const code = document.querySelector('.tool-card code');
-    return code && code.textContent.length > 0;
-  }, null, { timeout: 10000 * TIME_SCALE }).catch(() => {
-    throw new Error('no arguments in the tool card while the stream was held after their first piece');
-  });
-  const partial = await lastAnswer(page).locator('.tool-card code').first().textContent();
-  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'streaming');
+  const partial = await shownWhileHeld(page, hold, '.tool-card code', 'tool-call arguments');
   hold.release();
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.deepEqual(bodies[0].tools, [WEATHER_TOOL]);
