@@ -297,30 +297,39 @@ int cmd_bench(int argc, char** argv) {
   constexpr int kRounds = 5;
   const size_t bw_floats = size_t(512) << 20 >> 2;  // 512 MiB
   std::shared_ptr<float> bw_buf = bandwidth_buffer(pool, bw_floats);
-  const double bytes = static_cast<double>(model.weights().decode_bytes);
+  // What a step reads: the text weights (decode_bytes) and the K/V rows of
+  // every position so far, the new one included (attention reads them all).
+  // The K/V rows are counted: past a few hundred positions they no longer
+  // fit the caches beside 1-4 GB of weights, and they grow with the context.
+  const double weight_bytes = static_cast<double>(model.weights().decode_bytes);
+  const double kv_bytes_per_position = static_cast<double>(cache.bytes_per_position());
   struct Round {
-    double tok_s, bw_gb_s, fraction;
+    double tok_s, bytes_per_token, gb_s, bw_gb_s, fraction;
   };
   std::vector<Round> rounds;
   for (int round = 0; round < kRounds; ++round) {
     const int64_t steps = std::max<int64_t>(1, decode_tokens / kRounds);
+    double bytes = 0;
     const Clock::time_point t = Clock::now();
     for (int64_t s = 0; s < steps; ++s) {
       const int32_t tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       const Pos3 pos = generated_position(cache.size(), 0);
+      bytes += weight_bytes + kv_bytes_per_position * static_cast<double>(cache.size() + 1);
       model.text().forward({&tok, &pos, 1}, cache, pool);
       model.text().logits(model.text().last_hidden(), 1, logits.data(), pool);
     }
-    const double tok_s = steps / seconds_since(t);
+    const double seconds = seconds_since(t);
     const double bw = measure_read_bandwidth_gbs(pool, bw_buf.get(), bw_floats, 2);
-    rounds.push_back({tok_s, bw, bytes * tok_s / 1e9 / bw});
+    const double gb_s = bytes / seconds / 1e9;
+    rounds.push_back({steps / seconds, bytes / steps, gb_s, bw, gb_s / bw});
   }
   bw_buf.reset();
   std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.fraction < b.fraction; });
   const Round& mid = rounds[rounds.size() / 2];
   j["decode_tok_s"] = mid.tok_s;
   j["decode_weight_bytes_per_token"] = model.weights().decode_bytes;
-  j["decode_gb_s"] = bytes * mid.tok_s / 1e9;
+  j["decode_kv_bytes_per_token"] = mid.bytes_per_token - weight_bytes;  // mean over the round
+  j["decode_gb_s"] = mid.gb_s;
   j["read_bandwidth_gb_s"] = mid.bw_gb_s;
   j["decode_bandwidth_fraction"] = mid.fraction;
   j["decode_bandwidth_fraction_range"] = {rounds.front().fraction, rounds.back().fraction};

@@ -10,6 +10,7 @@
 #include "ops/cpu_features.h"
 #include "ops/matmul.h"
 #include "run_qvl.h"
+#include "util/mapped_file.h"
 
 namespace qvl {
 namespace {
@@ -55,6 +56,18 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   const double fraction = q8["decode_bandwidth_fraction"].get<double>();
   EXPECT_GT(fraction, 0);
   EXPECT_DOUBLE_EQ(fraction, q8["decode_gb_s"].get<double>() / q8["read_bandwidth_gb_s"].get<double>());
+  // Each step reads the weights and the K/V rows of every position so far:
+  // after the 256-token prompt, 257 to 261 positions in the 5 one-step rounds
+  // (q8 keeps K/V in f16).
+  const json text = json::parse(read_file(kTiny + "/config.json"))["text_config"];
+  const double per_position = 2.0 * text["num_hidden_layers"].get<double>() *
+                              text["num_key_value_heads"].get<double>() * text["head_dim"].get<double>() * 2;
+  const double kv = q8["decode_kv_bytes_per_token"].get<double>();
+  EXPECT_GE(kv, 257 * per_position);
+  EXPECT_LE(kv, 261 * per_position);
+  EXPECT_NEAR(q8["decode_gb_s"].get<double>(),
+              (q8["decode_weight_bytes_per_token"].get<double>() + kv) * q8["decode_tok_s"].get<double>() / 1e9,
+              1e-9 * q8["decode_gb_s"].get<double>());
   // The figures are the median round's: within the rounds' range.
   const json& range = q8["decode_bandwidth_fraction_range"];
   ASSERT_EQ(range.size(), 2u);
