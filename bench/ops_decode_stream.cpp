@@ -3,7 +3,10 @@
 // the fraction of the machine's read bandwidth the products reach (issue 15
 // item 4), per round, median over rounds. On a shared machine whose bandwidth
 // drifts by 2x within seconds, a kernel pass and the probe beside it see the
-// same load, so the median ratio is steadier than either figure alone.
+// same load, so the median ratio is steadier than either figure alone. Each
+// round's pair is printed too: on a shared machine the ratio depends on the
+// neighbours' load (quiet rounds, where the probe reads the most, give the
+// highest ratios), and the pairs show it.
 // (ops_report's gemv rows use one matrix of a few MB, which a large L3 holds.)
 //
 //   ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R]
@@ -137,7 +140,9 @@ int main(int argc, char** argv) {
                               {"median_read_bandwidth_gb_s", median(probe_gbs)},
                               {"median_fraction_of_read_bandwidth", median(ratios)},
                               {"fraction_min", *std::min_element(ratios.begin(), ratios.end())},
-                              {"fraction_max", *std::max_element(ratios.begin(), ratios.end())}});
+                              {"fraction_max", *std::max_element(ratios.begin(), ratios.end())},
+                              {"rounds_gb_s", kernel_gbs},
+                              {"rounds_read_bandwidth_gb_s", probe_gbs}});
   }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
