@@ -78,6 +78,25 @@ constexpr int64_t kRB = quant::kBlockRows;
 constexpr int64_t kQPrefetchBytes = 4096;
 
 #if HWY_TARGET == HWY_AVX3_DL
+// Prefetches (into L2) the 4 KB page that starts within [p, p + bytes), if
+// one does: one prefetch per page of weights, not one per line. The hardware
+// prefetchers stream a page once a miss in it starts them, but stop at its
+// end; a prefetch at each page's start, ahead of the reads, starts them on
+// every page in time. A prefetch of every line instead took the place of the
+// hardware's and held decode to ~46 GB/s whatever the format: in 3 x 2
+// alternating runs of bench/ops_decode_stream on Zen 5, q4 read 0.87-0.93 of
+// the probe (58-60 GB/s) against 0.68-0.75 (44-47), q8 0.96-1.06 against
+// 0.75-0.81; a prefetch per 1 or 2 KB lay between, one per 8 KB (every other
+// page) and none at all read less than either. 2, 4 or 8 KB ahead: alike.
+// The same for the scales read 0.99-1.02 for q4 against 0.97-1.00 with a
+// prefetch of every other group's scales (3 alternating runs).
+HWY_INLINE void PrefetchPageStart(const uint8_t* p, int64_t bytes) {
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t page = (a + static_cast<uintptr_t>(bytes) - 1) & ~(kPage - 1);
+  if (page >= a) _mm_prefetch(reinterpret_cast<const char*>(page), _MM_HINT_T1);
+}
+
 // acc += w (unsigned bytes) · the 4 signed bytes at `four` broadcast to all
 // lanes, as vpdpbusd with an embedded broadcast (m32{1to16}): one
 // instruction. GCC 12 compiles _mm512_dpbusd_epi32(acc, w,
@@ -111,11 +130,9 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
   const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr int kChains = 4;
   for (int64_t g = 0; g < G; ++g) {
-    // Into L2 (T1), not L1: 3 alternating rounds of bench/ops_decode_stream
-    // on Zen 5 read 41-42 GB/s against 39-40 for q4 with T0 (q8 +1-3 %);
-    // without the prefetch, 35.
-    for (int64_t p = 0; p < bgb; p += 64) _mm_prefetch(reinterpret_cast<const char*>(codes) + kQPrefetchBytes + p, _MM_HINT_T1);
-    if ((g & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(sc + g * kRB) + 512, _MM_HINT_T0);
+    // The codes and, 1 KB (32 groups) ahead, the scales: a stream of their own.
+    PrefetchPageStart(codes + kQPrefetchBytes, bgb);
+    PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + 1024, kRB * 2);
     const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRB)));
     // w[t] pairs with x codes 4t..4t+3 of the group.
     __m512i w[8];
