@@ -35,9 +35,9 @@ UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each = 0.3);
 double measure_bf16_dot_vs_fma(double seconds_each = 0.04);
 
 // Read bandwidth over a buffer of `bytes` (much larger than the caches), split
-// across the pool, best of `passes`, each pass timing two read loops (plain
-// adds, and a shift and mask per load: which reads more depends on the
-// machine and its load). GB/s (1e9 bytes).
+// across the pool, best of `passes`, each pass timing three read loops (plain
+// adds; a shift and mask per load; that with a prefetch per 4 KB page: which
+// reads most depends on the machine and its load). GB/s (1e9 bytes).
 double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t(1) << 30, int passes = 5);
 
 // A buffer of n floats to measure over, touched by the pool's threads, on

@@ -40,12 +40,14 @@ float FmaLoop(int64_t iterations, float seed, double* flops) {
   return hn::GetLane(s);
 }
 
-// Two read loops, as each reads the most on different machines. Plain: one
+// Three read loops, as each reads the most on different machines. Plain: one
 // add per 64-byte load. Shifted: a shift and a mask before the add, as a
-// kernel unpacking its weights does. On a shared Zen 5 VM the shifted loop
-// read 1.22-1.31x the plain one (3 runs of 15 alternating passes), so a
-// probe of the plain loop alone flattered every kernel measured against it.
-template <bool kShifted>
+// kernel unpacking its weights does; on a shared Zen 5 VM it read 1.22-1.31x
+// the plain loop (3 runs of 15 alternating passes). Paged: shifted, plus a
+// prefetch of each 4 KB page's start 4 KB ahead, as the q8/q4 decode kernel
+// does (simd_matmul_quant.cpp: PrefetchPageStart), which then read more than
+// both. A probe of fewer loops would flatter every kernel measured against it.
+template <bool kShifted, bool kPaged>
 int64_t ReadSum(const float* p, int64_t n) {
   const hn::ScalableTag<int32_t> d;
   const hn::RebindToFloat<decltype(d)> df;
@@ -55,9 +57,12 @@ int64_t ReadSum(const float* p, int64_t n) {
     const auto v = hn::BitCast(d, hn::Load(df, p + i));
     return kShifted ? hn::And(hn::ShiftRight<1>(v), mask) : v;
   };
+  constexpr int64_t kPageFloats = 4096 / sizeof(float);
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
+    // Into L2 (locality 2 = prefetcht1 on x86), as the kernel's.
+    if (kPaged && i % kPageFloats == 0) __builtin_prefetch(p + i + kPageFloats, 0, 2);
     a0 = hn::Add(a0, word(i));
     a1 = hn::Add(a1, word(i + N));
     a2 = hn::Add(a2, word(i + 2 * N));
@@ -68,8 +73,9 @@ int64_t ReadSum(const float* p, int64_t n) {
   return s;
 }
 
-int64_t ReadSumPlain(const float* p, int64_t n) { return ReadSum<false>(p, n); }
-int64_t ReadSumShifted(const float* p, int64_t n) { return ReadSum<true>(p, n); }
+int64_t ReadSumPlain(const float* p, int64_t n) { return ReadSum<false, false>(p, n); }
+int64_t ReadSumShifted(const float* p, int64_t n) { return ReadSum<true, false>(p, n); }
+int64_t ReadSumPaged(const float* p, int64_t n) { return ReadSum<true, true>(p, n); }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
@@ -83,6 +89,7 @@ namespace qvl {
 HWY_EXPORT(FmaLoop);
 HWY_EXPORT(ReadSumPlain);
 HWY_EXPORT(ReadSumShifted);
+HWY_EXPORT(ReadSumPaged);
 HWY_EXPORT(TargetName);
 
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
@@ -114,19 +121,21 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t bytes, int passes) {
 double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, int passes) {
   const int64_t chunk = 1 << 16;
   const int64_t chunks = static_cast<int64_t>(n) / chunk;
-  auto pass = [&](bool shifted) {
+  auto pass = [&](int loop) {
     std::atomic<int64_t> sink{0};
     auto t0 = std::chrono::steady_clock::now();
     pool.parallel_for(chunks, [&](int64_t b, int64_t e, int) {
       const float* from = buf + b * chunk;
       const int64_t count = (e - b) * chunk;
-      sink += shifted ? HWY_DYNAMIC_DISPATCH(ReadSumShifted)(from, count) : HWY_DYNAMIC_DISPATCH(ReadSumPlain)(from, count);
+      sink += loop == 0   ? HWY_DYNAMIC_DISPATCH(ReadSumPlain)(from, count)
+              : loop == 1 ? HWY_DYNAMIC_DISPATCH(ReadSumShifted)(from, count)
+                          : HWY_DYNAMIC_DISPATCH(ReadSumPaged)(from, count);
     });
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return double(chunks * chunk) * sizeof(float) / dt / 1e9;
   };
   double best = 0;
-  for (int p = 0; p < passes; ++p) best = std::max({best, pass(false), pass(true)});
+  for (int p = 0; p < passes; ++p) best = std::max({best, pass(0), pass(1), pass(2)});
   return best;
 }
 
