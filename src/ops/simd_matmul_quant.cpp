@@ -83,11 +83,12 @@ constexpr int64_t kQPrefetchBytes = 4096;
 // prefetchers stream a page once a miss in it starts them, but stop at its
 // end; a prefetch at each page's start, ahead of the reads, starts them on
 // every page in time. A prefetch of every line instead took the place of the
-// hardware's and held decode to ~46 GB/s whatever the format: in 3 x 2
-// alternating runs of bench/ops_decode_stream on Zen 5, q4 read 0.87-0.93 of
-// the probe (58-60 GB/s) against 0.68-0.75 (44-47), q8 0.96-1.06 against
-// 0.75-0.81; a prefetch per 1 or 2 KB lay between, one per 8 KB (every other
-// page) and none at all read less than either. 2, 4 or 8 KB ahead: alike.
+// hardware's and held decode to ~46 GB/s whatever the format. In
+// bench/ops_decode_stream on Zen 5 (a few runs each, against the probe of
+// the time): per line, q4 0.68-0.75 (44-47 GB/s), q8 0.75-0.81; per 1 KB,
+// q4 0.80-0.88, q8 0.90-1.00; per 4 KB page, q4 0.87-0.93 (57-60 GB/s), q8
+// 0.96-1.06; per 8 KB (every other page) or none at all, 0.57-0.72. 2, 4 or
+// 8 KB ahead: alike.
 // The same for the scales read 0.99-1.02 for q4 against 0.97-1.00 with a
 // prefetch of every other group's scales (3 alternating runs).
 HWY_INLINE void PrefetchPageStart(const uint8_t* p, int64_t bytes) {
