@@ -9,7 +9,11 @@
 // highest ratios), and the pairs show it.
 // (ops_report's gemv rows use one matrix of a few MB, which a large L3 holds.)
 //
-//   ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R]
+//   ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]
+//
+// --target runs every kernel and the probe as compiled for one SIMD target
+// this CPU supports (e.g. AVX2 on an AVX-512 machine), to measure the paths
+// older CPUs take.
 //
 // Shapes: Qwen3-VL-2B's decoder layer (hidden 2048, 16 query and 8 kv heads
 // of 128, MLP 6144), grouped as the model calls them: matmul_each(q, k, v),
@@ -23,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <hwy/targets.h>
 #include <nlohmann/json.hpp>
 
 #include "ops/machine_limits.h"
@@ -80,8 +85,22 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ops_decode_stream: %s\n", e.what());
         return 2;
       }
+    } else if (a == "--target" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      int64_t chosen = 0;
+      for (int64_t t : hwy::SupportedAndGeneratedTargets())
+        if (name == hwy::TargetName(t)) chosen = t;
+      if (chosen == 0) {
+        std::fprintf(stderr, "ops_decode_stream: --target %s: not a target this binary has and this CPU supports:",
+                     name.c_str());
+        for (int64_t t : hwy::SupportedAndGeneratedTargets()) std::fprintf(stderr, " %s", hwy::TargetName(t));
+        std::fprintf(stderr, "\n");
+        return 2;
+      }
+      hwy::SetSupportedTargetsForTest(chosen);
     } else {
-      std::fprintf(stderr, "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R]\n");
+      std::fprintf(stderr,
+                   "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]\n");
       return 2;
     }
   }
@@ -97,7 +116,10 @@ int main(int argc, char** argv) {
 
   const size_t bw_floats = size_t(512) << 20 >> 2;
   std::shared_ptr<float> bw_buf = qvl::bandwidth_buffer(pool, bw_floats);
-  nlohmann::json out = {{"threads", pool.size()}, {"rounds", rounds}, {"formats", nlohmann::json::array()}};
+  nlohmann::json out = {{"threads", pool.size()},
+                        {"rounds", rounds},
+                        {"simd_target", qvl::simd_target_name()},
+                        {"formats", nlohmann::json::array()}};
   for (WeightFormat f : formats) {
     std::vector<std::shared_ptr<void>> keep;
     std::vector<Layer> layers;
