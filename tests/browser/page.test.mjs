@@ -119,23 +119,31 @@ const lastAnswer = (page) => page.locator('.answer').last();
 // while the answer is still streaming.
 async function shownWhileHeld(page, hold, selector, what) {
   await hold.held;
-  const el = lastAnswer(page).locator(selector).first();
-  await page.waitForFunction((sel) => {
-    const answers = document.querySelectorAll('.answer');
-    const e = answers.length ? answers[answers.length - 1].querySelector(sel) : null;
-    return e && e.textContent.length > 0;
-  }, selector, { timeout: 10000 * TIME_SCALE }).catch(() => {
-    throw new Error(`no ${what} while the stream was held after its first piece`);
-  });
-  assert.equal(await lastAnswer(page).getAttribute('data-state'), 'streaming');
-  return el.textContent();
+  try {
+    const el = lastAnswer(page).locator(selector).first();
+    await page.waitForFunction((sel) => {
+      const answers = document.querySelectorAll('.answer');
+      const e = answers.length ? answers[answers.length - 1].querySelector(sel) : null;
+      return e && e.textContent.length > 0;
+    }, selector, { timeout: 10000 * TIME_SCALE }).catch(() => {
+      throw new Error(`no ${what} while the stream was held after its first piece`);
+    });
+    assert.equal(await lastAnswer(page).getAttribute('data-state'), 'streaming');
+    return await el.textContent();
+  } finally {
+    hold.release();  // even on failure: a held stream would keep the run alive until its timeout
+  }
 }
 
 // A loopback proxy in front of the server that holds an SSE answer after its first event matching
 // `isPiece` (a parsed chunk) until release(). To see that the page renders pieces as they come, a
 // test looks at the page while the stream is held: no timing involved. (Throttling the link instead
 // let every piece land within one animation frame on a loaded CI machine, and the test failed.)
+// What the page should show then is what the proxy had forwarded: a busy server may put several
+// tokens, even a whole tool call, in one event, so the test compares with that, not with a guess.
 async function startStreamHold(isPiece) {
+  const sent = [];  // the chunks forwarded, in order
+  let heldAfter = 0;  // how many of them went out before the hold
   let release;
   const released = new Promise((r) => { release = r; });
   let onHeld;
@@ -160,7 +168,10 @@ async function startStreamHold(isPiece) {
             if (holding) await released;
             res.write(event);
             const data = event.startsWith('data: ') ? event.slice(6).trim() : '';
-            if (!holding && data && data !== '[DONE]' && isPiece(JSON.parse(data))) { holding = true; onHeld(); }
+            if (!data || data === '[DONE]') return;
+            const chunk = JSON.parse(data);
+            sent.push(chunk);
+            if (!holding && isPiece(chunk)) { holding = true; heldAfter = sent.length; onHeld(); }
           });
         }
       });
@@ -174,9 +185,22 @@ async function startStreamHold(isPiece) {
     url: `http://127.0.0.1:${proxy.address().port}/`,
     held,
     release,
+    // The chunks the page had received when the stream was held, and all of them.
+    beforeHold: () => sent.slice(0, heldAfter),
+    all: () => sent.slice(),
     close: () => new Promise((r) => { proxy.closeAllConnections(); proxy.close(r); }),
   };
 }
+
+// The text and the tool-call arguments a list of streamed chunks carried (the deltas joined).
+function deltaText(chunks) {
+  return chunks.map((c) => c.choices?.[0]?.delta?.content || '').join('');
+}
+function deltaArguments(chunks) {
+  return chunks.flatMap((c) => c.choices?.[0]?.delta?.tool_calls || []).map((t) => t.function?.arguments || '')
+    .join('');
+}
+const noSpace = (text) => text.replace(/\s/g, '');
 
 // The answer text a chat-completion SSE response carried (the deltas joined).
 async function streamedText(response) {
@@ -199,8 +223,9 @@ function chatBodies(page, sessions = []) {
   return bodies;
 }
 
-test('upload by file picker, image cost shown, Enter sends, answer streams in', async () => {
+test('upload by file picker, image cost shown, Enter sends, answer streams in', async (t) => {
   const hold = await startStreamHold((chunk) => Boolean(chunk.choices?.[0]?.delta?.content));
+  t.after(hold.close);  // also when an assertion fails: a listening proxy would keep the run alive
   const { page, ctx, errors } = await openPage({ maxTokens: 48 }, hold.url);
   const bodies = chatBodies(page);
   await page.setInputFiles('#file-input', IMAGE);
@@ -214,11 +239,13 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   // network read; the stream is held after its first piece of text, which must show by itself.
   await page.press('#prompt', 'Enter');
   const first = await shownWhileHeld(page, hold, '.answer-body', 'answer text');
-  hold.release();
+  assert.equal(noSpace(first), noSpace(deltaText(hold.beforeHold())), 'shown while held: the text streamed so far');
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   const text = await lastAnswer(page).locator('.answer-body').textContent();
   assert.ok(text.trim().length > 0, 'answer text is empty');
-  assert.ok(text.length > first.length, `answer did not grow after its first piece: ${JSON.stringify([first, text])}`);
+  assert.equal(noSpace(text), noSpace(deltaText(hold.all())));
+  if (deltaText(hold.all()).length > deltaText(hold.beforeHold()).length)
+    assert.ok(text.length > first.length, `answer did not grow after its first piece: ${JSON.stringify([first, text])}`);
   assert.equal(bodies.length, 1);
   assert.equal(bodies[0].stream, true);
   assert.equal(bodies[0].max_tokens, 48);
@@ -231,7 +258,6 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   assert.equal(await page.locator('.chip').count(), 0, 'attachments not cleared after sending');
   assert.deepEqual(errors, []);
   await ctx.close();
-  await hold.close();
 });
 
 test('Stop mid-answer cancels, and the server slot is free for the next request', async () => {
@@ -409,9 +435,10 @@ const WEATHER_TOOL = { type: 'function', function: { name: 'get_weather', descri
   parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'],
     additionalProperties: false } } };
 
-test('tools: a streamed tool call shows as a card, arguments growing live; the next turn replays it', async () => {
+test('tools: a streamed tool call shows as a card, arguments growing live; the next turn replays it', async (t) => {
   const hold = await startStreamHold((chunk) =>
     Boolean(chunk.choices?.[0]?.delta?.tool_calls?.some((c) => c.function?.arguments)));
+  t.after(hold.close);  // also when an assertion fails: a listening proxy would keep the run alive
   const { page, ctx, errors } = await openPage({ maxTokens: 80, tools: JSON.stringify([WEATHER_TOOL]),
     toolChoice: 'required' }, hold.url);
   const bodies = chatBodies(page);
@@ -420,7 +447,8 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   await page.fill('#prompt', 'What is the weather in Paris?');
   await page.press('#prompt', 'Enter');
   const partial = await shownWhileHeld(page, hold, '.tool-card code', 'tool-call arguments');
-  hold.release();
+  assert.equal(noSpace(partial), noSpace(deltaArguments(hold.beforeHold())),
+    'shown while held: the arguments streamed so far');
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.deepEqual(bodies[0].tools, [WEATHER_TOOL]);
   assert.equal(bodies[0].tool_choice, 'required');
@@ -431,7 +459,9 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   const args = await card.locator('code').textContent();
   assert.ok(['Paris', 'Oslo'].includes(JSON.parse(args).city), args);
   assert.equal(args, JSON.stringify(JSON.parse(args), null, 2), 'arguments pretty-printed');
-  assert.ok(args.length > partial.length, `arguments did not grow while streaming: ${JSON.stringify([partial, args])}`);
+  assert.equal(noSpace(args), noSpace(deltaArguments(hold.all())));
+  if (deltaArguments(hold.all()).length > deltaArguments(hold.beforeHold()).length)
+    assert.ok(args.length > partial.length, `arguments did not grow while streaming: ${JSON.stringify([partial, args])}`);
   assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /tool call/);
   // The call goes back as the assistant turn's tool_calls, and the server takes it.
   await page.fill('#prompt', 'Thanks.');
@@ -445,7 +475,6 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   assert.equal(await lastAnswer(page).locator('.answer-error').isHidden(), true);
   assert.deepEqual(errors, []);
   await ctx.close();
-  await hold.close();
 });
 
 test('answer format JSON schema, set in Settings: the answer is pretty-printed JSON, not Markdown', async () => {
