@@ -304,7 +304,9 @@ int cmd_bench(int argc, char** argv) {
   const double weight_bytes = static_cast<double>(model.weights().decode_bytes);
   const double kv_bytes_per_position = static_cast<double>(cache.bytes_per_position());
   struct Round {
-    double tok_s, bytes_per_token, gb_s, bw_gb_s, fraction;
+    double tok_s, bytes_per_token, bw_gb_s;
+    double gb_s() const { return bytes_per_token * tok_s / 1e9; }
+    double fraction() const { return gb_s() / bw_gb_s; }
   };
   std::vector<Round> rounds;
   for (int round = 0; round < kRounds; ++round) {
@@ -320,19 +322,18 @@ int cmd_bench(int argc, char** argv) {
     }
     const double seconds = seconds_since(t);
     const double bw = measure_read_bandwidth_gbs(pool, bw_buf.get(), bw_floats, 2);
-    const double gb_s = bytes / seconds / 1e9;
-    rounds.push_back({steps / seconds, bytes / steps, gb_s, bw, gb_s / bw});
+    rounds.push_back({steps / seconds, bytes / steps, bw});
   }
   bw_buf.reset();
-  std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.fraction < b.fraction; });
+  std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.fraction() < b.fraction(); });
   const Round& mid = rounds[rounds.size() / 2];
   j["decode_tok_s"] = mid.tok_s;
   j["decode_weight_bytes_per_token"] = model.weights().decode_bytes;
   j["decode_kv_bytes_per_token"] = mid.bytes_per_token - weight_bytes;  // mean over the round
-  j["decode_gb_s"] = mid.gb_s;
+  j["decode_gb_s"] = mid.gb_s();
   j["read_bandwidth_gb_s"] = mid.bw_gb_s;
-  j["decode_bandwidth_fraction"] = mid.fraction;
-  j["decode_bandwidth_fraction_range"] = {rounds.front().fraction, rounds.back().fraction};
+  j["decode_bandwidth_fraction"] = mid.fraction();
+  j["decode_bandwidth_fraction_range"] = {rounds.front().fraction(), rounds.back().fraction()};
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
   concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);
