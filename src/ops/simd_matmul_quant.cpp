@@ -76,6 +76,7 @@ struct XQ {
 
 constexpr int64_t kRB = quant::kBlockRows;
 constexpr int64_t kQPrefetchBytes = 4096;
+constexpr int64_t kQScalePrefetchBytes = 1024;  // 32 groups of scales ahead
 
 #if HWY_ARCH_X86
 // Prefetches (into L2) the 4 KB page that starts within [p, p + bytes), if
@@ -133,9 +134,9 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
   const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr int kChains = 4;
   for (int64_t g = 0; g < G; ++g) {
-    // The codes and, 1 KB (32 groups) ahead, the scales: a stream of their own.
+    // The codes, and the scales: a stream of their own.
     PrefetchPageStart(codes + kQPrefetchBytes, bgb);
-    PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + 1024, kRB * 2);
+    PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + kQScalePrefetchBytes, kRB * 2);
     const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRB)));
     // w[t] pairs with x codes 4t..4t+3 of the group.
     __m512i w[8];
@@ -206,7 +207,7 @@ HWY_INLINE void QBlockMaddubs(const quant::View& v, int64_t b, const XQ& xq, flo
     // 3 alternating runs): q4 0.74-0.78 of the probe against 0.50-0.58 with a
     // prefetch of every line, q8 0.84-0.88 against 0.51-0.59.
     PrefetchPageStart(codes + kQPrefetchBytes, bgb);
-    PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + 1024, kRB * 2);
+    PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + kQScalePrefetchBytes, kRB * 2);
     for (int h = 0; h < 2; ++h) {
       const __m256 sw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + g * kRB + h * 8)));
       // Unit t of rows 8h..8h+7 (32 bytes); w[t] pairs with x codes 4t..4t+3.
