@@ -116,7 +116,7 @@ async function openPage(settings = {}, url = base) {
 const lastAnswer = (page) => page.locator('.answer').last();
 
 // Once `hold` holds the stream, the text of the last answer's first `selector`: it must show
-// while the answer is still streaming.
+// while the answer is still streaming. Releases the hold.
 async function shownWhileHeld(page, hold, selector, what) {
   await hold.held;
   try {
@@ -202,6 +202,17 @@ function deltaArguments(chunks) {
 }
 const noSpace = (text) => text.replace(/\s/g, '');
 
+// What a streamed answer showed while held (`shown`) and at the end (`final`), against what the
+// proxy forwarded (`join` of its chunks: deltaText or deltaArguments): the pieces so far while
+// held, all of them at the end, and more at the end if more came after the hold. Whitespace is
+// not compared: the page may pretty-print.
+function assertShownAsStreamed(hold, join, shown, final, what) {
+  assert.equal(noSpace(shown), noSpace(join(hold.beforeHold())), `shown while held: the ${what} streamed so far`);
+  assert.equal(noSpace(final), noSpace(join(hold.all())));
+  if (join(hold.all()).length > join(hold.beforeHold()).length)
+    assert.ok(final.length > shown.length, `${what} did not grow while streaming: ${JSON.stringify([shown, final])}`);
+}
+
 // The answer text a chat-completion SSE response carried (the deltas joined).
 async function streamedText(response) {
   let text = '';
@@ -239,13 +250,10 @@ test('upload by file picker, image cost shown, Enter sends, answer streams in', 
   // network read; the stream is held after its first piece of text, which must show by itself.
   await page.press('#prompt', 'Enter');
   const first = await shownWhileHeld(page, hold, '.answer-body', 'answer text');
-  assert.equal(noSpace(first), noSpace(deltaText(hold.beforeHold())), 'shown while held: the text streamed so far');
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   const text = await lastAnswer(page).locator('.answer-body').textContent();
   assert.ok(text.trim().length > 0, 'answer text is empty');
-  assert.equal(noSpace(text), noSpace(deltaText(hold.all())));
-  if (deltaText(hold.all()).length > deltaText(hold.beforeHold()).length)
-    assert.ok(text.length > first.length, `answer did not grow after its first piece: ${JSON.stringify([first, text])}`);
+  assertShownAsStreamed(hold, deltaText, first, text, 'answer text');
   assert.equal(bodies.length, 1);
   assert.equal(bodies[0].stream, true);
   assert.equal(bodies[0].max_tokens, 48);
@@ -447,8 +455,6 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   await page.fill('#prompt', 'What is the weather in Paris?');
   await page.press('#prompt', 'Enter');
   const partial = await shownWhileHeld(page, hold, '.tool-card code', 'tool-call arguments');
-  assert.equal(noSpace(partial), noSpace(deltaArguments(hold.beforeHold())),
-    'shown while held: the arguments streamed so far');
   await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
   assert.deepEqual(bodies[0].tools, [WEATHER_TOOL]);
   assert.equal(bodies[0].tool_choice, 'required');
@@ -459,9 +465,7 @@ test('tools: a streamed tool call shows as a card, arguments growing live; the n
   const args = await card.locator('code').textContent();
   assert.ok(['Paris', 'Oslo'].includes(JSON.parse(args).city), args);
   assert.equal(args, JSON.stringify(JSON.parse(args), null, 2), 'arguments pretty-printed');
-  assert.equal(noSpace(args), noSpace(deltaArguments(hold.all())));
-  if (deltaArguments(hold.all()).length > deltaArguments(hold.beforeHold()).length)
-    assert.ok(args.length > partial.length, `arguments did not grow while streaming: ${JSON.stringify([partial, args])}`);
+  assertShownAsStreamed(hold, deltaArguments, partial, args, 'tool-call arguments');
   assert.match(await lastAnswer(page).locator('.answer-meta').textContent(), /tool call/);
   // The call goes back as the assistant turn's tool_calls, and the server takes it.
   await page.fill('#prompt', 'Thanks.');
