@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
       }
       hwy::SetSupportedTargetsForTest(chosen);
     } else {
-      std::fprintf(stderr,
-                   "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]\n");
+      std::fprintf(
+          stderr, "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]\n");
       return 2;
     }
   }
