@@ -29,6 +29,7 @@
 
 #include "ops/quant.h"
 #include "ops/scalar.h"
+#include "ops/scratch.h"
 #include "ops/simd_matmul.h"
 #include "ops/work_pieces.h"
 
@@ -94,46 +95,77 @@ struct Bf16Rows {
 
 constexpr int64_t kPrefetchBytes = 4096;
 
-// Accumulators per (x row, weight row) pair: with 32 registers, two, the
-// even and the odd vectors of each group of 32 columns, so a row multiplied
-// alone (m = 1, one row at a time) runs two FMA chains instead of waiting
-// on one: the latency of a single chain held bf16 decode at half the read
-// bandwidth (0.49 on Zen 5). With 16 registers, one (unchanged).
-constexpr int kAcc = kMV == 3 ? 2 : 1;
+// Weights are read once per token: prefetched non-temporally (prefetchnta
+// on x86), they pass through without evicting x from L1. Measured on Zen 5,
+// 2 threads, 512 MB of bf16 rows against the read probe: 0.90-0.93 (k =
+// 2048) and 0.82-0.87 (k = 6144, one row at a time) with NTA; 0.50-0.75
+// with prefetcht0, with one prefetcht1 per page, or with none.
+HWY_INLINE void PrefetchWeights(const uint8_t* p) { __builtin_prefetch(p, 0, 0); }
+
+// Accumulators per (x row, weight row) pair. With 32 registers, four: a
+// row multiplied alone (m = 1) is a chain of FMAs, each waiting on the last
+// (4 cycles on Zen 5): with two chains the kernel ran at 60-71 GB/s a core
+// from L2, too close to the 40+ a core must draw from memory to keep up;
+// with four (two groups of 32 columns per step), at 90-93.
+// With 16 registers, one (unchanged).
+constexpr int kAcc = kMV == 3 ? 4 : 1;
+constexpr int kV = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vectors per group of 32
+// Groups per step of SmallBlock's loop, each feeding its own chains.
+constexpr int kGroupsPerStep = kAcc > kV ? kAcc / kV : 1;
+
+// The group of columns [c, c + 32) of R weight rows (row r at w0 + r·row_bytes,
+// bytes) into acc: vector u to chain (G·V + u) mod kAcc. `pf` is the address
+// to prefetch for row 0, the others a row apart.
+template <int M, int R, int G, class Rows>
+HWY_INLINE void SmallGroup(const Rows& rows, const float* x, int64_t xs, int64_t n, int64_t c, const uint8_t* pf,
+                           int64_t row_bytes, VF (&acc)[M][R][kAcc]) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF w[R][kV];
+  for (int r = 0; r < R; ++r) {
+    PrefetchWeights(pf + r * row_bytes);
+    rows.template LoadGroup<kV>(d, n + r, c, w[r]);
+  }
+  for (int u = 0; u < kV; ++u)
+    for (int i = 0; i < M; ++i) {
+      const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
+      for (int r = 0; r < R; ++r) acc[i][r][(G * kV + u) % kAcc] = hn::MulAdd(xv, w[r][u], acc[i][r][(G * kV + u) % kAcc]);
+    }
+}
 
 // R weight rows [n, n+R) against M rows of x (padded with zeros to xs floats
 // per row). Accumulators: M·R·kAcc vectors. Each (x row, weight row) pair
-// sums in the same order whatever M and R are.
+// sums in the same order whatever M and R are: vector u of group g goes to
+// chain (g·V + u) mod kAcc.
 template <int M, int R, class Rows>
 HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
                            float* y, int64_t ldy) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  constexpr int V = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vectors per group of 32
   VF acc[M][R][kAcc];
   for (int i = 0; i < M; ++i)
     for (int r = 0; r < R; ++r)
       for (int a = 0; a < kAcc; ++a) acc[i][r][a] = hn::Zero(d);
-  const int64_t end = rows.group_end();
-  for (int64_t c = 0; c < end; c += quant::kGroup) {
-    VF w[R][V];
-    for (int r = 0; r < R; ++r) {
-      // Each row is its own short stream (a page for k = 2048 bf16); run
-      // ahead of the hardware prefetcher, into the same row of the next
-      // block near the end of the row, so a new block does not start cold.
-      const int64_t ahead = c * Rows::kBytes + kPrefetchBytes, row_bytes = k * Rows::kBytes;
-      if (ahead < row_bytes)
-        hwy::Prefetch(static_cast<const uint8_t*>(rows.Addr(n + r, 0)) + ahead);
-      else if (n + R + r < rows.n)
-        hwy::Prefetch(static_cast<const uint8_t*>(rows.Addr(n + R + r, 0)) + (ahead - row_bytes));
-      rows.template LoadGroup<V>(d, n + r, c, w[r]);
+  // Each row is its own short stream (a page for k = 2048 bf16); run ahead
+  // of the hardware prefetcher, kPrefetchBytes into the row, then past its
+  // end into the same row of the next block (rows are contiguous: R - 1
+  // rows further on), so a new block does not start cold.
+  const int64_t end = rows.group_end(), row_bytes = k * Rows::kBytes;
+  const uint8_t* row0 = static_cast<const uint8_t*>(rows.Addr(n, 0));
+  const int64_t c_next = std::max<int64_t>(0, (row_bytes - kPrefetchBytes) / Rows::kBytes);  // prefetch leaves the row
+  constexpr int64_t kStep = kGroupsPerStep * quant::kGroup;
+  int64_t c = 0;
+  for (int phase = 0; phase < 2; ++phase) {
+    const int64_t stop = phase == 0 ? std::min(end, c_next) / kStep * kStep : end / kStep * kStep;
+    const uint8_t* pf = row0 + kPrefetchBytes + (phase == 0 ? 0 : (R - 1) * row_bytes);
+    for (; c < stop; c += kStep) {
+      SmallGroup<M, R, 0>(rows, x, xs, n, c, pf + c * Rows::kBytes, row_bytes, acc);
+      if constexpr (kGroupsPerStep > 1)
+        SmallGroup<M, R, 1>(rows, x, xs, n, c + quant::kGroup, pf + (c + quant::kGroup) * Rows::kBytes, row_bytes, acc);
     }
-    for (int u = 0; u < V; ++u)
-      for (int i = 0; i < M; ++i) {
-        const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
-        for (int r = 0; r < R; ++r) acc[i][r][u % kAcc] = hn::MulAdd(xv, w[r][u], acc[i][r][u % kAcc]);
-      }
   }
+  if (c < end)  // an odd last group (kGroupsPerStep 2)
+    SmallGroup<M, R, 0>(rows, x, xs, n, c, row0 + kPrefetchBytes + (R - 1) * row_bytes + c * Rows::kBytes, row_bytes, acc);
   // Remaining whole vectors, then single columns.
   const int64_t vend = std::max(end, rows.vec_end(static_cast<size_t>(N)));
   for (int64_t c = end; c < vend; c += N)
@@ -160,25 +192,24 @@ template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
   if constexpr (kMV == 3 && M > 4) {
-    // 32 registers: x rows 0-3, then the rest against the same 2 weight
-    // rows, which the first pass left in L1 (M·R·kAcc accumulators for
-    // M > 4 would spill).
-    int64_t n = n0;
-    for (; n + 2 <= n1; n += 2) {  // 4·2·kAcc = 16 accumulators
-      SmallBlock<4, 2>(rows, x, xs, k, n, bias, y, ldy);
-      SmallBlock<M - 4, 2>(rows, x + 4 * xs, xs, k, n, bias, y + 4 * ldy, ldy);
+    // 32 registers: x rows 0-3, then the rest against the same weight row,
+    // which the first pass left in L1 (M·kAcc accumulators for M > 4 would
+    // spill).
+    for (int64_t n = n0; n < n1; ++n) {  // 4·kAcc = 16 accumulators
+      SmallBlock<4, 1>(rows, x, xs, k, n, bias, y, ldy);
+      SmallBlock<M - 4, 1>(rows, x + 4 * xs, xs, k, n, bias, y + 4 * ldy, ldy);
     }
-    for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
-  } else if (std::is_same_v<Rows, Bf16Rows> && M * k <= 4096) {
+  } else if (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096)) {
     // One row at a time: the thread's rows are one sequential stream (rows
-    // are contiguous), which the prefetchers serve best, while x (<= 16 KB)
-    // stays in L1; M FMA chains per row are still faster than memory.
-    // Measured: faster than 4 rows at m = 1, k = 2048, slower at k = 6144 (x
-    // then streams from L2 once per row), and slower for f32 weights.
+    // are contiguous), which the prefetchers serve best, while x stays in
+    // L1 (the weights, prefetched non-temporally, do not evict it); the
+    // kAcc FMA chains per row are faster than memory. Measured at m = 1
+    // against 4 rows at a time: 0.82-0.87 of the read probe against 0.72
+    // at k = 6144 (Zen 5, 2 threads); slower for f32 weights.
     for (int64_t n = n0; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
   } else {
     // Rows per block: M·R·kAcc accumulators + R·(32/lanes) weight vectors must fit the register file.
-    constexpr int R = kMV == 3 ? (M <= 2 ? 4 : 2) : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
+    constexpr int R = kMV == 3 ? (M == 1 ? 4 : M == 2 ? 2 : 1) : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
     int64_t n = n0;
     for (; n + R <= n1; n += R) SmallBlock<M, R>(rows, x, xs, k, n, bias, y, ldy);
     for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
@@ -226,7 +257,7 @@ void MatmulSmallM(const float* x_in, int64_t m, int64_t ldx, std::span<const Mat
   // x copied once, zero-padded to whole groups.
   // Row stride padded 64 bytes off a power of two so x rows do not share L1 sets.
   const int64_t xs = quant::padded_cols(k) + 16;
-  thread_local std::vector<float> xpad;
+  thread_local ScratchVector<float> xpad;
   xpad.assign(static_cast<size_t>(m * xs), 0.0f);
   for (int64_t i = 0; i < m; ++i) std::memcpy(xpad.data() + i * xs, x_in + i * ldx, sizeof(float) * k);
   const float* x = xpad.data();
