@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/scratch.h"
 #include "ops/amx_matmul.h"
 #include "ops/amx_tiles.h"
 #include "ops/cpu_features.h"
@@ -87,7 +88,7 @@ inline void split(float v, int parts, uint16_t* out) {
 XTiles pack_x(const simd::MatmulArgs& a, int parts, ThreadPool& pool) {
   const int64_t k = a.w->cols();
   const int64_t tiles = (a.m + kPairRows - 1) / kPairRows * 2, steps = (k + kStep - 1) / kStep;
-  thread_local std::vector<uint32_t> scratch;
+  thread_local ScratchVector<uint32_t> scratch;
   scratch.resize(static_cast<size_t>(parts * tiles * steps * kT * kT));
   uint32_t* pairs = scratch.data();  // the caller's: in the lambda, `scratch` would be the worker's own
   pool.parallel_for(tiles * kT, [&](int64_t i0, int64_t i1, int) {

@@ -357,7 +357,7 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
   // Kt [kv_heads][tiles][dh][tile], zero past nkv. Vp [kv_heads][nkv][dh]:
   // each head's value rows packed densely, so a block of rows is not
   // kv_stride (often a multiple of 4 KB) apart, where they would share L1 sets.
-  thread_local std::vector<float> kt_buf, vp_buf;
+  thread_local ScratchVector<float> kt_buf, vp_buf;
   fit_scratch(kt_buf, static_cast<size_t>(p.kv_heads * tiles * dh * tile));
   fit_scratch(vp_buf, static_cast<size_t>(p.kv_heads * p.nkv * dh));
   float* kt = kt_buf.data();
@@ -365,7 +365,7 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
   // One item per tile of positions, all heads: the rows of a tile (a few
   // hundred KB) stay in L2 while each head's 16 KB tile is written in L1.
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
-    thread_local std::vector<float> krow_buf;  // one K row widened (f16 K/V)
+    thread_local ScratchVector<float> krow_buf;  // one K row widened (f16 K/V)
     krow_buf.resize(static_cast<size_t>(dh));
     for (int64_t jt = b; jt < e; ++jt) {
       const int64_t j0 = jt * tile, j1 = std::min(p.nkv, j0 + tile);
@@ -391,7 +391,7 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
   const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   const int64_t qblocks = (p.nq + kBq - 1) / kBq;
   pool.parallel_for(p.q_heads * qblocks, [&](int64_t b, int64_t e, int) {
-    thread_local std::vector<float> scratch;
+    thread_local ScratchVector<float> scratch;
     scratch.resize(static_cast<size_t>(2 * kBq * dh + kBq * bk_max + 2 * kBq));
     float* qs = scratch.data();       // [kBq][dh] scaled queries
     float* o = qs + kBq * dh;         // [kBq][dh] unnormalised output
@@ -474,11 +474,11 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
   const int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
   const int64_t hgroups = std::min<int64_t>(p.kv_heads, pool.size());
   const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
-  thread_local std::vector<float> parts_buf;
+  thread_local ScratchVector<float> parts_buf;
   parts_buf.resize(static_cast<size_t>(p.nq * nchunks * part));
   float* parts = parts_buf.data();
   pool.parallel_for(p.nq * nchunks * hgroups, [&](int64_t b, int64_t e, int) {
-    thread_local std::vector<float> scratch;
+    thread_local ScratchVector<float> scratch;
     scratch.resize(static_cast<size_t>(qh_n * kBlock));
     float* s = scratch.data();  // [qh][kBlock]
     for (int64_t item = b; item < e; ++item) {

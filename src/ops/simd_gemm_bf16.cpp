@@ -18,6 +18,7 @@
 // Highway 1.0.3 has no vdpbf16ps, so this is hand intrinsics in functions
 // compiled for AVX512-BF16, called only when the CPU has it
 // (gemm_bf16_supported); elsewhere matmul() takes the exact path.
+#include "ops/scratch.h"
 #include "ops/simd_gemm_bf16.h"
 
 #include <algorithm>
@@ -151,11 +152,11 @@ void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {
   const int64_t mvt = m > 3 * kLanes && m <= 4 * kLanes ? 4 : kMV;
   const int64_t tm = mvt * kLanes;
   const int64_t tiles = (m + tm - 1) / tm;
-  thread_local std::vector<uint32_t> xt_buf;
+  thread_local ScratchVector<uint32_t> xt_buf;
   xt_buf.resize(static_cast<size_t>(tiles * tm * kp));
   uint32_t* xt = xt_buf.data();
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
-    thread_local std::vector<uint32_t> row;
+    thread_local ScratchVector<uint32_t> row;
     row.resize(static_cast<size_t>(kp + kLanes));
     for (int64_t t = b; t < e; ++t) PackX(a.x, m, a.ldx, k, t * tm, tm, xt + t * tm * kp, row.data());
   });
@@ -167,8 +168,8 @@ void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {
   const uint16_t* w = static_cast<const uint16_t*>(a.w->data());
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
-    thread_local std::vector<uint32_t> wp_buf;
-    thread_local std::vector<float> out_buf;
+    thread_local ScratchVector<uint32_t> wp_buf;
+    thread_local ScratchVector<float> out_buf;
     wp_buf.resize(static_cast<size_t>(kPanels * kNR * ks));
     out_buf.resize(static_cast<size_t>(kNR * tm));
     float* out = out_buf.data();

@@ -335,7 +335,7 @@ void MatmulGemm(const MatmulArgs& a, ThreadPool& pool) {
   const int64_t mvt = kMV == 3 && m > 3 * lanes && m <= 4 * lanes ? 4 : kMV;
   const int64_t tm = mvt * lanes;
   const int64_t tiles = (m + tm - 1) / tm;
-  thread_local std::vector<float> xt_buf;
+  thread_local ScratchVector<float> xt_buf;
   xt_buf.resize(static_cast<size_t>(tiles * tm * k));
   float* xt = xt_buf.data();
   pool.parallel_for(tiles, [&](int64_t b, int64_t e, int) {
@@ -354,7 +354,7 @@ void MatmulGemm(const MatmulArgs& a, ThreadPool& pool) {
   std::atomic<int64_t> next{0};
   WithRows(*a.w, [&](const auto& rows) {
     pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
-      thread_local std::vector<float> wp_buf, out_buf;
+      thread_local ScratchVector<float> wp_buf, out_buf;
       wp_buf.resize(static_cast<size_t>(kPanels * kNR * ks));
       out_buf.resize(static_cast<size_t>(kNR * tm));
       float* out = out_buf.data();

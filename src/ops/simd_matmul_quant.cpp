@@ -31,6 +31,7 @@
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL
 #endif
+#include "ops/scratch.h"
 #include "ops/simd_config.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -407,9 +408,9 @@ void MatmulQuantSmallM(const float* x, int64_t m, int64_t ldx, std::span<const M
   // x rounded once for every output (they share its format and k).
   const quant::View v0 = quant::view(*outs[0].w);
   const int64_t k = outs[0].w->cols(), G = v0.groups, cs = CodesStride(G);
-  thread_local std::vector<int8_t> codes;
-  thread_local std::vector<float> scales;
-  thread_local std::vector<int32_t> corr;
+  thread_local ScratchVector<int8_t> codes;
+  thread_local ScratchVector<float> scales;
+  thread_local ScratchVector<int32_t> corr;
   codes.resize(static_cast<size_t>(m * cs));
   scales.resize(static_cast<size_t>(m * G));
   corr.resize(static_cast<size_t>(m * G));
@@ -443,9 +444,9 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   const quant::View v = quant::view(*a.w);
   const int64_t G = v.groups, blocks = quant::row_blocks(n);
   const int32_t offset = v.q8 ? 128 : 8;
-  thread_local std::vector<int8_t> codes_buf;
-  thread_local std::vector<float> scales_buf;
-  thread_local std::vector<int32_t> corr_buf;
+  thread_local ScratchVector<int8_t> codes_buf;
+  thread_local ScratchVector<float> scales_buf;
+  thread_local ScratchVector<int32_t> corr_buf;
   codes_buf.resize(static_cast<size_t>(m * G * quant::kGroup));
   scales_buf.resize(static_cast<size_t>(m * G));
   corr_buf.resize(static_cast<size_t>(m * G));
@@ -468,9 +469,9 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
     return XQ{codes + i0 * G * quant::kGroup, scales + i0 * G, corr + i0 * G, quant::kGroup, rows * quant::kGroup, 1, rows};
   };
   pool.parallel_for(chunks, [&](int64_t c0, int64_t c1, int) {
-    thread_local std::vector<int8_t> row_codes;  // this worker's own
-    thread_local std::vector<float> row_scales;
-    thread_local std::vector<int32_t> row_corr;
+    thread_local ScratchVector<int8_t> row_codes;  // this worker's own
+    thread_local ScratchVector<float> row_scales;
+    thread_local ScratchVector<int32_t> row_corr;
     row_codes.resize(static_cast<size_t>(G * quant::kGroup));
     row_scales.resize(static_cast<size_t>(G));
     row_corr.resize(static_cast<size_t>(G));
