@@ -124,13 +124,20 @@ float Dot(const float* a, const T* b, int64_t n) {
   return s;
 }
 
+template <class T>
+HWY_INLINE void Prefetch(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) hwy::Prefetch(p + i);
+}
+
 // s[g·ss] = Dot(q + g·dh, k, dh) · scale for the G query heads that share one
 // kv head (GQA), each bit for bit as Dot computes it, with the key row loaded
-// (and widened from f16) once for all of them instead of once per head.
-template <int G, class T>
-HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh, float scale, float* s, int64_t ss) {
+// (and widened from f16) once for all of them instead of once per head. DH is
+// dh when known at compile time (0: dh at run time).
+template <int G, int DH, class T>
+HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh_run, float scale, float* s, int64_t ss) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t dh = DH > 0 ? DH : dh_run;
   VF s0[G], s1[G];
   for (int g = 0; g < G; ++g) s0[g] = s1[g] = hn::Zero(d);
   int64_t i = 0;
@@ -153,16 +160,42 @@ HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh, float scale, fl
   }
 }
 
-template <class T>
-void DotGroup(const float* q, const T* k, int64_t dh, int64_t group, float scale, float* s, int64_t ss) {
-  switch (group) {
-    case 1: return DotHeads<1>(q, k, dh, scale, s, ss);
-    case 2: return DotHeads<2>(q, k, dh, scale, s, ss);
-    case 4: return DotHeads<4>(q, k, dh, scale, s, ss);
-    case 8: return DotHeads<8>(q, k, dh, scale, s, ss);
-    default:
-      for (int64_t g = 0; g < group; ++g) s[g * ss] = Dot(q + g * dh, k, dh) * scale;
+// Scores of key rows [0, bk) (row t at k + t·kv_stride) for kv heads
+// [kv0, kv1) and their G query heads each: s[h·ss + t], h the query head, as
+// DotHeads gives them. The next rows are prefetched `ahead` rows on while
+// t + ahead < prefetch_end. One call per block, so the head count and dh are
+// constants inside and the per-row loop keeps its sums in registers.
+template <int G, int DH, class T>
+HWY_NOINLINE void ScoreRows(const float* q, const T* k, int64_t kv_stride, int64_t kv0, int64_t kv1, int64_t dh,
+                            int64_t bk, float scale, float* s, int64_t ss, int64_t ahead, int64_t prefetch_end) {
+  for (int64_t t = 0; t < bk; ++t) {
+    const T* krow = k + t * kv_stride;
+    if (t + ahead < prefetch_end) Prefetch(krow + ahead * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+    for (int64_t kvh = kv0; kvh < kv1; ++kvh)
+      DotHeads<G, DH>(q + kvh * G * dh, krow + kvh * dh, dh, scale, s + kvh * G * ss + t, ss);
   }
+}
+
+template <class T>
+void ScoreGroup(const float* q, const T* k, int64_t kv_stride, int64_t kv0, int64_t kv1, int64_t dh, int64_t group,
+                int64_t bk, float scale, float* s, int64_t ss, int64_t ahead, int64_t prefetch_end) {
+#define QVL_SCORE_ROWS(G)                                                                                         \
+  return dh == 128 ? ScoreRows<G, 128>(q, k, kv_stride, kv0, kv1, dh, bk, scale, s, ss, ahead, prefetch_end)     \
+                   : ScoreRows<G, 0>(q, k, kv_stride, kv0, kv1, dh, bk, scale, s, ss, ahead, prefetch_end)
+  switch (group) {
+    case 1: QVL_SCORE_ROWS(1);
+    case 2: QVL_SCORE_ROWS(2);
+    case 4: QVL_SCORE_ROWS(4);
+    case 8: QVL_SCORE_ROWS(8);
+    default:
+      for (int64_t t = 0; t < bk; ++t) {
+        const T* krow = k + t * kv_stride;
+        if (t + ahead < prefetch_end) Prefetch(krow + ahead * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+        for (int64_t h = kv0 * group; h < kv1 * group; ++h)
+          s[h * ss + t] = Dot(q + h * dh, krow + h / group * dh, dh) * scale;
+      }
+  }
+#undef QVL_SCORE_ROWS
 }
 
 // o[g·dh ..] += Σ_t w[g·ws + t] · v[t·vstride ..] for the G query heads that
@@ -211,10 +244,6 @@ void AccumulateGroup(float* o, int64_t dh, const T* v, int64_t vstride, const fl
 
 // ------------------------------------------------------------ tiled
 
-template <class T>
-HWY_INLINE void Prefetch(const T* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) hwy::Prefetch(p + i);
-}
 
 // 2^x for x <= 0: half the work of a general exp, which is a tenth of the
 // attention's time otherwise. x = n + f with n = round(x), |f| <= 1/2; 2^f
@@ -496,12 +525,7 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
       const float* qi = q + i * p.q_stride;
       for (int64_t j0 = lo; j0 < hi; j0 += kBlock) {
         const int64_t bk = std::min(kBlock, hi - j0);
-        for (int64_t t = 0; t < bk; ++t) {
-          const T* krow = k + (j0 + t) * p.kv_stride;
-          if (j0 + t + kAhead < hi) Prefetch(krow + kAhead * p.kv_stride + kv0 * dh, (kv1 - kv0) * dh);
-          for (int64_t kvh = kv0; kvh < kv1; ++kvh)
-            DotGroup(qi + kvh * group * dh, krow + kvh * dh, dh, group, p.scale, s + kvh * group * kBlock + t, kBlock);
-        }
+        ScoreGroup(qi, k + j0 * p.kv_stride, p.kv_stride, kv0, kv1, dh, group, bk, p.scale, s, kBlock, kAhead, hi - j0);
         for (int64_t h = h0; h < h1; ++h) {
           float* sh = s + h * kBlock;
           const float m_new = std::max(m[h], MaxOf(sh, bk));
