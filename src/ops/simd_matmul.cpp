@@ -102,13 +102,14 @@ constexpr int64_t kPrefetchBytes = 4096;
 // with prefetcht0, with one prefetcht1 per page, or with none.
 HWY_INLINE void PrefetchWeights(const uint8_t* p) { __builtin_prefetch(p, 0, 0); }
 
-// Accumulators per (x row, weight row) pair. With 32 registers, four: a
-// row multiplied alone (m = 1) is a chain of FMAs, each waiting on the last
-// (4 cycles on Zen 5): with two chains the kernel ran at 60-71 GB/s a core
-// from L2, too close to the 40+ a core must draw from memory to keep up;
-// with four (two groups of 32 columns per step), at 90-93.
-// With 16 registers, one (unchanged).
-constexpr int kAcc = kMV == 3 ? 4 : 1;
+// Accumulators per (x row, weight row) pair: four. A row multiplied alone
+// (m = 1) is a chain of FMAs, each waiting on the last (4 cycles on Zen 5):
+// with two chains the AVX-512 kernel ran at 60-71 GB/s a core from L2, too
+// close to the 40+ a core must draw from memory to keep up; with four (two
+// groups of 32 columns per step), at 90-93. The AVX2 kernel with one chain
+// ran bf16 decode at 30 GB/s on 2 cores (the loop is 4 FMAs into one
+// register per 64 bytes).
+constexpr int kAcc = 4;
 constexpr int kV = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vectors per group of 32
 // Groups per step of SmallBlock's loop, each feeding its own chains.
 constexpr int kGroupsPerStep = kAcc > kV ? kAcc / kV : 1;
@@ -188,28 +189,40 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
   }
 }
 
+// x rows held at once against one weight row: M·kAcc accumulators and a
+// group's weight vectors must fit the register file.
+constexpr int kMaxX = kMV == 3 ? 4 : 2;
+
+// Weight row n against all M rows of x, kMaxX rows of x at a time; the
+// weight row stays in L1 for the later passes.
+template <int M, class Rows>
+HWY_INLINE void RowAgainstAllX(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
+                               float* y, int64_t ldy) {
+  if constexpr (M <= kMaxX) {
+    SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
+  } else {
+    SmallBlock<kMaxX, 1>(rows, x, xs, k, n, bias, y, ldy);
+    RowAgainstAllX<M - kMaxX>(rows, x + kMaxX * xs, xs, k, n, bias, y + kMaxX * ldy, ldy);
+  }
+}
+
 template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
-  if constexpr (kMV == 3 && M > 4) {
-    // 32 registers: x rows 0-3, then the rest against the same weight row,
-    // which the first pass left in L1 (M·kAcc accumulators for M > 4 would
-    // spill).
-    for (int64_t n = n0; n < n1; ++n) {  // 4·kAcc = 16 accumulators
-      SmallBlock<4, 1>(rows, x, xs, k, n, bias, y, ldy);
-      SmallBlock<M - 4, 1>(rows, x + 4 * xs, xs, k, n, bias, y + 4 * ldy, ldy);
-    }
-  } else if (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096)) {
+  if constexpr (M > kMaxX) {
+    for (int64_t n = n0; n < n1; ++n) RowAgainstAllX<M>(rows, x, xs, k, n, bias, y, ldy);
+  } else if (kMV != 3 || (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096))) {
     // One row at a time: the thread's rows are one sequential stream (rows
     // are contiguous), which the prefetchers serve best, while x stays in
     // L1 (the weights, prefetched non-temporally, do not evict it); the
     // kAcc FMA chains per row are faster than memory. Measured at m = 1
     // against 4 rows at a time: 0.82-0.87 of the read probe against 0.72
-    // at k = 6144 (Zen 5, 2 threads); slower for f32 weights.
+    // at k = 6144 (Zen 5, 2 threads); slower for f32 weights. With 16
+    // registers, the only block that fits.
     for (int64_t n = n0; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
   } else {
     // Rows per block: M·R·kAcc accumulators + R·(32/lanes) weight vectors must fit the register file.
-    constexpr int R = kMV == 3 ? (M == 1 ? 4 : M == 2 ? 2 : 1) : (M <= 2 ? 4 : M <= 4 ? 2 : 1);
+    constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
     int64_t n = n0;
     for (; n + R <= n1; n += R) SmallBlock<M, R>(rows, x, xs, k, n, bias, y, ldy);
     for (; n < n1; ++n) SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
