@@ -97,9 +97,10 @@ constexpr int64_t kPrefetchBytes = 4096;
 
 // Weights are read once per token: prefetched non-temporally (prefetchnta
 // on x86), they pass through without evicting x from L1. Measured on Zen 5,
-// 2 threads, 512 MB of bf16 rows against the read probe: 0.90-0.93 (k =
-// 2048) and 0.82-0.87 (k = 6144, one row at a time) with NTA; 0.50-0.75
-// with prefetcht0, with one prefetcht1 per page, or with none.
+// 2 threads, one 512 MB bf16 matrix against the read probe over the same
+// bytes (a standalone harness): 0.90-0.93 (k = 2048) and 0.82-0.87 (k =
+// 6144, one row at a time) with NTA; 0.50-0.75 with prefetcht0, with one
+// prefetcht1 per page, or with none.
 HWY_INLINE void PrefetchWeights(const uint8_t* p) { __builtin_prefetch(p, 0, 0); }
 
 // Accumulators per (x row, weight row) pair: four. A row multiplied alone
@@ -114,9 +115,9 @@ constexpr int kV = static_cast<int>(quant::kGroup / hn::MaxLanes(DF()));  // vec
 // Groups per step of SmallBlock's loop, each feeding its own chains.
 constexpr int kGroupsPerStep = kAcc > kV ? kAcc / kV : 1;
 
-// The group of columns [c, c + 32) of R weight rows (row r at w0 + r·row_bytes,
-// bytes) into acc: vector u to chain (G·V + u) mod kAcc. `pf` is the address
-// to prefetch for row 0, the others a row apart.
+// Columns [c, c + 32) of weight rows [n, n + R) against M rows of x into
+// acc, vector u of the group to chain (G·V + u) mod kAcc. `pf` is the
+// address to prefetch for row n; row n + r's is r·row_bytes further.
 template <int M, int R, int G, class Rows>
 HWY_INLINE void SmallGroup(const Rows& rows, const float* x, int64_t xs, int64_t n, int64_t c, const uint8_t* pf,
                            int64_t row_bytes, VF (&acc)[M][R][kAcc]) {
@@ -127,11 +128,13 @@ HWY_INLINE void SmallGroup(const Rows& rows, const float* x, int64_t xs, int64_t
     PrefetchWeights(pf + r * row_bytes);
     rows.template LoadGroup<kV>(d, n + r, c, w[r]);
   }
-  for (int u = 0; u < kV; ++u)
+  for (int u = 0; u < kV; ++u) {
+    const int a = (G * kV + u) % kAcc;
     for (int i = 0; i < M; ++i) {
       const VF xv = hn::LoadU(d, x + i * xs + c + u * N);
-      for (int r = 0; r < R; ++r) acc[i][r][(G * kV + u) % kAcc] = hn::MulAdd(xv, w[r][u], acc[i][r][(G * kV + u) % kAcc]);
+      for (int r = 0; r < R; ++r) acc[i][r][a] = hn::MulAdd(xv, w[r][u], acc[i][r][a]);
     }
+  }
 }
 
 // R weight rows [n, n+R) against M rows of x (padded with zeros to xs floats
@@ -162,11 +165,13 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
     for (; c < stop; c += kStep) {
       SmallGroup<M, R, 0>(rows, x, xs, n, c, pf + c * Rows::kBytes, row_bytes, acc);
       if constexpr (kGroupsPerStep > 1)
-        SmallGroup<M, R, 1>(rows, x, xs, n, c + quant::kGroup, pf + (c + quant::kGroup) * Rows::kBytes, row_bytes, acc);
+        SmallGroup<M, R, 1>(rows, x, xs, n, c + quant::kGroup, pf + (c + quant::kGroup) * Rows::kBytes, row_bytes,
+                            acc);
     }
   }
   if (c < end)  // an odd last group (kGroupsPerStep 2)
-    SmallGroup<M, R, 0>(rows, x, xs, n, c, row0 + kPrefetchBytes + (R - 1) * row_bytes + c * Rows::kBytes, row_bytes, acc);
+    SmallGroup<M, R, 0>(rows, x, xs, n, c, row0 + kPrefetchBytes + (R - 1) * row_bytes + c * Rows::kBytes, row_bytes,
+                        acc);
   // Remaining whole vectors, then single columns.
   const int64_t vend = std::max(end, rows.vec_end(static_cast<size_t>(N)));
   for (int64_t c = end; c < vend; c += N)
