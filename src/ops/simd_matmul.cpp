@@ -98,8 +98,8 @@ constexpr int64_t kPrefetchBytes = 4096;
 // Weights are read once per token: prefetched non-temporally (prefetchnta
 // on x86), they pass through without evicting x from L1. Measured on Zen 5,
 // 2 threads, one 512 MB bf16 matrix against the read probe over the same
-// bytes (a standalone harness): 0.90-0.93 (k = 2048) and 0.82-0.87 (k =
-// 6144, one row at a time) with NTA; 0.50-0.75 with prefetcht0, with one
+// bytes (a standalone harness): 0.88-0.94 (k = 2048) and 0.82-0.87 (k =
+// 6144, one row at a time) with NTA; 0.61-0.80 with prefetcht0, with one
 // prefetcht1 per page, or with none.
 HWY_INLINE void PrefetchWeights(const uint8_t* p) { __builtin_prefetch(p, 0, 0); }
 
