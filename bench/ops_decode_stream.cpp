@@ -1,9 +1,10 @@
 // Decode's matrix products as decode runs them, over weights much larger than
-// the caches, each pass followed at once by a pass of the read-bandwidth probe:
-// the fraction of the machine's read bandwidth the products reach (issue 15
-// item 4), per round, median over rounds. On a shared machine whose bandwidth
-// drifts by 2x within seconds, a kernel pass and the probe beside it see the
-// same load, so the median ratio is steadier than either figure alone. Each
+// the caches, each round (passes over them for at least 0.2 s) followed at
+// once by a pass of the read-bandwidth probe: the fraction of the machine's
+// read bandwidth the products reach (issue 15 item 4), per round, median over
+// rounds. On a shared machine whose bandwidth drifts by 2x within seconds, a
+// round and the probe beside it see the same load, so the median ratio is
+// steadier than either figure alone. Each
 // round's pair is printed too: on a shared machine the ratio depends on the
 // neighbours' load (quiet rounds, where the probe reads the most, give the
 // highest ratios), and the pairs show it.
@@ -146,9 +147,19 @@ int main(int argc, char** argv) {
     pass();  // warm-up: pages touched, pool awake
     std::vector<double> kernel_gbs, probe_gbs, ratios;
     for (int r = 0; r < rounds; ++r) {
+      // Passes for at least kRoundSeconds: the first few milliseconds after
+      // a probe pass read slower (a 7 ms bf16 pass right after the probe read
+      // 0.6 of it, back to back 0.9), and decode never follows a probe.
+      constexpr double kRoundSeconds = 0.2;
       const Clock::time_point t0 = Clock::now();
-      pass();
-      const double gbs = static_cast<double>(bytes) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+      int passes = 0;
+      double seconds = 0;
+      do {
+        pass();
+        ++passes;
+        seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      } while (seconds < kRoundSeconds);
+      const double gbs = static_cast<double>(bytes) * passes / seconds / 1e9;
       const double probe = qvl::measure_read_bandwidth_gbs(pool, bw_buf.get(), bw_floats, 1);
       kernel_gbs.push_back(gbs);
       probe_gbs.push_back(probe);
