@@ -161,41 +161,42 @@ HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh_run, float scale
 }
 
 // Scores of key rows [0, bk) (row t at k + t·kv_stride) for kv heads
-// [kv0, kv1) and their G query heads each: s[h·ss + t], h the query head, as
-// DotHeads gives them. The next rows are prefetched `ahead` rows on while
-// t + ahead < prefetch_end. One call per block, so the head count and dh are
-// constants inside and the per-row loop keeps its sums in registers.
+// [kv0, kv1) and their `group` query heads each: s[h·ss + t], h the query
+// head, as DotHeads gives them (G = group), or Dot head by head (G = 0, any
+// group). The next rows are prefetched `ahead` rows on while t + ahead <
+// prefetch_end. One call per block, so the head count and dh are constants
+// inside and the per-row loop keeps its sums in registers.
 template <int G, int DH, class T>
 HWY_NOINLINE void ScoreRows(const float* q, const T* k, int64_t kv_stride, int64_t kv0, int64_t kv1, int64_t dh,
-                            int64_t bk, float scale, float* s, int64_t ss, int64_t ahead, int64_t prefetch_end) {
+                            int64_t group, int64_t bk, float scale, float* s, int64_t ss, int64_t ahead,
+                            int64_t prefetch_end) {
   for (int64_t t = 0; t < bk; ++t) {
     const T* krow = k + t * kv_stride;
     if (t + ahead < prefetch_end) Prefetch(krow + ahead * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
-    for (int64_t kvh = kv0; kvh < kv1; ++kvh)
-      DotHeads<G, DH>(q + kvh * G * dh, krow + kvh * dh, dh, scale, s + kvh * G * ss + t, ss);
+    if constexpr (G > 0) {
+      for (int64_t kvh = kv0; kvh < kv1; ++kvh)
+        DotHeads<G, DH>(q + kvh * G * dh, krow + kvh * dh, dh, scale, s + kvh * G * ss + t, ss);
+    } else {
+      for (int64_t h = kv0 * group; h < kv1 * group; ++h)
+        s[h * ss + t] = Dot(q + h * dh, krow + h / group * dh, dh) * scale;
+    }
   }
 }
 
 template <class T>
 void ScoreGroup(const float* q, const T* k, int64_t kv_stride, int64_t kv0, int64_t kv1, int64_t dh, int64_t group,
                 int64_t bk, float scale, float* s, int64_t ss, int64_t ahead, int64_t prefetch_end) {
-#define QVL_SCORE_ROWS(G)                                                                                         \
-  return dh == 128 ? ScoreRows<G, 128>(q, k, kv_stride, kv0, kv1, dh, bk, scale, s, ss, ahead, prefetch_end)     \
-                   : ScoreRows<G, 0>(q, k, kv_stride, kv0, kv1, dh, bk, scale, s, ss, ahead, prefetch_end)
+  auto rows = [&]<int G>() {
+    return dh == 128 ? ScoreRows<G, 128>(q, k, kv_stride, kv0, kv1, dh, group, bk, scale, s, ss, ahead, prefetch_end)
+                     : ScoreRows<G, 0>(q, k, kv_stride, kv0, kv1, dh, group, bk, scale, s, ss, ahead, prefetch_end);
+  };
   switch (group) {
-    case 1: QVL_SCORE_ROWS(1);
-    case 2: QVL_SCORE_ROWS(2);
-    case 4: QVL_SCORE_ROWS(4);
-    case 8: QVL_SCORE_ROWS(8);
-    default:
-      for (int64_t t = 0; t < bk; ++t) {
-        const T* krow = k + t * kv_stride;
-        if (t + ahead < prefetch_end) Prefetch(krow + ahead * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
-        for (int64_t h = kv0 * group; h < kv1 * group; ++h)
-          s[h * ss + t] = Dot(q + h * dh, krow + h / group * dh, dh) * scale;
-      }
+    case 1: return rows.template operator()<1>();
+    case 2: return rows.template operator()<2>();
+    case 4: return rows.template operator()<4>();
+    case 8: return rows.template operator()<8>();
+    default: return ScoreRows<0, 0>(q, k, kv_stride, kv0, kv1, dh, group, bk, scale, s, ss, ahead, prefetch_end);
   }
-#undef QVL_SCORE_ROWS
 }
 
 // o[g·dh ..] += Σ_t w[g·ws + t] · v[t·vstride ..] for the G query heads that
@@ -243,7 +244,6 @@ void AccumulateGroup(float* o, int64_t dh, const T* v, int64_t vstride, const fl
 }
 
 // ------------------------------------------------------------ tiled
-
 
 // 2^x for x <= 0: half the work of a general exp, which is a tenth of the
 // attention's time otherwise. x = n + f with n = round(x), |f| <= 1/2; 2^f

@@ -71,7 +71,9 @@ TEST(Attention, MatchesNaiveSoftmaxAcrossShapes) {
                              {2, 1100, 4, 2, 64, true, 1098}, {3, 700, 2, 1, 32, false, 0}, {1, 1030, 2, 2, 8, true, 600},
                              // several softmax blocks, a partial last key tile, causal rows ending mid-block
                              {200, 200, 2, 2, 64, false, 0}, {40, 300, 4, 2, 64, true, 260}, {97, 97, 2, 1, 128, true, 0},
-                             {33, 577, 1, 1, 16, false, 0}};
+                             {33, 577, 1, 1, 16, false, 0},
+                             // a GQA group size without its own kernel (3), decode and tiled
+                             {1, 100, 6, 2, 64, true, 99}, {20, 50, 6, 2, 64, true, 30}};
   uint32_t seed = 1;
   for (auto cs : cases) {
     AttentionParams p;
