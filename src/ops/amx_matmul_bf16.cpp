@@ -23,12 +23,12 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/scratch.h"
 #include "ops/amx_matmul.h"
 #include "ops/amx_tiles.h"
 #include "ops/cpu_features.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
+#include "ops/scratch.h"
 
 namespace qvl::amx {
 

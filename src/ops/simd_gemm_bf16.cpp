@@ -18,7 +18,6 @@
 // Highway 1.0.3 has no vdpbf16ps, so this is hand intrinsics in functions
 // compiled for AVX512-BF16, called only when the CPU has it
 // (gemm_bf16_supported); elsewhere matmul() takes the exact path.
-#include "ops/scratch.h"
 #include "ops/simd_gemm_bf16.h"
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/scratch.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -31,7 +31,6 @@
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL
 #endif
-#include "ops/scratch.h"
 #include "ops/simd_config.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -48,6 +47,7 @@
 #include "ops/amx_matmul.h"
 #include "ops/quant.h"
 #include "ops/scalar.h"
+#include "ops/scratch.h"
 #include "ops/simd_matmul.h"
 #include "ops/simd_quant.h"
 #include "ops/work_pieces.h"
