@@ -27,7 +27,6 @@
 #include "ops/amx_tiles.h"
 #include "ops/cpu_features.h"
 #include "ops/ops.h"
-#include "ops/scalar.h"
 #include "ops/scratch.h"
 
 namespace qvl::amx {
@@ -66,23 +65,6 @@ struct XTiles {
   }
 };
 
-// Fast: one part, RNE. Exact: hi, mid, lo by truncation (their sum is v).
-inline void split(float v, int parts, uint16_t* out) {
-  if (parts == 1) {
-    out[0] = scalar::round_bf16(v);
-    return;
-  }
-  for (int p = 0; p < 3; ++p) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    out[p] = static_cast<uint16_t>(bits >> 16);
-    bits &= 0xffff0000u;
-    float head;
-    std::memcpy(&head, &bits, 4);
-    v -= head;  // exact: head is v's leading bits
-  }
-}
-
 // Every element is written, padding included (zeros), so the scratch needs
 // no clearing.
 XTiles pack_x(const simd::MatmulArgs& a, int parts, ThreadPool& pool) {
@@ -96,8 +78,8 @@ XTiles pack_x(const simd::MatmulArgs& a, int parts, ThreadPool& pool) {
       const float* row = i < a.m ? a.x + i * a.ldx : nullptr;  // rows past m are zeros
       for (int64_t c = 0; c < steps * kStep; c += 2) {
         uint16_t even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
-        if (row && c < k) split(row[c], parts, even);
-        if (row && c + 1 < k) split(row[c + 1], parts, odd);
+        if (row && c < k) split_bf16(row[c], parts, even);
+        if (row && c + 1 < k) split_bf16(row[c + 1], parts, odd);
         for (int p = 0; p < parts; ++p)
           pairs[((p * tiles + i / kT) * steps + c / kStep) * kT * kT + (c % kStep / 2) * kT + i % kT] =
               uint32_t(even[p]) | uint32_t(odd[p]) << 16;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/scalar.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -86,6 +87,26 @@ class AmxTiles {
   }
 };
 #endif
+
+// A float as tdpbf16ps inputs. parts 1 (Fast): rounded to nearest even
+// (scalar::round_bf16, as the vdpbf16ps kernel rounds). parts 3 (Exact):
+// cut by truncation into hi = v's top 8 significand bits, mid = the next 8
+// of v - hi, lo = the rest, which sum to v exactly (v has 24).
+inline void split_bf16(float v, int parts, uint16_t* out) {
+  if (parts == 1) {
+    out[0] = scalar::round_bf16(v);
+    return;
+  }
+  for (int p = 0; p < 3; ++p) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    out[p] = static_cast<uint16_t>(bits >> 16);
+    bits &= 0xffff0000u;
+    float head;
+    std::memcpy(&head, &bits, 4);
+    v -= head;  // exact: head is v's leading bits
+  }
+}
 
 // The same instructions in scalar code: the twin the AMX kernels are tested
 // against on CPUs without AMX.
