@@ -1,6 +1,7 @@
 // Attention dispatch: splits (query, head) work across threads.
 #include <algorithm>
 
+#include "ops/amx_attention.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
 #include "ops/simd_attention.h"
@@ -17,18 +18,30 @@ void check(const AttentionParams& p) {
     fail("attention: token stride smaller than heads x head_dim");
 }
 
-// Few queries: stream K/V once per kv head (decode). Many: tiles.
+// Few queries: stream K/V once per kv head (decode). Many: tiles, on the AMX
+// unit where it runs.
 template <class T>
 void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   check(p);
   if (p.nq <= 0) return;
   if (p.nq < 16)
     simd::attention_rows(q, k, v, out, p, pool);
+  else if (amx::attention_fits(p) && amx::attention_usable())
+    amx::attention(q, k, v, out, p, pool);
   else
     simd::attention_tiled(q, k, v, out, p, pool);
 }
 
 }  // namespace
+
+const char* attention_amx_status() { return amx::attention_status(); }
+
+const char* attention_kernel_name(const AttentionParams& p) {
+  if (p.nq < 16) return "rows (split-KV), f32 FMA";
+  if (!amx::attention_fits(p) || !amx::attention_usable()) return "tiled, f32 FMA";
+  return p.precision == MatmulPrecision::Fast ? "tiled, AMX tdpbf16ps, fast (bf16 inputs)"
+                                              : "tiled, AMX tdpbf16ps, exact (6 products of bf16 parts)";
+}
 
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                ThreadPool& pool) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ops/thread_pool.h"
+#include "util/formats.h"
 
 namespace qvl {
 
@@ -58,6 +59,10 @@ struct AttentionParams {
   float scale = 0;  // usually 1/sqrt(head_dim)
   bool causal = false;
   int64_t q_pos0 = 0;
+  // Exact: f32 arithmetic, as everywhere. Fast lets many queries (prefill,
+  // vision) run on the AMX unit with q, k, softmax weights and v rounded to
+  // bf16 (amx_attention.h); where AMX is not used it changes nothing.
+  MatmulPrecision precision = MatmulPrecision::Exact;
 };
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                ThreadPool& pool);
@@ -66,6 +71,13 @@ void attention(const float* q, const float* k, const float* v, float* out, const
 // widened K/V, bit for bit.
 void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
                ThreadPool& pool);
+
+// Whether many-query attention (prefill, vision) runs on the AMX tile unit
+// here (amx_attention.h): "used", or why not ("no AMX-BF16 on this CPU",
+// ...); and the kernel attention() runs for p, e.g. "tiled, AMX tdpbf16ps,
+// exact (6 products of bf16 parts)" or "tiled, f32 FMA".
+const char* attention_amx_status();
+const char* attention_kernel_name(const AttentionParams& p);
 
 // Bidirectional attention within segments (several images in one call):
 // tokens [seg_starts[s], seg_starts[s+1]) attend only to each other.
