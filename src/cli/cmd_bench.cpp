@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
+#include "ops/ops.h"
 #include "ops/thread_pool.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -234,8 +235,15 @@ int cmd_bench(int argc, char** argv) {
   j["kernels"] = {{"vision", vision_kernel.name},
                   {"prefill", prefill_kernel.name},
                   {"decode", matmul_kernel(w.text.layers.at(0).gate.w, 1).name}};
+  // Vision attention as the encoder calls it (many queries, its head size
+  // and the precision of its products).
+  AttentionParams vision_attention;
+  vision_attention.nq = 256;
+  vision_attention.head_dim = model.config().vision.head_dim();
+  vision_attention.precision = w.vision.blocks.at(0).qkv.w.precision();
+  j["kernels"]["vision_attention"] = attention_kernel_name(vision_attention);
   const AmxStatus amx = matmul_amx_status();
-  j["amx"] = {{"int8", amx.int8}, {"bf16", amx.bf16}};  // "used" or why not
+  j["amx"] = {{"int8", amx.int8}, {"bf16", amx.bf16}, {"attention", attention_amx_status()}};  // "used" or why not
   j["load_s"] = seconds_since(start);
   j["file_bytes"] = model.file_bytes();
   j["weight_bytes"] = model.weights().matrix_bytes;
