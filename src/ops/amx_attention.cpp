@@ -69,14 +69,6 @@ TileConfig attention_config() {
   return c;
 }
 
-template <class T>
-float widen(T x) {
-  if constexpr (std::is_same_v<T, float>)
-    return x;
-  else
-    return f16_to_f32(x);
-}
-
 // K and V of every kv head in B tiles, zero past nkv (keys padded to a
 // multiple of 32).
 struct PackedKV {
@@ -90,54 +82,6 @@ struct PackedKV {
     return v + (((h * blocks + kb) * col_tiles + ct) * parts + part) * kTile;
   }
 };
-
-template <class T>
-PackedKV pack_kv(const T* k, const T* v, const AttentionParams& p, int parts, ThreadPool& pool) {
-  const int64_t dh = p.head_dim, blocks = (p.nkv + kStep - 1) / kStep;
-  PackedKV kv{nullptr, nullptr, 2 * blocks, dh / kStep, blocks, dh / kT, parts};
-  const size_t per_head = static_cast<size_t>(blocks * 2 * kv.steps * parts * kTile);  // K and V alike
-  thread_local ScratchVector<uint32_t> k_buf, v_buf;  // the caller's, kept across calls
-  k_buf.resize(per_head * static_cast<size_t>(p.kv_heads));
-  v_buf.resize(per_head * static_cast<size_t>(p.kv_heads));
-  uint32_t* kd = k_buf.data();
-  uint32_t* vd = v_buf.data();
-  kv.k = kd, kv.v = vd;
-  pool.parallel_for(p.kv_heads * blocks, [&](int64_t b0, int64_t b1, int) {
-    for (int64_t item = b0; item < b1; ++item) {
-      const int64_t h = item / blocks, kb = item % blocks;
-      // Every pair of the block is written, padding included.
-      for (int64_t kk = 0; kk < kT; ++kk)
-        for (int64_t key = 0; key < kStep; ++key) {  // Kᵀ: pair (dims 2kk, 2kk + 1) of key `key`
-          const int64_t j = kb * kStep + key;
-          const T* row = j < p.nkv ? k + j * p.kv_stride + h * dh : nullptr;
-          for (int64_t s = 0; s < kv.steps; ++s) {
-            uint16_t even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
-            if (row) {
-              split_bf16(widen(row[s * kStep + 2 * kk]), parts, even);
-              split_bf16(widen(row[s * kStep + 2 * kk + 1]), parts, odd);
-            }
-            for (int part = 0; part < parts; ++part)
-              kd[(((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + s) * parts + part) * kTile + kk * kT + key % kT] =
-                  uint32_t(even[part]) | uint32_t(odd[part]) << 16;
-          }
-        }
-      for (int64_t kk = 0; kk < kT; ++kk) {  // V: pair (keys 2kk, 2kk + 1) of each column
-        const int64_t j = kb * kStep + 2 * kk;
-        const T* r0 = j < p.nkv ? v + j * p.kv_stride + h * dh : nullptr;
-        const T* r1 = j + 1 < p.nkv ? v + (j + 1) * p.kv_stride + h * dh : nullptr;
-        for (int64_t c = 0; c < dh; ++c) {
-          uint16_t even[3] = {0, 0, 0}, odd[3] = {0, 0, 0};
-          if (r0) split_bf16(widen(r0[c]), parts, even);
-          if (r1) split_bf16(widen(r1[c]), parts, odd);
-          for (int part = 0; part < parts; ++part)
-            vd[(((h * blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile + kk * kT + c % kT] =
-                uint32_t(even[part]) | uint32_t(odd[part]) << 16;
-        }
-      }
-    }
-  });
-  return kv;
-}
 
 #define QVL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
@@ -161,10 +105,10 @@ QVL_AVX512 inline __m512 exp2_non_positive(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_castsi512_ps(bits));
 }
 
-// 16 floats as bf16 parts: Fast rounds to nearest even (finite inputs, as
-// scalar::round_bf16 for them; denormals to zero), Exact cuts as split_bf16.
-QVL_AVX512 inline void split_16(__m512 v, int parts, uint16_t* out, int64_t part_stride) {
-  const __m512i keep = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+// 16 floats as bf16 parts, part by part in out[]: Fast rounds to nearest
+// even (finite inputs, as scalar::round_bf16 for them; denormals to zero),
+// Exact cuts as split_bf16.
+QVL_AVX512 inline void split_regs(__m512 v, int parts, __m256i* out) {
   if (parts == 1) {
     __m512i bits = _mm512_castps_si512(v);
     const __mmask16 denormal =
@@ -172,15 +116,93 @@ QVL_AVX512 inline void split_16(__m512 v, int parts, uint16_t* out, int64_t part
     bits = _mm512_mask_and_epi32(bits, denormal, bits, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
     bits = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
                                                    _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
+    out[0] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
     return;
   }
+  const __m512i keep = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (int part = 0; part < 3; ++part) {
     const __m512i bits = _mm512_castps_si512(v);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + part * part_stride),
-                        _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
+    out[part] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
     v = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_and_si512(bits, keep)));  // exact
   }
+}
+
+// The same, stored: part `part` at out + part·part_stride.
+QVL_AVX512 inline void split_16(__m512 v, int parts, uint16_t* out, int64_t part_stride) {
+  __m256i r[3];
+  split_regs(v, parts, r);
+  for (int part = 0; part < parts; ++part)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + part * part_stride), r[part]);
+}
+
+// 16 K or V elements as f32 (f16 widened exactly).
+template <class T>
+QVL_AVX512 inline __m512 load_16(const T* p) {
+  if constexpr (std::is_same_v<T, float>)
+    return _mm512_loadu_ps(p);
+  else
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// The B tiles of kv head h, keys [32 kb, 32 kb + 32) (zeros past nkv).
+// Kᵀ: a key's 32 dims of one step, split, are its 16 pairs in order: one
+// vector, scattered down the key's column. V: rows 2kk and 2kk + 1
+// interleaved are B row kk.
+template <class T>
+QVL_AVX512 void pack_kv_block(const T* k, const T* v, const AttentionParams& p, int parts, int64_t h, int64_t kb,
+                              const PackedKV& kv, uint32_t* kd, uint32_t* vd) {
+  const int64_t dh = p.head_dim;
+  const __m512i down = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(kT));  // B row kk, same column
+  for (int64_t key = 0; key < kStep; ++key) {
+    const int64_t j = kb * kStep + key;
+    const T* row = j < p.nkv ? k + j * p.kv_stride + h * dh : nullptr;
+    for (int64_t st = 0; st < kv.steps; ++st) {
+      __m256i lo[3] = {}, hi[3] = {};
+      if (row) {
+        split_regs(load_16(row + st * kStep), parts, lo);
+        split_regs(load_16(row + st * kStep + 16), parts, hi);
+      }
+      for (int part = 0; part < parts; ++part) {
+        uint32_t* tile = kd + (((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + st) * parts + part) * kTile;
+        _mm512_i32scatter_epi32(tile + key % kT, down, _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1),
+                                4);
+      }
+    }
+  }
+  for (int64_t kk = 0; kk < kT; ++kk) {
+    const int64_t j = kb * kStep + 2 * kk;
+    const T* r0 = j < p.nkv ? v + j * p.kv_stride + h * dh : nullptr;
+    const T* r1 = j + 1 < p.nkv ? v + (j + 1) * p.kv_stride + h * dh : nullptr;
+    for (int64_t c = 0; c < dh; c += kT) {
+      __m256i even[3] = {}, odd[3] = {};
+      if (r0) split_regs(load_16(r0 + c), parts, even);
+      if (r1) split_regs(load_16(r1 + c), parts, odd);
+      for (int part = 0; part < parts; ++part) {
+        const __m512i pairs =
+            _mm512_or_si512(_mm512_cvtepu16_epi32(even[part]), _mm512_slli_epi32(_mm512_cvtepu16_epi32(odd[part]), 16));
+        _mm512_storeu_si512(vd + (((h * kv.blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile + kk * kT,
+                            pairs);
+      }
+    }
+  }
+}
+
+template <class T>
+PackedKV pack_kv(const T* k, const T* v, const AttentionParams& p, int parts, ThreadPool& pool) {
+  const int64_t dh = p.head_dim, blocks = (p.nkv + kStep - 1) / kStep;
+  PackedKV kv{nullptr, nullptr, 2 * blocks, dh / kStep, blocks, dh / kT, parts};
+  const size_t per_head = static_cast<size_t>(blocks * 2 * kv.steps * parts * kTile);  // K and V alike
+  thread_local ScratchVector<uint32_t> k_buf, v_buf;  // the caller's, kept across calls
+  k_buf.resize(per_head * static_cast<size_t>(p.kv_heads));
+  v_buf.resize(per_head * static_cast<size_t>(p.kv_heads));
+  uint32_t* kd = k_buf.data();
+  uint32_t* vd = v_buf.data();
+  kv.k = kd, kv.v = vd;
+  pool.parallel_for(p.kv_heads * blocks, [&](int64_t b0, int64_t b1, int) {
+    for (int64_t item = b0; item < b1; ++item) pack_kv_block(k, v, p, parts, item / blocks, item % blocks, kv, kd, vd);
+  });
+  return kv;
 }
 
 // The query rows of one item as A tiles: [step][part][16][32] bf16, scaled.

@@ -18,15 +18,23 @@ void check(const AttentionParams& p) {
     fail("attention: token stride smaller than heads x head_dim");
 }
 
-// Few queries: stream K/V once per kv head (decode). Many: tiles, on the AMX
-// unit where it runs.
+// Fast many-query attention on the AMX unit where it runs. Not Exact: its
+// six products of parts were measured (/tmp harness, the kernel with the
+// tile products left out, vision's 784 x 784 x 16 heads of 64 on a Zen 5
+// VM) to spend more on packing and softmax in AVX-512 (27.5 ms) than the
+// f32 FMA kernel takes in all (16.4 ms); Fast's 11.1 ms leaves room.
+bool amx_runs(const AttentionParams& p) {
+  return p.precision == MatmulPrecision::Fast && amx::attention_fits(p) && amx::attention_usable();
+}
+
+// Few queries: stream K/V once per kv head (decode). Many: tiles.
 template <class T>
 void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   check(p);
   if (p.nq <= 0) return;
   if (p.nq < 16)
     simd::attention_rows(q, k, v, out, p, pool);
-  else if (amx::attention_fits(p) && amx::attention_usable())
+  else if (amx_runs(p))
     amx::attention(q, k, v, out, p, pool);
   else
     simd::attention_tiled(q, k, v, out, p, pool);
@@ -38,9 +46,7 @@ const char* attention_amx_status() { return amx::attention_status(); }
 
 const char* attention_kernel_name(const AttentionParams& p) {
   if (p.nq < 16) return "rows (split-KV), f32 FMA";
-  if (!amx::attention_fits(p) || !amx::attention_usable()) return "tiled, f32 FMA";
-  return p.precision == MatmulPrecision::Fast ? "tiled, AMX tdpbf16ps, fast (bf16 inputs)"
-                                              : "tiled, AMX tdpbf16ps, exact (6 products of bf16 parts)";
+  return amx_runs(p) ? "tiled, AMX tdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }
 
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,

@@ -73,9 +73,9 @@ void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out,
                ThreadPool& pool);
 
 // Whether many-query attention (prefill, vision) runs on the AMX tile unit
-// here (amx_attention.h): "used", or why not ("no AMX-BF16 on this CPU",
-// ...); and the kernel attention() runs for p, e.g. "tiled, AMX tdpbf16ps,
-// exact (6 products of bf16 parts)" or "tiled, f32 FMA".
+// here for Fast precision (amx_attention.h): "used", or why not ("no
+// AMX-BF16 on this CPU", ...); and the kernel attention() runs for p, e.g.
+// "tiled, AMX tdpbf16ps, bf16 inputs" or "tiled, f32 FMA".
 const char* attention_amx_status();
 const char* attention_kernel_name(const AttentionParams& p);
 
