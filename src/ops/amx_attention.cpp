@@ -41,15 +41,13 @@
 
 namespace qvl::amx {
 
-bool attention_fits(const AttentionParams& p) {
-  return p.head_dim > 0 && p.head_dim % 32 == 0 && p.head_dim <= 256;
-}
+bool attention_fits(const AttentionParams& p) { return p.head_dim > 0 && p.head_dim % 32 == 0 && p.head_dim <= 256; }
 
 #if QVL_AMX
 namespace {
 
-constexpr int64_t kT = 16;     // rows of every tile: queries per item, keys per Kᵀ tile, pair rows per B tile
-constexpr int64_t kStep = 32;  // bf16 per tile row: head_dim per Q·Kᵀ step, keys per block (one P·V step)
+constexpr int64_t kT = 16;          // rows of every tile: queries per item, keys per Kᵀ tile, pair rows per B tile
+constexpr int64_t kStep = 32;       // bf16 per tile row: head_dim per Q·Kᵀ step, keys per block (one P·V step)
 constexpr int64_t kTile = kT * kT;  // uint32 pairs per B tile, bf16 pairs per A tile (1 KB)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -114,8 +112,9 @@ QVL_AVX512 inline void split_regs(__m512 v, int parts, __m256i* out) {
     const __mmask16 denormal =
         _mm512_cmplt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x00800000));
     bits = _mm512_mask_and_epi32(bits, denormal, bits, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
-    bits = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                   _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1))));
+    bits =
+        _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1))));
     out[0] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
     return;
   }
@@ -138,10 +137,8 @@ QVL_AVX512 inline void split_16(__m512 v, int parts, uint16_t* out, int64_t part
 // 16 K or V elements as f32 (f16 widened exactly).
 template <class T>
 QVL_AVX512 inline __m512 load_16(const T* p) {
-  if constexpr (std::is_same_v<T, float>)
-    return _mm512_loadu_ps(p);
-  else
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  if constexpr (std::is_same_v<T, float>) return _mm512_loadu_ps(p);
+  else return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // The B tiles of kv head h, keys [32 kb, 32 kb + 32) (zeros past nkv).
@@ -165,8 +162,8 @@ QVL_AVX512 void pack_kv_block(const T* k, const T* v, const AttentionParams& p, 
       }
       for (int part = 0; part < parts; ++part) {
         uint32_t* tile = kd + (((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + st) * parts + part) * kTile;
-        _mm512_i32scatter_epi32(tile + key % kT, down, _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1),
-                                4);
+        _mm512_i32scatter_epi32(tile + key % kT, down,
+                                _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1), 4);
       }
     }
   }
@@ -219,8 +216,8 @@ QVL_AVX512 void pack_queries(const float* q, int64_t rows, int64_t q_stride, int
 // One block's online softmax, row by row: s [16][32] scores (base 2), row r
 // sees keys [0, valid[r]) of the block. P's parts go to p_out [part][16][32]
 // bf16; o [16][dh] is rescaled by 2^(m_old - m_new), m and l updated.
-QVL_AVX512 void softmax_block(const float* s, const int64_t* valid, int parts, float* m, float* l, float* o,
-                              int64_t dh, uint16_t* p_out) {
+QVL_AVX512 void softmax_block(const float* s, const int64_t* valid, int parts, float* m, float* l, float* o, int64_t dh,
+                              uint16_t* p_out) {
   for (int64_t r = 0; r < kT; ++r) {
     const int64_t n = std::clamp<int64_t>(valid[r], 0, kStep);
     const __mmask16 m0 = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
@@ -279,8 +276,7 @@ void store_c(Tiles& t, int c, float* dst) {
 }
 
 template <class Tiles, class T>
-void attention_tiles(const float* q, const T* k, const T* v, float* out, const AttentionParams& p,
-                     ThreadPool& pool) {
+void attention_tiles(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   if (!attention_fits(p)) fail("attention: the AMX kernel needs head_dim a multiple of 32 up to 256, not ", p.head_dim);
   if (p.nq <= 0) return;
   const bool fast = p.precision == MatmulPrecision::Fast;
@@ -295,8 +291,10 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     Tiles t(config);
-    ScratchVector<uint16_t> qa(static_cast<size_t>(kv.steps * parts * kT * kStep)), pa(static_cast<size_t>(parts * kT * kStep));
-    ScratchVector<float> o(static_cast<size_t>(kT * dh)), s(static_cast<size_t>(kT * kStep)), c(static_cast<size_t>(kT * 64));
+    ScratchVector<uint16_t> qa(static_cast<size_t>(kv.steps * parts * kT * kStep)),
+        pa(static_cast<size_t>(parts * kT * kStep));
+    ScratchVector<float> o(static_cast<size_t>(kT * dh)), s(static_cast<size_t>(kT * kStep)),
+        c(static_cast<size_t>(kT * 64));
     for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
       pack_queries(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, parts, qa.data());
@@ -318,7 +316,8 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
         t.template zero<1>();
         for (int64_t st = 0; st < kv.steps; ++st)
           for (int e = 0; e < npairs; ++e) {
-            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<4>(qa.data() + (st * parts + pairs[e].a) * kTile * 2, 64);
+            if (e == 0 || pairs[e].a != pairs[e - 1].a)
+              t.template load<4>(qa.data() + (st * parts + pairs[e].a) * kTile * 2, 64);
             t.template load<5>(kv.k_tile(kvh, 2 * kb, st, pairs[e].b), 64);
             t.template load<6>(kv.k_tile(kvh, 2 * kb + 1, st, pairs[e].b), 64);
             t.template dpbf16ps<0, 4, 5>();
@@ -404,8 +403,7 @@ bool attention_usable() {
   return used;
 }
 
-void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-               ThreadPool& pool) {
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   if (!attention_usable()) fail("attention: the AMX kernel is not usable on this machine");
   attention_tiles<AmxTiles>(q, k, v, out, p, pool);
 }

@@ -30,8 +30,7 @@ bool attention_fits(const AttentionParams& p);
 // f32 kernels to f32 rounding (at a sixth of the unit's rate). f16 K/V are
 // widened exactly first. attention_emulated runs the same kernel with the
 // tile instructions in scalar code (needs AVX-512 only).
-void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-               ThreadPool& pool);
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p, ThreadPool& pool);
 void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
                ThreadPool& pool);
 void attention_emulated(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,

@@ -60,10 +60,10 @@ using Kernel = void (*)(const float*, const uint16_t*, const uint16_t*, float*, 
 
 // Exact within twice the f32 attention tests' bound (2e-6 + 2e-5 |want|
 // against a double-precision reference; the twin sums in f32 too, in
-// other orders), fast within 1 % (relative L2: bf16 q, k, p and v). Threads change nothing, bit for bit; f16 K/V give the bits
-// of the same K/V widened.
+// other orders), fast within 1 % (relative L2: bf16 q, k, p and v). Threads change nothing, bit for bit; f16 K/V give
+// the bits of the same K/V widened.
 void expect_kernel_right(Kernel kernel) {
-  const Shape shapes[] = {{16, 16, 2, 1, 32, false, 0},   {37, 70, 4, 2, 64, true, 33}, {50, 50, 3, 3, 96, true, 0},
+  const Shape shapes[] = {{16, 16, 2, 1, 32, false, 0},    {37, 70, 4, 2, 64, true, 33},  {50, 50, 3, 3, 96, true, 0},
                           {20, 200, 8, 2, 128, true, 180}, {33, 45, 2, 2, 256, false, 0}, {17, 9, 2, 1, 64, false, 0}};
   for (const Shape& sh : shapes)
     for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast}) {
