@@ -34,7 +34,8 @@ void visit_options(EngineParams& p, Args& v) {
       .env("QVL_WEIGHTS");
   v(p.precision, "precision", "MODE",
     "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
-    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); no effect on f32/q8/q4, or on a CPU without AMX "
+    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product; with AMX, their attention on the tile unit too, "
+    "in bf16); no effect on f32/q8/q4, or on a CPU without AMX "
     "whose bf16 dot product is not faster than its f32 FMA (then exact is the faster)")
       .choices({MatmulPrecision::Exact, MatmulPrecision::Fast}, matmul_precision_name)
       .env("QVL_PRECISION");
