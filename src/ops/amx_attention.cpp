@@ -375,12 +375,7 @@ bool unit_matches_emulation() {
     std::vector<float> unit(q.size(), 0.0f), emulated(q.size(), 0.0f);
     attention_tiles<AmxTiles>(q.data(), k.data(), v.data(), unit.data(), p, one);
     attention_tiles<EmulatedTiles>(q.data(), k.data(), v.data(), emulated.data(), p, one);
-    double err = 0, ref = 0;
-    for (size_t i = 0; i < unit.size(); ++i) {
-      err = std::max(err, std::fabs(double(unit[i]) - emulated[i]));
-      ref += double(emulated[i]) * emulated[i];
-    }
-    if (!(err <= 1e-6 * std::sqrt(ref / double(unit.size())))) return false;
+    if (!agrees_with_emulation(unit, emulated, 1e-6)) return false;
   }
   return true;
 }

@@ -179,12 +179,7 @@ bool unit_matches_emulation() {
     std::vector<float> unit(static_cast<size_t>(m * n)), emulated(unit.size());
     gemm_bf16_tiles<AmxTiles>({x.data(), m, k, &wm, nullptr, unit.data(), n}, one);
     gemm_bf16_tiles<EmulatedTiles>({x.data(), m, k, &wm, nullptr, emulated.data(), n}, one);
-    double err = 0, ref = 0;
-    for (size_t i = 0; i < unit.size(); ++i) {
-      err = std::max(err, std::fabs(double(unit[i]) - emulated[i]));
-      ref += double(emulated[i]) * emulated[i];
-    }
-    if (!(err <= 1e-6 * std::sqrt(ref / double(unit.size())))) return false;
+    if (!agrees_with_emulation(unit, emulated, 1e-6)) return false;
   }
   return true;
 }

@@ -14,8 +14,11 @@
 // rows(B) = colsb(A)/4, colsb(B) = colsb(C), rows(C) = rows(A).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "ops/scalar.h"
 #include "util/error.h"
@@ -106,6 +109,18 @@ inline void split_bf16(float v, int parts, uint16_t* out) {
     std::memcpy(&head, &bits, 4);
     v -= head;  // exact: head is v's leading bits
   }
+}
+
+// Whether outputs from the unit match their emulation to within `tol` of
+// the emulation's RMS (the unit may add in another order): the check a bf16
+// kernel makes on a first product before it is used.
+inline bool agrees_with_emulation(const std::vector<float>& unit, const std::vector<float>& emulated, double tol) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    err = std::max(err, std::fabs(double(unit[i]) - emulated[i]));
+    ref += double(emulated[i]) * emulated[i];
+  }
+  return err <= tol * std::sqrt(ref / double(unit.size()));
 }
 
 // The same instructions in scalar code: the twin the AMX kernels are tested
