@@ -6,7 +6,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <istream>
 #include <memory>
+#include <span>
+#include <vector>
 
 namespace qvl {
 
@@ -17,5 +21,34 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 // advised: a huge page over the tail would make the unused rest of that
 // page resident too. `what` names the use in the out-of-memory error.
 std::shared_ptr<void> allocate_huge_pages(size_t bytes, const char* what);
+
+// One mapping of the process as /proc/PID/smaps describes it: its resident
+// bytes and how many of them sit on 2 MB page-table entries (AnonHugePages,
+// FilePmdMapped, ShmemPmdMapped). Streaming weights from 4 KB pages read ~20 %
+// slower than from 2 MB pages on a Zen 5 VM (bf16 gemv, 2 threads: 59-63
+// against 71-76 GB/s), and a checkpoint read in place lands on whatever pages
+// the page cache holds, so decode figures are read beside this.
+struct MappingResidency {
+  uintptr_t begin = 0, end = 0;
+  size_t resident_bytes = 0, huge_bytes = 0;
+};
+
+// Parses smaps text. Throws qvl::Error naming the line that is not smaps.
+std::vector<MappingResidency> parse_smaps(std::istream& in);
+// This process's mappings; empty where /proc/self/smaps is absent (not Linux).
+std::vector<MappingResidency> own_mappings();
+
+// Residency of the mappings that overlap any of `ranges`, each mapping counted
+// once (a mapping is the unit smaps reports, so one that overlaps a range
+// partly is counted whole).
+struct MemoryRange {
+  const void* data;
+  size_t bytes;
+};
+struct Residency {
+  int mappings = 0;
+  size_t resident_bytes = 0, huge_bytes = 0;
+};
+Residency residency_of(std::span<const MappingResidency> mappings, std::span<const MemoryRange> ranges);
 
 }  // namespace qvl

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <cstring>
+#include <sstream>
+#include <vector>
 
 namespace qvl {
 namespace {
@@ -28,6 +32,95 @@ TEST(HugePages, OutOfMemoryNamesTheUse) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("for the probe"), std::string::npos) << e.what();
   }
+}
+
+// Two mappings as Linux 6.x prints them (fields trimmed): a file mapped
+// partly on 2 MB entries, then an anonymous one with a transparent huge page.
+constexpr const char* kSmaps =
+    "7f0000000000-7f0000600000 r--p 00000000 fd:01 1234    /models/x/model.safetensors\n"
+    "Size:               6144 kB\n"
+    "Rss:                6000 kB\n"
+    "AnonHugePages:         0 kB\n"
+    "FilePmdMapped:      4096 kB\n"
+    "THPeligible:    1\n"
+    "VmFlags: rd mr mw me hg\n"
+    "7f0000800000-7f0000a01000 rw-p 00000000 00:00 0 \n"
+    "Rss:                2052 kB\n"
+    "AnonHugePages:      2048 kB\n"
+    "ShmemPmdMapped:        0 kB\n";
+
+TEST(PageResidency, ParsesEachMappingsResidentAndHugeBytes) {
+  std::istringstream in(kSmaps);
+  const std::vector<MappingResidency> m = parse_smaps(in);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].begin, 0x7f0000000000u);
+  EXPECT_EQ(m[0].end, 0x7f0000600000u);
+  EXPECT_EQ(m[0].resident_bytes, 6000u * 1024);
+  EXPECT_EQ(m[0].huge_bytes, 4096u * 1024);
+  EXPECT_EQ(m[1].begin, 0x7f0000800000u);
+  EXPECT_EQ(m[1].end, 0x7f0000a01000u);
+  EXPECT_EQ(m[1].resident_bytes, 2052u * 1024);
+  EXPECT_EQ(m[1].huge_bytes, 2048u * 1024);
+}
+
+TEST(PageResidency, CountsEachOverlappingMappingOnce) {
+  std::istringstream in(kSmaps);
+  const std::vector<MappingResidency> m = parse_smaps(in);
+  auto at = [](uintptr_t a) { return reinterpret_cast<const void*>(a); };
+  // Two ranges in the first mapping, one straddling its end: it counts once.
+  const MemoryRange first[] = {{at(0x7f0000001000), 4096}, {at(0x7f00005ff000), 0x3000}};
+  Residency r = residency_of(m, first);
+  EXPECT_EQ(r.mappings, 1);
+  EXPECT_EQ(r.resident_bytes, 6000u * 1024);
+  EXPECT_EQ(r.huge_bytes, 4096u * 1024);
+  const MemoryRange both[] = {{at(0x7f0000000000), 1}, {at(0x7f0000a00fff), 1}};
+  r = residency_of(m, both);
+  EXPECT_EQ(r.mappings, 2);
+  EXPECT_EQ(r.resident_bytes, 8052u * 1024);
+  EXPECT_EQ(r.huge_bytes, 6144u * 1024);
+  // The gap between them, an empty range, and the byte after the last: none.
+  const MemoryRange none[] = {{at(0x7f0000600000), 0x200000}, {at(0x7f0000000000), 0}, {at(0x7f0000a01000), 1}};
+  r = residency_of(m, none);
+  EXPECT_EQ(r.mappings, 0);
+  EXPECT_EQ(r.resident_bytes, 0u);
+}
+
+TEST(PageResidency, MalformedTextNamesTheLine) {
+  for (const char* bad : {"Rss: 4 kB\n", "7f00-7f10 r--p 0 0:0 0\nRss: four kB\n", "7f00-zz r--p 0 0:0 0\n",
+                          "7f00-7f10 r--p 0 0:0 0\nRss: 4 MB\n", "7f00-7f10 r--p 0 0:0 0\ngarbage\n"}) {
+    std::istringstream in(bad);
+    try {
+      parse_smaps(in);
+      FAIL() << "accepted: " << bad;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("smaps line "), std::string::npos) << e.what();
+    }
+  }
+}
+
+// This process's own smaps: a touched allocation is resident whole, and a
+// mapping advised against huge pages has none. (Linux may merge a mapping
+// with a neighbour of the same kind, so the counts are lower bounds.)
+TEST(PageResidency, OwnMappingsSeeAnAllocation) {
+  if (own_mappings().empty()) GTEST_SKIP() << "no /proc/self/smaps on this system";
+  const size_t bytes = 3 * kHugePageBytes;
+  std::shared_ptr<void> p = allocate_huge_pages(bytes, "a test");
+  std::memset(p.get(), 1, bytes);
+  const MemoryRange range[] = {{p.get(), bytes}};
+  Residency r = residency_of(own_mappings(), range);
+  EXPECT_EQ(r.mappings, 1);
+  EXPECT_GE(r.resident_bytes, bytes);
+  EXPECT_LE(r.huge_bytes, r.resident_bytes);
+
+  void* q = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(q, MAP_FAILED);
+  madvise(q, bytes, MADV_NOHUGEPAGE);
+  std::memset(q, 1, bytes);
+  const MemoryRange small[] = {{q, bytes}};
+  r = residency_of(own_mappings(), small);
+  EXPECT_GE(r.resident_bytes, bytes);
+  EXPECT_EQ(r.huge_bytes, 0u);
+  munmap(q, bytes);
 }
 
 }  // namespace
