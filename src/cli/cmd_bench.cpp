@@ -22,6 +22,7 @@
 #include "ops/thread_pool.h"
 #include "util/args.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace qvl::cli {
 namespace {
@@ -36,6 +37,17 @@ int64_t proc_status_bytes(const std::string& key) {
   while (std::getline(f, line))
     if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
   return -1;
+}
+
+// The matrices one decode step streams: every text layer's and the output
+// head (the embedding table when tied).
+std::vector<MemoryRange> decode_matrices(const TextWeights& w) {
+  std::vector<MemoryRange> out;
+  for (const TextLayerWeights& l : w.layers)
+    for (const Linear* x : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      out.push_back({x->w.data(), x->w.bytes()});
+  out.push_back({w.lm_head.data(), w.lm_head.bytes()});
+  return out;
 }
 
 // A deterministic test picture: smooth gradients plus noise, so nothing in
@@ -282,7 +294,8 @@ int cmd_bench(int argc, char** argv) {
   if (!skip_vision) repeat_image_figures(*engine, j);
 
   // Text prefill and decode on their own cache (the engine's is left alone).
-  KvCache cache = model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1), params.resolved_kv_type());
+  KvCache cache =
+      model.text().make_cache(std::max<int64_t>(1024 + 1, 256 + decode_tokens + 1), params.resolved_kv_type());
   const double prefill_256_s = prefill(model, pool, cache, 256, 1);
   j["prefill_tok_s_256"] = 256 / prefill_256_s;
   j["prefill_gflop_s_256"] = text_prefill_flops(model.config().text, 256, 0) / prefill_256_s / 1e9;
@@ -342,6 +355,16 @@ int cmd_bench(int argc, char** argv) {
   j["read_bandwidth_gb_s"] = mid.bw_gb_s;
   j["decode_bandwidth_fraction"] = mid.fraction();
   j["decode_bandwidth_fraction_range"] = {rounds.front().fraction(), rounds.back().fraction()};
+  // Where those weights sit: bf16 is read in place from the page cache, whose
+  // folios are 2 MB or 4 KB as the file was last read, and 4 KB pages stream
+  // slower (util/huge_pages.h), so a low fraction above may be the pages'.
+  // Whole mappings are counted: for in-place weights, the checkpoint's.
+  const Residency pages = residency_of(own_mappings(), decode_matrices(model.weights().text));
+  j["decode_weights_mappings"] = pages.mappings;
+  j["decode_weights_resident_bytes"] = pages.resident_bytes;
+  j["decode_weights_2mb_page_fraction"] =
+      pages.resident_bytes > 0 ? static_cast<double>(pages.huge_bytes) / static_cast<double>(pages.resident_bytes)
+                               : 0.0;
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
   concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);

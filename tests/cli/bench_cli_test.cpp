@@ -5,6 +5,8 @@
 // they belong to benchmarks, not tests.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "ops/cpu_features.h"
@@ -21,8 +23,8 @@ using test::run_qvl;
 const std::string kTiny = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl";
 
 json bench(const std::string& weights) {
-  const test::QvlResult r = run_qvl({"bench", "--model", kTiny, "--weights", weights, "--threads", "1",
-                                     "--decode-tokens", "6", "--skip-vision"});
+  const test::QvlResult r = run_qvl(
+      {"bench", "--model", kTiny, "--weights", weights, "--threads", "1", "--decode-tokens", "6", "--skip-vision"});
   EXPECT_EQ(r.code, 0) << r.err;
   return json::parse(r.out);
 }
@@ -73,11 +75,19 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   ASSERT_EQ(range.size(), 2u);
   EXPECT_LE(range[0].get<double>(), fraction);
   EXPECT_GE(range[1].get<double>(), fraction);
+  // Where the decode weights sit: this process's mappings holding them, read
+  // back from smaps (q8: converted, so never the checkpoint's).
+  const double pages = q8["decode_weights_2mb_page_fraction"].get<double>();
+  EXPECT_GE(pages, 0.0);
+  EXPECT_LE(pages, 1.0);
+  if (std::ifstream("/proc/self/smaps")) {
+    EXPECT_GE(q8["decode_weights_mappings"].get<int>(), 1);
+    EXPECT_GE(q8["decode_weights_resident_bytes"].get<double>(), q8["decode_weight_bytes_per_token"].get<double>());
+  }
 
   const json bf16 = bench("bf16");
   EXPECT_EQ(bf16["prefill_unit_256"], std::string(amx.bf16) == "used" ? "amx_bf16" : "fma_f32");
-  EXPECT_NE(bf16["kernels"]["decode"].get<std::string>().find("gemv f32 FMA, bf16 weights widened"),
-            std::string::npos);
+  EXPECT_NE(bf16["kernels"]["decode"].get<std::string>().find("gemv f32 FMA, bf16 weights widened"), std::string::npos);
 }
 
 }  // namespace
