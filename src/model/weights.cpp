@@ -8,6 +8,7 @@
 
 #include "ops/ops.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace qvl {
 namespace {
@@ -120,8 +121,9 @@ class Binder {
       // 600 MB embedding behind a tied lm_head) never sits in memory whole
       // beside its converted copy.
       const size_t row_bytes = static_cast<size_t>(cols) * 2;
-      m = WeightMatrix::from_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool,
-                                  [&](int64_t b, int64_t e) { release_pages(t.data + b * row_bytes, (e - b) * row_bytes); });
+      m = WeightMatrix::from_bf16(
+          reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool,
+          [&](int64_t b, int64_t e) { release_pages(t.data + b * row_bytes, (e - b) * row_bytes); }, &arena_);
       converted_ = true;
       release_pages(t.data, t.nbytes);
     } else {
@@ -137,7 +139,7 @@ class Binder {
           bf16[i] = f32_to_bf16(v);
         }
       }
-      m = WeightMatrix::from_bf16(bf16.data(), rows, cols, options_.format, options_.pool);
+      m = WeightMatrix::from_bf16(bf16.data(), rows, cols, options_.format, options_.pool, {}, &arena_);
       converted_ = true;
     }
     if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
@@ -176,6 +178,7 @@ class Binder {
  private:
   const SafeTensors& st_;
   const WeightLoadOptions& options_;
+  HugePageArena arena_;  // converted matrices; each keeps its chunk alive past the load
   std::string vision_prefix_ = "model.visual.";
   std::string text_prefix_ = "model.language_model.";
   std::vector<std::string> missing_;

@@ -14,6 +14,8 @@
 
 namespace qvl {
 
+class HugePageArena;  // util/huge_pages.h
+
 // Weight formats. f32 and bf16 are exact (bf16 -> f32 widening is exact, and
 // products are summed in f32 without rounding activations). q8 and q4 are
 // group-wise formats of our own, quantized at load by from_bf16:
@@ -96,9 +98,12 @@ class WeightMatrix {
   // `rows_read(begin, end)`, when given, is told (from any pool thread) that
   // source rows [begin, end) will not be read again, so a loader can drop
   // their pages while a large tensor is still converting (peak memory).
+  // `arena`, when given, holds the converted storage (a model's matrices
+  // share 2 MB pages); otherwise a matrix of 2 MB or more gets its own.
   static WeightMatrix from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
                                 ThreadPool* pool = nullptr,
-                                const std::function<void(int64_t, int64_t)>& rows_read = {});
+                                const std::function<void(int64_t, int64_t)>& rows_read = {},
+                                HugePageArena* arena = nullptr);
 
   WeightFormat format() const { return format_; }
   int64_t rows() const { return rows_; }

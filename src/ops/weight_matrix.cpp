@@ -15,9 +15,11 @@
 namespace qvl {
 namespace {
 
-// Converted matrices of 2 MB and more get their own 2 MB-aligned mapping on
-// huge pages (util/huge_pages.h): decode streams every matrix once per token.
-std::shared_ptr<void> allocate(size_t bytes, const char* what) {
+// Converted matrices go on huge pages (util/huge_pages.h): decode streams
+// every matrix once per token. In an arena when the caller has one (all sizes
+// share 2 MB pages); otherwise those of 2 MB and more get their own mapping.
+std::shared_ptr<void> allocate(size_t bytes, const char* what, HugePageArena* arena) {
+  if (arena) return arena->allocate(bytes, cat("a ", what, " weight matrix").c_str());
   if (bytes >= kHugePageBytes) return allocate_huge_pages(bytes, cat("a ", what, " weight matrix").c_str());
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
@@ -163,7 +165,8 @@ WeightMatrix WeightMatrix::view_f32(const float* data, int64_t rows, int64_t col
 }
 
 WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
-                                     ThreadPool* pool, const std::function<void(int64_t, int64_t)>& rows_read) {
+                                     ThreadPool* pool, const std::function<void(int64_t, int64_t)>& rows_read,
+                                     HugePageArena* arena) {
   if (rows < 0 || cols < 0) fail("weight matrix with negative shape [", rows, ", ", cols, "]");
   WeightMatrix w;
   w.format_ = format;
@@ -172,7 +175,7 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
   switch (format) {
     case WeightFormat::BF16: {
       size_t bytes = static_cast<size_t>(rows * cols) * 2;
-      w.owned_ = allocate(bytes, "bf16");
+      w.owned_ = allocate(bytes, "bf16", arena);
       std::memcpy(w.owned_.get(), data, bytes);
       if (rows_read) rows_read(0, rows);
       w.bytes_ = bytes;
@@ -180,7 +183,7 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
     }
     case WeightFormat::F32: {
       size_t bytes = static_cast<size_t>(rows * cols) * 4;
-      w.owned_ = allocate(bytes, "f32");
+      w.owned_ = allocate(bytes, "f32", arena);
       float* dst = static_cast<float*>(w.owned_.get());
       for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
         bf16_to_f32(data + b * cols, dst + b * cols, (e - b) * cols);
@@ -196,7 +199,7 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       const int64_t row_bytes = groups * quant::group_bytes(q8);
       const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
       const int64_t scales_bytes = quant::scales_bytes(rows, cols);
-      w.owned_ = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format));
+      w.owned_ = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format), arena);
       uint8_t* base = static_cast<uint8_t*>(w.owned_.get());
       uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);
       const int64_t blocks = quant::row_blocks(rows);

@@ -28,6 +28,18 @@ std::shared_ptr<void> allocate_huge_pages(size_t bytes, const char* what) {
   return std::shared_ptr<void>(reinterpret_cast<void*>(start), [rounded](void* q) { munmap(q, rounded); });
 }
 
+std::shared_ptr<void> HugePageArena::allocate(size_t bytes, const char* what) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (rounded >= kChunkBytes / 4) return allocate_huge_pages(bytes, what);
+  if (!chunk_ || used_ + rounded > kChunkBytes) {
+    chunk_ = allocate_huge_pages(kChunkBytes, what);
+    used_ = 0;
+  }
+  void* p = static_cast<uint8_t*>(chunk_.get()) + used_;
+  used_ += rounded;
+  return std::shared_ptr<void>(chunk_, p);  // shares the chunk's ownership
+}
+
 std::vector<MappingResidency> parse_smaps(std::istream& in) {
   std::vector<MappingResidency> out;
   std::string line;

@@ -34,6 +34,61 @@ TEST(HugePages, OutOfMemoryNamesTheUse) {
   }
 }
 
+TEST(HugePageArena, SlicesAreAlignedDisjointZeroedAndOutliveTheArena) {
+  constexpr size_t kChunk = HugePageArena::kChunkBytes;
+  const std::vector<size_t> sizes = {
+      1, 100, 1234567, 64, kChunk / 4 - 64, 3 * kHugePageBytes + 5, kChunk / 4, kChunk / 4 - 64};
+  std::vector<std::shared_ptr<void>> slices;
+  {
+    HugePageArena arena;
+    for (size_t bytes : sizes) slices.push_back(arena.allocate(bytes, "a test"));
+  }  // the arena is gone; its chunks live on in the slices
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto* b = static_cast<unsigned char*>(slices[i].get());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u) << sizes[i];
+    EXPECT_EQ(b[0], 0);
+    EXPECT_EQ(b[sizes[i] - 1], 0);
+    b[0] = b[sizes[i] - 1] = static_cast<unsigned char>(i + 1);
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {  // no slice's ends are another's
+    auto* b = static_cast<unsigned char*>(slices[i].get());
+    EXPECT_EQ(b[0], i + 1);
+    EXPECT_EQ(b[sizes[i] - 1], i + 1);
+  }
+  // Packed in order (64-byte steps) while they fit; a quarter chunk gets a
+  // 2 MB-aligned mapping of its own.
+  auto at = [&](int i) { return reinterpret_cast<uintptr_t>(slices[i].get()); };
+  EXPECT_EQ(at(0) % kHugePageBytes, 0u);
+  EXPECT_EQ(at(1) - at(0), 64u);
+  EXPECT_EQ(at(2) - at(1), 128u);
+  EXPECT_EQ(at(3) - at(2), 1234624u);
+  EXPECT_EQ(at(4) - at(3), 64u);
+  EXPECT_EQ(at(5) - at(4), kChunk / 4 - 64);
+  EXPECT_EQ(at(6) % kHugePageBytes, 0u);
+  EXPECT_EQ(at(7) - at(5), 3 * kHugePageBytes + 64);
+}
+
+TEST(HugePageArena, ASliceThatDoesNotFitStartsAChunk) {
+  constexpr size_t kSlice = HugePageArena::kChunkBytes / 4 - 64;  // untouched: costs address space only
+  HugePageArena arena;
+  std::vector<std::shared_ptr<void>> slices;
+  for (int i = 0; i < 5; ++i) slices.push_back(arena.allocate(kSlice, "a test"));
+  auto at = [&](int i) { return reinterpret_cast<uintptr_t>(slices[i].get()); };
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(at(i) - at(i - 1), kSlice);
+  EXPECT_EQ(at(4) % kHugePageBytes, 0u);
+  EXPECT_TRUE(at(4) >= at(0) + HugePageArena::kChunkBytes || at(4) + HugePageArena::kChunkBytes <= at(0));
+}
+
+TEST(HugePageArena, OutOfMemoryNamesTheUse) {
+  HugePageArena arena;
+  try {
+    arena.allocate(size_t{1} << 62, "the embedding");
+    FAIL() << "a 4 EiB slice succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("for the embedding"), std::string::npos) << e.what();
+  }
+}
+
 // Two mappings as Linux 6.x prints them (fields trimmed): a file mapped
 // partly on 2 MB entries, then an anonymous one with a transparent huge page.
 constexpr const char* kSmaps =
