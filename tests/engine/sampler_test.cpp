@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
+#include <vector>
 
 #include "util/error.h"
 
@@ -93,6 +97,79 @@ TEST(Sampler, PresenceAndFrequencyPenalties) {
   std::vector<int32_t> gen = {0, 0};
   EXPECT_EQ(s.sample(l.data(), {}, gen), 1);
   EXPECT_FLOAT_EQ(l[0], 5 - 0.5f - 0.5f);
+}
+
+// The sampler as first written (temperature, a full sort, top-k, top-p,
+// min-p, a draw over the survivors in order), the definition the fast path
+// (a heap for top-k, sorting only as far as looked at) must agree with.
+int32_t reference_draw(const SamplerConfig& c, std::vector<float> logits, std::mt19937_64& rng) {
+  const float inv_t = static_cast<float>(1.0 / c.temperature);
+  std::vector<std::pair<float, int32_t>> cand;
+  for (size_t i = 0; i < logits.size(); ++i) cand.emplace_back(logits[i] * inv_t, static_cast<int32_t>(i));
+  std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  if (c.top_k > 0 && static_cast<size_t>(c.top_k) < cand.size()) cand.resize(static_cast<size_t>(c.top_k));
+  const float top = cand[0].first;
+  double sum = 0;
+  for (auto& x : cand) sum += x.first = std::exp(x.first - top);
+  size_t keep = cand.size();
+  if (c.top_p < 1.0) {
+    double cum = 0;
+    size_t n = 0;
+    while (n < keep && !(cum >= c.top_p)) cum += cand[n++].first / sum;
+    keep = n;
+  }
+  if (c.min_p > 0.0) {
+    size_t n = 1;
+    while (n < keep && cand[n].first >= c.min_p * cand[0].first) ++n;
+    keep = n;
+  }
+  double total = 0;
+  for (size_t n = 0; n < keep; ++n) total += cand[n].first;
+  const double r = std::uniform_real_distribution<double>(0.0, total)(rng);
+  double acc = 0;
+  for (size_t n = 0; n < keep; ++n)
+    if (r < (acc += cand[n].first)) return cand[n].second;
+  return cand[keep - 1].second;
+}
+
+TEST(Sampler, AgreesWithTheFullSortDefinition) {
+  std::mt19937 gen(11);
+  int cases = 0;
+  for (int64_t vocab : {1, 2, 7, 300, 5000}) {
+    for (int top_k : {0, 1, 3, 20, 299, 300, 301}) {
+      for (double top_p : {1.0, 0.9, 0.3}) {
+        for (double min_p : {0.0, 0.05}) {
+          for (double t : {0.7, 1.0, 1.6}) {
+            SamplerConfig c;
+            c.temperature = t;
+            c.top_k = top_k;
+            c.top_p = top_p;
+            c.min_p = min_p;
+            c.seed = gen();
+            Sampler s(c, vocab);
+            std::mt19937_64 ref_rng(c.seed);
+            for (int step = 0; step < 3; ++step) {
+              // Coarse values, so that ties (broken by id) are common; a few
+              // masked (-inf) and a few far ahead, as a model's are.
+              std::vector<float> logits(static_cast<size_t>(vocab));
+              for (float& x : logits) x = static_cast<float>(static_cast<int>(gen() % 41) - 20) * 0.25f;
+              for (int j = 0; j < 3; ++j) logits[gen() % vocab] = -std::numeric_limits<float>::infinity();
+              logits[gen() % vocab] = 9;
+              logits[0] = std::max(logits[0], 0.0f);  // at least one finite logit
+              std::vector<float> mine = logits;
+              ASSERT_EQ(s.sample(mine.data(), {}, {}), reference_draw(c, logits, ref_rng))
+                  << "vocab " << vocab << " top_k " << top_k << " top_p " << top_p << " min_p " << min_p << " T " << t
+                  << " step " << step;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 5 * 7 * 3 * 2 * 3 * 3);
 }
 
 TEST(Sampler, RejectsBadParameters) {
