@@ -81,6 +81,22 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+double log_sum_exp(const float* x, int64_t n, float scale) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  if (mx == -std::numeric_limits<float>::infinity()) return mx;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(scale) * (x[i] - mx));
+  return static_cast<double>(scale) * mx + std::log(sum);
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best] || (std::isnan(x[best]) && !std::isnan(x[i]))) best = i;
+  return best;
+}
+
 void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
           const float* sin) {
   const int64_t half = head_dim / 2;

@@ -16,6 +16,8 @@ void gelu_erf(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void add(const float* a, const float* b, float* out, int64_t n);
 void softmax(float* x, int64_t n);
+double log_sum_exp(const float* x, int64_t n, float scale);
+int64_t argmax(const float* x, int64_t n);
 void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
           const float* sin);
 

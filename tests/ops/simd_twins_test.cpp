@@ -2,7 +2,9 @@
 // and supported here, over odd sizes and misaligned pointers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -121,6 +123,36 @@ TEST(SimdTwins, ElementWise) {
         scalar::bf16_to_f32(bf.data(), want.data(), n);
         check(got, want, 0, 0, "bf16_to_f32");
       }
+    // log Σ exp against the double-precision twin: blocks, tails, masked
+    // (-inf) entries, a vocabulary's length, all masked.
+    for (int64_t n : {1, 5, 16, 1023, 1024, 1041, 5000, 151936})
+      for (float scale : {1.0f, 1.0f / 0.7f}) {
+        auto x = random_floats(n, uint32_t(n + 17), -12, 12);
+        for (int64_t i = 0; i < n; i += 7) x[static_cast<size_t>(i)] = -std::numeric_limits<float>::infinity();
+        x[static_cast<size_t>(n / 2)] = 3.5f;  // at least one finite
+        Misaligned<float> a(x, 1);
+        const double want = scalar::log_sum_exp(x.data(), n, scale);
+        ASSERT_NEAR(log_sum_exp(a.data(), n, scale), want, 1e-6 * std::max(1.0, std::fabs(want)))
+            << target << " n=" << n;
+      }
+    // argmax: the first of equal maxima (coarse values tie often), in the
+    // vector part or the tail; -inf and NaN entries; a single element.
+    for (int64_t n : {1, 2, 15, 16, 17, 100, 1027, 151936})
+      for (int trial = 0; trial < 4; ++trial) {
+        auto x = random_floats(n, uint32_t(n * 4 + trial), -4, 4);
+        for (float& v : x) v = std::round(v * 2) / 2;
+        if (trial == 1) x[static_cast<size_t>(n - 1)] = 9;  // in the tail
+        if (trial == 2)
+          for (int64_t i = 0; i < n; i += 3) x[static_cast<size_t>(i)] = std::numeric_limits<float>::quiet_NaN();
+        if (trial == 3) std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
+        Misaligned<float> a(x, 3);
+        ASSERT_EQ(argmax(a.data(), n), scalar::argmax(x.data(), n)) << target << " n=" << n << " trial " << trial;
+        if (trial == 0) ASSERT_EQ(argmax(a.data(), n), std::max_element(x.begin(), x.end()) - x.begin());
+      }
+    const std::vector<float> nans(20, std::numeric_limits<float>::quiet_NaN());
+    EXPECT_EQ(argmax(nans.data(), 20), 0) << target;
+    const std::vector<float> masked(40, -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(log_sum_exp(masked.data(), 40, 1.0f), -std::numeric_limits<double>::infinity()) << target;
     for (int64_t hd : {2, 6, 64, 80, 128}) {
       const int64_t tokens = 3, heads = 2, stride = heads * hd + 1;
       auto x = random_floats(tokens * stride, uint32_t(hd)), c = random_floats(tokens * hd / 2, 1),
