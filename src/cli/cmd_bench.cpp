@@ -116,7 +116,7 @@ void concurrent_decode_figures(Model& model, ThreadPool& pool, KvType kv, int64_
         text.logits(hidden.data(), b, logits.data(), pool);
         for (int s = 0; s < b; ++s) {
           const float* row = logits.data() + s * vocab;
-          next[s] = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+          next[s] = static_cast<int32_t>(argmax(row, vocab));
         }
       }
       best[w] = std::max(best[w], b * per_round / seconds_since(t));
@@ -335,7 +335,7 @@ int cmd_bench(int argc, char** argv) {
     double bytes = 0;
     const Clock::time_point t = Clock::now();
     for (int64_t s = 0; s < steps; ++s) {
-      const int32_t tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const int32_t tok = static_cast<int32_t>(argmax(logits.data(), vocab));
       const Pos3 pos = generated_position(cache.size(), 0);
       bytes += weight_bytes + kv_bytes_per_position * static_cast<double>(cache.size() + 1);
       model.text().forward({&tok, &pos, 1}, cache, pool);
