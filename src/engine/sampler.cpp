@@ -99,6 +99,26 @@ void Sampler::apply_mask(float* logits, const SampleStep& step) {
 }
 
 // log_softmax(logits / T) over the allowed tokens; T is 1 when greedy.
+namespace {
+
+// Keeps in `heap` the k best items offered (by `better`; the heap's front is
+// the worst kept). Returns whether x was kept.
+template <class T, class Better>
+bool keep_best(std::vector<T>& heap, const T& x, size_t k, Better better) {
+  if (heap.size() < k) {
+    heap.push_back(x);
+  } else if (better(x, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = x;
+  } else {
+    return false;
+  }
+  std::push_heap(heap.begin(), heap.end(), better);
+  return true;
+}
+
+}  // namespace
+
 void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep& step) {
   const double t = config_.greedy() ? 1.0 : config_.temperature;
   // Vectorised: a double exp per token of the vocabulary took 0.87 ms a step.
@@ -119,18 +139,7 @@ void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep&
   for (int64_t i = 0; i < vocab_; ++i) {
     // Below the kept ones, or masked: one comparison (an equal logit is left to `better`).
     if (!(logits[i] >= worst) || logits[i] == -std::numeric_limits<float>::infinity()) continue;
-    const int32_t id = static_cast<int32_t>(i);
-    if (heap.size() < want) {
-      heap.push_back(id);
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else if (better(id, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = id;
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else {
-      continue;
-    }
-    if (heap.size() == want) worst = logits[heap.front()];
+    if (keep_best(heap, static_cast<int32_t>(i), want, better) && heap.size() == want) worst = logits[heap.front()];
   }
   std::sort(heap.begin(), heap.end(), better);
   for (int32_t id : heap) out.top.emplace_back(id, lp(id));
@@ -186,18 +195,8 @@ int32_t Sampler::choose(float* logits) {
     for (int64_t i = 0; i < vocab_; ++i) {
       const float v = logits[i] * inv_t;
       if (v < worst) continue;  // not among the k best (an equal value is left to `better`)
-      const Candidate c(v, static_cast<int32_t>(i));
-      if (candidates_.size() < k) {
-        candidates_.push_back(c);
-        std::push_heap(candidates_.begin(), candidates_.end(), better);
-      } else if (better(c, candidates_.front())) {
-        std::pop_heap(candidates_.begin(), candidates_.end(), better);
-        candidates_.back() = c;
-        std::push_heap(candidates_.begin(), candidates_.end(), better);
-      } else {
-        continue;
-      }
-      if (candidates_.size() == k) worst = candidates_.front().first;
+      if (keep_best(candidates_, Candidate(v, static_cast<int32_t>(i)), k, better) && candidates_.size() == k)
+        worst = candidates_.front().first;
     }
     std::sort(candidates_.begin(), candidates_.end(), better);
   } else {
