@@ -495,7 +495,7 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
 constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 
 // Split-KV ("flash decoding"): each work item is one query x one chunk of
-// kChunk positions x one group of kv heads, and walks K and V rows in memory
+// up to kChunk positions x one group of kv heads, and walks K and V rows in memory
 // order. Items leave partial (max, sum, unnormalised output) per head, merged
 // at the end. Chunks are short, so that a context of a few hundred positions
 // already gives every thread items of whole rows: one sequential stream of K
@@ -511,7 +511,13 @@ template <class T>
 void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   constexpr int64_t kBlock = 64, kChunk = 128;
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
-  const int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
+  // Chunks of up to kChunk positions, an even number of them when there are
+  // several: three equal items on two threads (257-384 positions, where a
+  // chat's first answer decodes) left one thread idle for a third of the
+  // time. Still a function of nkv alone.
+  int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
+  if (nchunks > 1) nchunks += nchunks % 2;
+  const int64_t chunk = (p.nkv + nchunks - 1) / nchunks;
   const int64_t hgroups = std::clamp<int64_t>((pool.size() + nchunks * p.nq - 1) / (nchunks * p.nq), 1, p.kv_heads);
   const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
   thread_local ScratchVector<float> parts_buf;
@@ -531,7 +537,7 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
     const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
     const int64_t h0 = kv0 * group, h1 = kv1 * group;  // this item's query heads
     const int64_t kv_end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
-    const int64_t lo = c * kChunk, hi = std::min(kv_end, lo + kChunk);
+    const int64_t lo = c * chunk, hi = std::min(kv_end, lo + chunk);
     float* o = parts + qc * part;
     float* m = o + qh_n * dh;
     float* l = m + qh_n;
