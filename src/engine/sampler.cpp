@@ -165,11 +165,20 @@ class Ordered {
   const Candidate& operator[](size_t n) {
     if (n >= sorted_) {
       // Everything past sorted_ is no better than what precedes it, so the
-      // next prefix is a partial sort of the rest. Growing 4x keeps the total
-      // work near one sort of what is finally looked at.
+      // next prefix is the best of the rest, sorted. Growing 4x keeps the
+      // total work near one sort of what is finally looked at. A short prefix
+      // is a partial sort (a heap that rejects most tokens with one
+      // comparison); a long one a selection, then a sort: where top-p needed
+      // most of a flat distribution, partial sorts alone took 9.6 ms.
       const size_t upto = std::min(c_.size(), std::max({n + 1, sorted_ * 4, size_t{64}}));
-      std::partial_sort(c_.begin() + static_cast<std::ptrdiff_t>(sorted_),
-                        c_.begin() + static_cast<std::ptrdiff_t>(upto), c_.end(), better);
+      const auto first = c_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+      const auto last = c_.begin() + static_cast<std::ptrdiff_t>(upto);
+      if (upto - sorted_ <= 1024) {
+        std::partial_sort(first, last, c_.end(), better);
+      } else {
+        if (last != c_.end()) std::nth_element(first, last, c_.end(), better);
+        std::sort(first, last, better);
+      }
       sorted_ = upto;
     }
     return c_[n];
