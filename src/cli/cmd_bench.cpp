@@ -44,8 +44,7 @@ int64_t proc_status_bytes(const std::string& key) {
 std::vector<MemoryRange> decode_matrices(const TextWeights& w) {
   std::vector<MemoryRange> out;
   for (const TextLayerWeights& l : w.layers)
-    for (const Linear* x : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
-      out.push_back({x->w.data(), x->w.bytes()});
+    for (const Linear* x : l.linears()) out.push_back({x->w.data(), x->w.bytes()});
   out.push_back({w.lm_head.data(), w.lm_head.bytes()});
   return out;
 }

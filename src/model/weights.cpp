@@ -263,7 +263,7 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
   auto add = [](size_t& acc, const WeightMatrix& m) { acc += m.bytes(); };
   size_t text_bytes = 0;
   for (const TextLayerWeights& l : t.layers)
-    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add(text_bytes, lin->w);
+    for (const Linear* lin : l.linears()) add(text_bytes, lin->w);
   add(text_bytes, t.lm_head);
   size_t vision_bytes = 0;
   add(vision_bytes, v.patch_embed.w);

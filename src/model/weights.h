@@ -4,6 +4,7 @@
 // and the position-embedding table are small and held as f32.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -64,6 +65,8 @@ struct TextLayerWeights {
   Linear o;     // [hidden, heads*head_dim]
   Linear gate, up;  // [intermediate, hidden]
   Linear down;      // [hidden, intermediate]
+  // The seven projections, in the order a layer applies them.
+  std::array<const Linear*, 7> linears() const { return {&q, &k, &v, &o, &gate, &up, &down}; }
 };
 
 struct TextWeights {
