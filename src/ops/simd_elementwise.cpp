@@ -184,18 +184,19 @@ void AddKernel(const float* a, const float* b, float* out, int64_t n) {
   Map2(a, b, out, n, [](DF, VF x, VF y) { return hn::Add(x, y); });
 }
 
+// The largest of x[0..n) (-inf for n = 0): simd_attention.cpp's, compiled for
+// the same targets (simd_config.h).
+float MaxOf(const float* x, int64_t n);
+
 void Softmax(float* x, int64_t n) {
   if (n <= 0) return;
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  VF mx = hn::Set(d, -std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + N <= n; i += N) mx = hn::Max(mx, hn::LoadU(d, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(d, mx));
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  const float m = MaxOf(x, n);
   const VF vm = hn::Set(d, m);
   VF sum = hn::Zero(d);
-  for (i = 0; i + N <= n; i += N) {
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
     VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
     hn::StoreU(e, d, x + i);
     sum = hn::Add(sum, e);
@@ -213,11 +214,7 @@ double LogSumExp(const float* x, int64_t n, float scale) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  VF mx = hn::Set(d, kNegInf);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) mx = hn::Max(mx, hn::LoadU(d, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(d, mx));
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  const float m = MaxOf(x, n);
   if (m == kNegInf) return m;
   const VF vm = hn::Set(d, m), vs = hn::Set(d, scale), lowest = hn::Set(d, kNegInf);
   constexpr int64_t kBlock = 1024;  // a multiple of N: only the last block has a tail
@@ -225,7 +222,8 @@ double LogSumExp(const float* x, int64_t n, float scale) {
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t end = std::min(n, b + kBlock);
     VF part = hn::Zero(d);
-    for (i = b; i + N <= end; i += N) {
+    int64_t i = b;
+    for (; i + N <= end; i += N) {
       const VF v = hn::LoadU(d, x + i);
       // -inf (a masked token) adds exactly 0, not Exp's clamped tail.
       part = hn::Add(part, hn::IfThenZeroElse(hn::Eq(v, lowest), hn::Exp(d, hn::Mul(hn::Sub(v, vm), vs))));
