@@ -98,7 +98,6 @@ void Sampler::apply_mask(float* logits, const SampleStep& step) {
   if (!any) fail("constrained decoding: no token is allowed here (the grammar reached a dead end)");
 }
 
-// log_softmax(logits / T) over the allowed tokens; T is 1 when greedy.
 namespace {
 
 // Keeps in `heap` the k best items offered (by `better`; the heap's front is
@@ -119,6 +118,7 @@ bool keep_best(std::vector<T>& heap, const T& x, size_t k, Better better) {
 
 }  // namespace
 
+// log_softmax(logits / T) over the allowed tokens; T is 1 when greedy.
 void Sampler::fill_logprob(const float* logits, int32_t token, const SampleStep& step) {
   const double t = config_.greedy() ? 1.0 : config_.temperature;
   // Vectorised: a double exp per token of the vocabulary took 0.87 ms a step.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -19,11 +20,12 @@ namespace {
 // every matrix once per token. In an arena when the caller has one (all sizes
 // share 2 MB pages); otherwise those of 2 MB and more get their own mapping.
 std::shared_ptr<void> allocate(size_t bytes, const char* what, HugePageArena* arena) {
-  if (arena) return arena->allocate(bytes, cat("a ", what, " weight matrix").c_str());
-  if (bytes >= kHugePageBytes) return allocate_huge_pages(bytes, cat("a ", what, " weight matrix").c_str());
+  const std::string use = cat("a ", what, " weight matrix");
+  if (arena) return arena->allocate(bytes, use.c_str());
+  if (bytes >= kHugePageBytes) return allocate_huge_pages(bytes, use.c_str());
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) fail("out of memory allocating ", bytes, " bytes for a ", what, " weight matrix");
+  if (!p) fail("out of memory allocating ", bytes, " bytes for ", use);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
