@@ -9,6 +9,7 @@
 #include "hwy/highway.h"
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "ops/simd_softmax-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -69,34 +70,6 @@ constexpr int kDV = 2;
 constexpr int kRows = 4;
 constexpr int64_t kBq = 32;  // query rows per work item: each pass over a head's K and V (in L2) serves 32 queries
 constexpr int64_t kBlockTiles = 4;  // key tiles per softmax block
-
-// Max of x[0..n) and in-place x = exp(x - m); returns Σ exp.
-float ExpSubSum(float* x, int64_t n, float m) {
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const VF vm = hn::Set(d, m);
-  VF sum = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    hn::StoreU(e, d, x + i);
-    sum = hn::Add(sum, e);
-  }
-  float s = hn::GetLane(hn::SumOfLanes(d, sum));
-  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
-  return s;
-}
-
-float MaxOf(const float* x, int64_t n) {
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  VF mx = hn::Set(d, kNegInf);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) mx = hn::Max(mx, hn::LoadU(d, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(d, mx));
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  return m;
-}
 
 // y[0..n) = y * a + x * b  (b may be 0 to just scale)
 template <class T = float>

@@ -7,6 +7,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "ops/simd_softmax-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -184,26 +185,9 @@ void AddKernel(const float* a, const float* b, float* out, int64_t n) {
   Map2(a, b, out, n, [](DF, VF x, VF y) { return hn::Add(x, y); });
 }
 
-// The largest of x[0..n) (-inf for n = 0): simd_attention.cpp's, compiled for
-// the same targets (simd_config.h).
-float MaxOf(const float* x, int64_t n);
-
 void Softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const float m = MaxOf(x, n);
-  const VF vm = hn::Set(d, m);
-  VF sum = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    hn::StoreU(e, d, x + i);
-    sum = hn::Add(sum, e);
-  }
-  float s = hn::GetLane(hn::SumOfLanes(d, sum));
-  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - m));
-  const float inv = 1.0f / s;
+  const float inv = 1.0f / ExpSubSum(x, n, MaxOf(x, n));
   Map1(x, x, n, [inv](DF dd, VF v) { return hn::Mul(v, hn::Set(dd, inv)); });
 }
 
