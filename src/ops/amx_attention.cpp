@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -355,9 +356,18 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
 }
 
 // An exact and a fast call with odd sizes (queries and keys off 16 and 32,
-// causal, GQA, f16 K/V), on the unit and emulated, within 1e-6 of each other
-// relative to the outputs' RMS (the unit may add in another order).
-bool unit_matches_emulation() {
+// causal, GQA, f16 K/V), on the unit and emulated. Each output may differ by
+// what two orders of f32 addition can make of it, and otherwise the unit is
+// not used. A score sums n products (n = 6·head_dim for Exact's pairs of
+// parts, head_dim for Fast), so any order is within n·2^-24·Σ|q·k| of exact
+// (Higham, Accuracy and Stability, 2nd ed., eq. 4.4), with Σ|q·k| at most
+// head_dim·max|q|·max|k|. A score off by δ (base 2) scales its weight by
+// 2^±δ, which moves the output by at most 2·ln 2·δ·max|v|. Fast then rounds
+// each weight to bf16, and a difference may flip a rounding: 2^-8 of each
+// weight, at most 2·2^-8·max|v| in all. Returns the worst difference as a
+// multiple of that bound.
+template <class Unit>
+double unit_excess_over_emulation() {
   AttentionParams p;
   p.nq = 37, p.nkv = 70, p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64;
   p.q_stride = p.out_stride = 4 * 64 + 3, p.kv_stride = 2 * 64 + 5;
@@ -369,28 +379,33 @@ bool unit_matches_emulation() {
   for (auto& e : q) e = next();
   for (auto& e : k) e = f32_to_f16(next());
   for (auto& e : v) e = f32_to_f16(next());
+  constexpr double kMaxAbs = 2, kLn2 = 0.6931471805599453;  // next() is in [-2, 2)
   ThreadPool one(1);
+  double worst = 0;
   for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast}) {
     p.precision = precision;
     std::vector<float> unit(q.size(), 0.0f), emulated(q.size(), 0.0f);
-    attention_tiles<AmxTiles>(q.data(), k.data(), v.data(), unit.data(), p, one);
+    attention_tiles<Unit>(q.data(), k.data(), v.data(), unit.data(), p, one);
     attention_tiles<EmulatedTiles>(q.data(), k.data(), v.data(), emulated.data(), p, one);
-    if (!agrees_with_emulation(unit, emulated, 1e-6)) return false;
+    const bool exact = precision == MatmulPrecision::Exact;
+    const double n = (exact ? 6.0 : 1.0) * double(p.head_dim);
+    const double score = 2 * n * 0x1p-24 * p.scale * 1.4426950408889634 * double(p.head_dim) * kMaxAbs * kMaxAbs;
+    const double bound = 2 * kLn2 * score * kMaxAbs + (exact ? 0.0 : 2 * 0x1p-8 * kMaxAbs);
+    worst = std::max(worst, excess_over_emulation(unit, emulated, std::vector<double>(unit.size(), bound)));
   }
-  return true;
+  return worst;
 }
 
 }  // namespace
 
 const char* attention_status() {
-  static const char* const status = [] {
+  static const std::string status = []() -> std::string {
     if (!cpu_features().amx_bf16) return "no AMX-BF16 on this CPU";
     if (!cpu_features().avx512) return "no AVX-512 on this CPU";
     if (!amx_tile_state_granted()) return "tile state not granted by Linux";
-    if (!unit_matches_emulation()) return "the unit disagreed with its emulation";
-    return "used";
+    return verdict_on_unit(unit_excess_over_emulation<AmxTiles>());
   }();
-  return status;
+  return status.c_str();
 }
 
 bool attention_usable() {
@@ -416,6 +431,10 @@ void attention_emulated(const float* q, const uint16_t* k, const uint16_t* v, fl
   attention_tiles<EmulatedTiles>(q, k, v, out, p, pool);
 }
 
+double attention_check_excess(Bf16Order unit_order) {
+  return with_emulated_order(unit_order, []<class Unit>() { return unit_excess_over_emulation<Unit>(); });
+}
+
 #else  // not x86-64
 
 const char* attention_status() { return "not an x86-64 build"; }
@@ -432,6 +451,7 @@ void attention_emulated(const float*, const float*, const float*, float*, const 
 void attention_emulated(const float*, const uint16_t*, const uint16_t*, float*, const AttentionParams&, ThreadPool&) {
   fail("attention: AMX is x86-64 only");
 }
+double attention_check_excess(Bf16Order) { fail("attention: AMX is x86-64 only"); }
 
 #endif
 

@@ -5,17 +5,21 @@
 
 #include <cstdint>
 
+#include "ops/amx_tiles.h"
 #include "ops/ops.h"
 
 namespace qvl::amx {
 
 // Whether attention runs on the unit here: the CPU has AMX-BF16 and AVX-512
 // (the softmax between the tile products), Linux grants the tile state, and
-// a first exact and fast call on the unit agreed with its emulation to 1e-6
-// of the outputs' RMS (once per process). Where any of that fails, the
-// AVX-512 kernels run instead.
+// a first exact and fast call on the unit agreed with its emulation within
+// what f32 addition orders can make of it (once per process). Where any of
+// that fails, the AVX-512 kernels run instead.
 bool attention_usable();
 const char* attention_status();  // "used", or why not (as amx::bf16_status)
+// That check with the unit emulated adding in `unit_order` (as
+// amx::bf16_check_excess, for tests).
+double attention_check_excess(Bf16Order unit_order);
 
 // Whether the kernel takes these shapes: head_dim a multiple of 32, at most 256.
 bool attention_fits(const AttentionParams& p);

@@ -3,6 +3,7 @@
 // tile instructions (amx_tiles.h), run on the unit or emulated.
 #pragma once
 
+#include "ops/amx_tiles.h"
 #include "ops/simd_matmul.h"
 
 namespace qvl::amx {
@@ -32,9 +33,13 @@ void matmul_quant_emulated(const simd::MatmulArgs& a, ThreadPool& pool);
 
 // Whether the bf16 kernel runs here: the CPU has AMX-BF16, Linux grants the
 // tile state, and a first fast and exact product on the unit agreed with its
-// emulation to 1e-6 of the outputs' RMS (the unit may add in its own order).
+// emulation to f32 summation error (the unit may add in its own order).
 bool bf16_usable();
 const char* bf16_status();  // as int8_status
+// That check with the unit emulated adding in `unit_order`: the worst
+// difference as a multiple of its bound (above 1: the unit is not used).
+// For tests: any order within f32 rounding must pass, a faulty unit fail.
+double bf16_check_excess(Bf16Order unit_order);
 
 // y = x·Wᵀ for bf16 W, m > 0, with tdpbf16ps; by the matrix's precision
 // (matmul.h). Fast: x rounded to bf16 as the vdpbf16ps kernel rounds it.

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/amx_matmul.h"
@@ -162,9 +163,13 @@ void gemm_bf16_tiles(const simd::MatmulArgs& a, ThreadPool& pool) {
 }
 
 // A fast and an exact product with odd sizes (m, n off 32; k off 32), on
-// the unit and emulated, within 1e-6 of each other relative to the outputs'
-// RMS (the unit may add in another order), or the unit is not used.
-bool unit_matches_emulation() {
+// the unit and emulated. Each output may differ by twice the worst-case
+// error of an f32 sum of its products in any order (n·2^-24·Σ|x·w| per
+// sum, Higham, Accuracy and Stability, 2nd ed., eq. 4.4; n = k products,
+// 3k for the exact split), and otherwise the unit is not used. Returns the
+// worst difference as a multiple of that bound.
+template <class Unit>
+double unit_excess_over_emulation() {
   const int64_t m = 37, n = 40, k = 200;
   std::vector<uint16_t> w(static_cast<size_t>(n * k));
   std::vector<float> x(static_cast<size_t>(m * k));
@@ -172,28 +177,35 @@ bool unit_matches_emulation() {
   auto next = [&] { return (s = s * 1664525u + 1013904223u) >> 8; };
   for (auto& e : w) e = f32_to_bf16(static_cast<float>(next() % 2001) / 1000.0f - 1.0f);
   for (auto& e : x) e = static_cast<float>(next() % 20001) / 10000.0f - 1.0f;
+  std::vector<double> abs_dot(static_cast<size_t>(m * n));  // Σ |x·w| per output
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < k; ++c) abs_dot[i * n + j] += std::fabs(double(x[i * k + c]) * bf16_to_f32(w[j * k + c]));
   ThreadPool one(1);
+  double worst = 0;
   for (MatmulPrecision p : {MatmulPrecision::Fast, MatmulPrecision::Exact}) {
     WeightMatrix wm = WeightMatrix::view_bf16(w.data(), n, k);
     wm.set_precision(p);
     std::vector<float> unit(static_cast<size_t>(m * n)), emulated(unit.size());
-    gemm_bf16_tiles<AmxTiles>({x.data(), m, k, &wm, nullptr, unit.data(), n}, one);
+    gemm_bf16_tiles<Unit>({x.data(), m, k, &wm, nullptr, unit.data(), n}, one);
     gemm_bf16_tiles<EmulatedTiles>({x.data(), m, k, &wm, nullptr, emulated.data(), n}, one);
-    if (!agrees_with_emulation(unit, emulated, 1e-6)) return false;
+    const double terms = (p == MatmulPrecision::Exact ? 3 : 1) * double(k);
+    std::vector<double> bound(abs_dot.size());
+    for (size_t i = 0; i < bound.size(); ++i) bound[i] = 2 * terms * 0x1p-24 * abs_dot[i] + 1e-30;
+    worst = std::max(worst, excess_over_emulation(unit, emulated, bound));
   }
-  return true;
+  return worst;
 }
 
 }  // namespace
 
 const char* bf16_status() {
-  static const char* const status = [] {
+  static const std::string status = []() -> std::string {
     if (!cpu_features().amx_bf16) return "no AMX-BF16 on this CPU";
     if (!amx_tile_state_granted()) return "tile state not granted by Linux";
-    if (!unit_matches_emulation()) return "the unit disagreed with its emulation";
-    return "used";
+    return verdict_on_unit(unit_excess_over_emulation<AmxTiles>());
   }();
-  return status;
+  return status.c_str();
 }
 
 bool bf16_usable() {
@@ -208,12 +220,17 @@ void gemm_bf16(const simd::MatmulArgs& a, ThreadPool& pool) {
 
 void gemm_bf16_emulated(const simd::MatmulArgs& a, ThreadPool& pool) { gemm_bf16_tiles<EmulatedTiles>(a, pool); }
 
+double bf16_check_excess(Bf16Order unit_order) {
+  return with_emulated_order(unit_order, []<class Unit>() { return unit_excess_over_emulation<Unit>(); });
+}
+
 #else  // not x86-64
 
 const char* bf16_status() { return "not an x86-64 build"; }
 bool bf16_usable() { return false; }
 void gemm_bf16(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }
 void gemm_bf16_emulated(const simd::MatmulArgs&, ThreadPool&) { fail("matmul: AMX is x86-64 only"); }
+double bf16_check_excess(Bf16Order) { fail("matmul: AMX is x86-64 only"); }
 
 #endif
 

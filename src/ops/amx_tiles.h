@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/scalar.h"
@@ -111,27 +112,55 @@ inline void split_bf16(float v, int parts, uint16_t* out) {
   }
 }
 
-// Whether outputs from the unit match their emulation to within `tol` of
-// the emulation's RMS (the unit may add in another order): the check a bf16
-// kernel makes on a first product before it is used.
-inline bool agrees_with_emulation(const std::vector<float>& unit, const std::vector<float>& emulated, double tol) {
-  double err = 0, ref = 0;
+// How far the unit's outputs stray from their emulation, as a multiple of
+// each output's allowed difference bound[i] (at most 1: they agree). The
+// unit adds in an order of its own: the SDM's pseudocode for TDPBF16PS has
+// been pair by pair in k order, and in later editions even and odd products
+// summed apart and added at the end. Two correct results then differ by
+// f32 summation error, which the bounds cover whatever the order; a wrong
+// operand or a lost product costs orders more.
+inline double excess_over_emulation(const std::vector<float>& unit, const std::vector<float>& emulated,
+                                    const std::vector<double>& bound) {
+  double worst = 0;
   for (size_t i = 0; i < unit.size(); ++i) {
-    err = std::max(err, std::fabs(double(unit[i]) - emulated[i]));
-    ref += double(emulated[i]) * emulated[i];
+    const double diff = std::fabs(double(unit[i]) - emulated[i]);
+    worst = std::max(worst, std::isnan(diff) ? HUGE_VAL : diff / bound[i]);
   }
-  return err <= tol * std::sqrt(ref / double(unit.size()));
+  return worst;
 }
+
+// A bf16 self-check's verdict, for a *_status() string.
+inline std::string verdict_on_unit(double excess) {
+  if (excess <= 1) return "used";
+  return cat("the unit disagreed with its emulation (", excess, "x the f32 rounding bound)");
+}
+
+// The order EmulatedTiles adds a TDPBF16PS's products in. The SDM's
+// pseudocode has given two: pair by pair in k order (PairByPair, the twin the
+// kernels are tested with), and in later editions even and odd products
+// summed apart from zero, the two sums then added to C (EvenOdd). A unit may
+// add in either or in its own, so it is compared within f32 rounding bounds.
+// LosesAProduct is a faulty unit (each instruction drops its last product),
+// for the tests that the self-checks reject one.
+enum class Bf16Order { PairByPair, EvenOdd, LosesAProduct };
 
 // The same instructions in scalar code: the twin the AMX kernels are tested
 // against on CPUs without AMX.
-class EmulatedTiles {
+template <Bf16Order kOrder>
+class EmulatedTilesIn {
  public:
-  explicit EmulatedTiles(const TileConfig& config) : config_(config) {
+  explicit EmulatedTilesIn(const TileConfig& config) : config_(config) {
     if (config.palette != 1 || config.start_row != 0) fail("tile config: palette ", int(config.palette), " unsupported");
-    for (int t = 0; t < kTiles; ++t)
-      if (config.rows[t] > kMaxRows || config.colsb[t] > kMaxBytes || config.colsb[t] % 4 != 0)
-        fail("tile config: tile ", t, " is ", int(config.rows[t]), " x ", config.colsb[t], " bytes");
+    // LDTILECFG raises #GP for reserved bytes or tiles 8-15 set, and for a
+    // tile with rows but no bytes or bytes but no rows (SDM vol. 2).
+    for (uint8_t b : config.reserved)
+      if (b != 0) fail("tile config: reserved bytes set");
+    for (int t = 0; t < 16; ++t) {
+      const bool bad = t < kTiles ? config.rows[t] > kMaxRows || config.colsb[t] > kMaxBytes ||
+                                        config.colsb[t] % 4 != 0 || (config.rows[t] == 0) != (config.colsb[t] == 0)
+                                  : config.rows[t] != 0 || config.colsb[t] != 0;
+      if (bad) fail("tile config: tile ", t, " is ", int(config.rows[t]), " x ", config.colsb[t], " bytes");
+    }
     std::memset(data_, 0, sizeof data_);
   }
 
@@ -168,11 +197,11 @@ class EmulatedTiles {
       }
   }
   // TDPBF16PS (SDM vol. 2): C [M][N f32] += A [M][K pairs of bf16] · B [K
-  // rows][N pairs], each pair's two products added in turn, k in order;
-  // bf16 inputs with a zero exponent read as zero (DAZ), f32 results below
-  // the smallest normal flush to zero (FTZ), rounding to nearest even. Each
-  // product of two bf16 is exact in f32. The unit may order its additions
-  // otherwise: compare with a tolerance, not bit for bit.
+  // rows][N pairs], the products added in kOrder; bf16 inputs with a zero
+  // exponent read as zero (DAZ), f32 results below the smallest normal flush
+  // to zero (FTZ), rounding to nearest even. Each product of two bf16 is
+  // exact in f32. The unit may order its additions otherwise: compare with a
+  // tolerance, not bit for bit.
   template <int C, int A, int B>
   void dpbf16ps() {
     const auto [m, k4, n] = dot_shape("tdpbf16ps", C, A, B);
@@ -184,12 +213,25 @@ class EmulatedTiles {
       return f;
     };
     auto ftz = [](float f) { return f != 0 && f > -1.17549435e-38f && f < 1.17549435e-38f ? 0.0f * f : f; };
+    auto product = [&](int i, int j, int kk, int h) {
+      return bf16(&data_[A][i][4 * kk + 2 * h]) * bf16(&data_[B][kk][4 * j + 2 * h]);
+    };
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
         float acc;
         std::memcpy(&acc, &data_[C][i][4 * j], 4);
-        for (int kk = 0; kk < k4; ++kk)
-          for (int h = 0; h < 2; ++h) acc = ftz(acc + bf16(&data_[A][i][4 * kk + 2 * h]) * bf16(&data_[B][kk][4 * j + 2 * h]));
+        if constexpr (kOrder == Bf16Order::EvenOdd) {
+          float even = 0, odd = 0;
+          for (int kk = 0; kk < k4; ++kk) {
+            even = ftz(even + product(i, j, kk, 0));
+            odd = ftz(odd + product(i, j, kk, 1));
+          }
+          acc = ftz(acc + ftz(even + odd));
+        } else {
+          for (int kk = 0; kk < k4; ++kk)
+            for (int h = 0; h < 2; ++h)
+              if (kOrder != Bf16Order::LosesAProduct || kk + 1 < k4 || h == 0) acc = ftz(acc + product(i, j, kk, h));
+        }
         std::memcpy(&data_[C][i][4 * j], &acc, 4);
       }
   }
@@ -205,6 +247,8 @@ class EmulatedTiles {
   };
   DotShape dot_shape(const char* instruction, int c, int a, int b) const {
     used(c), used(a), used(b);
+    // #UD when two operands name the same tile (SDM vol. 2, exception class AMX-E4).
+    if (c == a || c == b || a == b) fail(instruction, ": tiles ", c, ", ", a, ", ", b, " are not distinct");
     const DotShape s{config_.rows[a], config_.colsb[a] / 4, config_.colsb[c] / 4};
     if (config_.rows[b] != s.k4 || config_.colsb[b] != config_.colsb[c] || config_.rows[c] != s.m)
       fail(instruction, ": tiles ", c, ", ", a, ", ", b, " have mismatched shapes");
@@ -214,5 +258,16 @@ class EmulatedTiles {
   TileConfig config_;
   uint8_t data_[kTiles][kMaxRows][kMaxBytes];
 };
+using EmulatedTiles = EmulatedTilesIn<Bf16Order::PairByPair>;
+
+// f.template operator()<EmulatedTilesIn<order>>() for an order chosen at run time.
+template <class F>
+decltype(auto) with_emulated_order(Bf16Order order, F&& f) {
+  switch (order) {
+    case Bf16Order::EvenOdd: return f.template operator()<EmulatedTilesIn<Bf16Order::EvenOdd>>();
+    case Bf16Order::LosesAProduct: return f.template operator()<EmulatedTilesIn<Bf16Order::LosesAProduct>>();
+    default: return f.template operator()<EmulatedTilesIn<Bf16Order::PairByPair>>();
+  }
+}
 
 }  // namespace qvl::amx

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,21 @@ TEST(AmxAttention, KernelOnTheUnitIsExactToF32RoundingAndFastToBf16) {
   if (!cpu_features().amx_bf16) GTEST_SKIP() << "this CPU has no AMX-BF16 (grep amx_bf16 /proc/cpuinfo)";
   ASSERT_TRUE(amx::attention_usable()) << amx::attention_status();
   expect_kernel_right(on_unit_f16);
+}
+
+// The check that admits the unit (attention_status) accepts a unit adding
+// in the SDM's other order, and refuses one that loses a product per
+// instruction.
+TEST(AmxAttention, SelfCheckAcceptsAnotherAdditionOrderAndRefusesALostProduct) {
+  if (!cpu_features().avx512) GTEST_SKIP() << "the kernel's softmax runs on AVX-512, which this CPU lacks";
+  EXPECT_EQ(amx::attention_check_excess(amx::Bf16Order::PairByPair), 0.0);
+  const double other_order = amx::attention_check_excess(amx::Bf16Order::EvenOdd);
+  EXPECT_GT(other_order, 0.0);
+  EXPECT_LT(other_order, 1.0);
+  const double lost = amx::attention_check_excess(amx::Bf16Order::LosesAProduct);
+  EXPECT_GT(lost, 1.0);
+  std::printf("attention self-check, as a multiple of its bound: other order %.3g, lost product %.3g\n", other_order,
+              lost);
 }
 
 // f16 K/V are widened exactly: the bits of the same K/V given in f32.

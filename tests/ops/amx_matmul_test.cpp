@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -58,6 +59,18 @@ TEST(EmulatedTiles, RefusesWhatTheUnitRefuses) {
   amx::TileConfig too_wide;
   too_wide.set(0, 16, 68);
   EXPECT_THROW(amx::EmulatedTiles{too_wide}, Error);
+  amx::TileConfig rows_only;
+  rows_only.set(0, 16, 64).set(1, 4, 0);
+  EXPECT_THROW(amx::EmulatedTiles{rows_only}, Error);
+  amx::TileConfig ninth;
+  ninth.set(8, 16, 64);
+  EXPECT_THROW(amx::EmulatedTiles{ninth}, Error);
+  amx::TileConfig fine;
+  fine.set(0, 16, 64).set(1, 16, 64).set(2, 16, 64);
+  amx::EmulatedTiles u(fine);
+  EXPECT_THROW((u.dpbssd<0, 0, 1>()), Error);  // the same tile twice
+  EXPECT_THROW((u.dpbf16ps<0, 1, 1>()), Error);
+  EXPECT_NO_THROW((u.dpbssd<0, 1, 2>()));
 }
 
 // The kernel, run by `kernel`, against simd::matmul_quant (the AVX-512
@@ -151,6 +164,44 @@ TEST(EmulatedTiles, Dpbf16psAddsPairsInOrderWithDazAndFtz) {
   u.dpbf16ps<0, 1, 2>();
   u.store<0>(got, sizeof got);
   EXPECT_EQ(got[0], 0.0f);
+}
+
+// C [1][1] += A [1][2 pairs] · B [2][1 pair] with products 2^24, 1, -2^24, 1
+// (true sum 2): pair by pair, 2^24 + 1 rounds back to 2^24 and the result
+// is 1; even and odd products summed apart give 0 + 2 = 2; a unit that
+// loses the last product gets 0.
+TEST(EmulatedTiles, Dpbf16psAddsInTheOrderAsked) {
+  amx::TileConfig cfg;
+  cfg.set(0, 1, 4).set(1, 1, 8).set(2, 2, 4);
+  const uint16_t one = f32_to_bf16(1.0f);
+  const uint16_t a[4] = {one, one, one, one};
+  const uint16_t b[2][2] = {{f32_to_bf16(0x1p24f), one}, {f32_to_bf16(-0x1p24f), one}};
+  auto run = [&](auto tiles) {
+    const float zero = 0;
+    tiles.template load<0>(&zero, 4);
+    tiles.template load<1>(a, sizeof a);
+    tiles.template load<2>(b, sizeof b[0]);
+    tiles.template dpbf16ps<0, 1, 2>();
+    float got;
+    tiles.template store<0>(&got, 4);
+    return got;
+  };
+  EXPECT_EQ(run(amx::EmulatedTilesIn<amx::Bf16Order::PairByPair>(cfg)), 1.0f);
+  EXPECT_EQ(run(amx::EmulatedTilesIn<amx::Bf16Order::EvenOdd>(cfg)), 2.0f);
+  EXPECT_EQ(run(amx::EmulatedTilesIn<amx::Bf16Order::LosesAProduct>(cfg)), 0.0f);
+}
+
+// The check that admits the bf16 unit (bf16_status) accepts a unit adding in
+// the SDM's other order, and refuses one that loses a product per
+// instruction: its bound is f32 rounding, not the bits of one order.
+TEST(AmxBf16, SelfCheckAcceptsAnotherAdditionOrderAndRefusesALostProduct) {
+  EXPECT_EQ(amx::bf16_check_excess(amx::Bf16Order::PairByPair), 0.0);
+  const double other_order = amx::bf16_check_excess(amx::Bf16Order::EvenOdd);
+  EXPECT_GT(other_order, 0.0);  // other bits
+  EXPECT_LT(other_order, 1.0);
+  EXPECT_GT(amx::bf16_check_excess(amx::Bf16Order::LosesAProduct), 1.0);
+  std::printf("bf16 self-check, as a multiple of its bound: other order %.3g, lost product %.3g\n", other_order,
+              amx::bf16_check_excess(amx::Bf16Order::LosesAProduct));
 }
 
 // The bf16 kernel, run by `kernel`, on matrices of either precision:
