@@ -326,7 +326,8 @@ int main(int argc, char** argv) {
   }
   for (auto f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
     gemv(rep, pool, f, 1, 6144, 2048, reps);
-    gemv(rep, pool, f, 1, 2048, 6144, reps);
+    // The down projection batched: 4 rows of x at k = 6144 are 96 KB, past L1.
+    for (int64_t m : {1, 2, 4, 8}) gemv(rep, pool, f, m, 2048, 6144, reps);
   }
   if (!quick) gemv(rep, pool, WeightFormat::BF16, 1, 151936, 2048, 3);
   }

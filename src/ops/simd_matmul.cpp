@@ -198,24 +198,47 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
 // group's weight vectors must fit the register file.
 constexpr int kMaxX = kMV == 3 ? 4 : 2;
 
-// Weight row n against all M rows of x, kMaxX rows of x at a time; the
-// weight row stays in L1 for the later passes.
-template <int M, class Rows>
-HWY_INLINE void RowAgainstAllX(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
-                               float* y, int64_t ldy) {
-  if constexpr (M <= kMaxX) {
-    SmallBlock<M, 1>(rows, x, xs, k, n, bias, y, ldy);
-  } else {
-    SmallBlock<kMaxX, 1>(rows, x, xs, k, n, bias, y, ldy);
-    RowAgainstAllX<M - kMaxX>(rows, x + kMaxX * xs, xs, k, n, bias, y + kMaxX * ldy, ldy);
-  }
+// Weight rows [n0, n1) against all M rows of x, G rows of x at a time:
+// each group of x rows meets every weight row of the range before the next
+// group starts, so the group stays in L1 and the range's weight rows wait
+// in L2 for the next group. Same products in the same order: the same bits.
+template <int M, int G, class Rows>
+HWY_INLINE void RowsAgainstAllX(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1,
+                                const float* bias, float* y, int64_t ldy) {
+  constexpr int g = M < G ? M : G;
+  for (int64_t n = n0; n < n1; ++n) SmallBlock<g, 1>(rows, x, xs, k, n, bias, y, ldy);
+  if constexpr (M > G) RowsAgainstAllX<M - G, G>(rows, x + G * xs, xs, k, n0, n1, bias, y + G * ldy, ldy);
 }
+
+// x in L1: a group of x rows larger than L1 (48 KB on Zen 5 and on Intel
+// since Ice Lake) is read from L2 at every weight row. bf16 at m = 8, k =
+// 2048 (two groups of 4 rows, 32 KB each, taking turns per weight row) read
+// 7 GB/s a core against m = 4's 27, and m = 4 at k = 6144 (one 96 KB group)
+// 12 (ops_report gemv, Zen 5, one thread). Such x is cut into groups of at
+// most 32 KB: m = 8 then read 13 GB/s, m = 4 at k = 6144 13-14.5. m = 2 at
+// k = 6144 (48 KB) stays whole: one row at a time it read 22-24 against 25-27.
+constexpr int64_t kL1Bytes = int64_t{48} << 10, kXGroupBytes = int64_t{32} << 10;
 
 template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
-  if constexpr (M > kMaxX) {
-    for (int64_t n = n0; n < n1; ++n) RowAgainstAllX<M>(rows, x, xs, k, n, bias, y, ldy);
+  // x rows per group: as many as the registers hold (kMaxX), fewer where x
+  // would not fit in L1 (AVX-512 only: measured there).
+  const int64_t x_row_bytes = k * int64_t{sizeof(float)};
+  const bool split = kMV == 3 && M * x_row_bytes > kL1Bytes;
+  const int64_t fit = split ? std::max<int64_t>(1, kXGroupBytes / x_row_bytes) : kMaxX;
+  if (M > 1 && (M > kMaxX || split)) {
+    // Weight rows per pass: ~64 KB of them, which L2 keeps for the later groups.
+    const int64_t pass = std::max<int64_t>(1, (int64_t{64} << 10) / (k * Rows::kBytes));
+    for (int64_t n = n0; n < n1; n += pass) {
+      const int64_t n_end = std::min(n1, n + pass);
+      if (fit >= kMaxX)
+        RowsAgainstAllX<M, kMaxX>(rows, x, xs, k, n, n_end, bias, y, ldy);
+      else if (fit >= 2)
+        RowsAgainstAllX<M, 2>(rows, x, xs, k, n, n_end, bias, y, ldy);
+      else
+        RowsAgainstAllX<M, 1>(rows, x, xs, k, n, n_end, bias, y, ldy);
+    }
   } else if (kMV != 3 || (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096))) {
     // One row at a time: the thread's rows are one sequential stream (rows
     // are contiguous), which the prefetchers serve best, while x stays in

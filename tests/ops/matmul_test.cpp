@@ -178,13 +178,15 @@ TEST(Matmul, AllFormatsAllShapesAgainstReferenceAndTwin) {
 // Batched decode needs each output row to depend only on its own x row: row
 // i of an m-row call must equal, bit for bit, the same x row alone (m = 1),
 // for every m of the small-m path, every format, with and without bias, on
-// the best target and on each target forced in turn.
+// the best target and on each target forced in turn. k = 2500 and 9000 make
+// x too large for L1 from m = 5 and m = 2 on, so x is cut into groups of 2
+// and of 1 rows (simd_matmul.cpp, SmallRange), over several passes of rows.
 TEST(Matmul, SmallMRowsAreBitIdenticalToSingleRows) {
   ThreadPool pool(0);
   auto check = [&](const std::string& target) {
     uint32_t seed = 500;
     for (int64_t n : {1, 6, 37})
-      for (int64_t k : {5, 64, 100, 300})
+      for (int64_t k : {5, 64, 100, 300, 2500, 9000})
         for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
           auto wsrc = random_bf16(n * k, ++seed);
           WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
