@@ -137,37 +137,59 @@ HWY_INLINE void SmallGroup(const Rows& rows, const float* x, int64_t xs, int64_t
   }
 }
 
+constexpr int64_t kStep = kGroupsPerStep * quant::kGroup;  // columns per step of SmallBlock's loop
+
+// Columns [lo, hi) of the weight rows, for x too large for L1 (SmallRange):
+// lo a multiple of kStep, hi too or k, and each chain's partial sums carried
+// from slice to slice in `carry` (M·R·kAcc vectors), so every sum is added
+// in the same order as in one pass over the whole row.
+struct ColumnSlice {
+  int64_t lo = 0, hi = 0;  // hi 0: the whole row
+  float* carry = nullptr;
+};
+
 // R weight rows [n, n+R) against M rows of x (padded with zeros to xs floats
 // per row). Accumulators: M·R·kAcc vectors. Each (x row, weight row) pair
 // sums in the same order whatever M and R are: vector u of group g goes to
 // chain (g·V + u) mod kAcc.
 template <int M, int R, class Rows>
 HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n, const float* bias,
-                           float* y, int64_t ldy) {
+                           float* y, int64_t ldy, const ColumnSlice& slice = {}) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const bool sliced = slice.hi != 0, first = slice.lo == 0, last = !sliced || slice.hi >= k;
   VF acc[M][R][kAcc];
   for (int i = 0; i < M; ++i)
     for (int r = 0; r < R; ++r)
-      for (int a = 0; a < kAcc; ++a) acc[i][r][a] = hn::Zero(d);
+      for (int a = 0; a < kAcc; ++a)
+        acc[i][r][a] = first ? hn::Zero(d) : hn::LoadU(d, slice.carry + ((i * R + r) * kAcc + a) * N);
   // Each row is its own short stream (a page for k = 2048 bf16); run ahead
   // of the hardware prefetcher, kPrefetchBytes into the row, then past its
   // end into the same row of the next block (rows are contiguous: R - 1
-  // rows further on), so a new block does not start cold.
+  // rows further on), so a new block does not start cold. A slice instead
+  // prefetches the same columns of the next row: the row's next columns
+  // are read a whole pass of rows later.
   const int64_t end = rows.group_end(), row_bytes = k * Rows::kBytes;
+  const int64_t slice_end = last ? end : slice.hi;
   const uint8_t* row0 = static_cast<const uint8_t*>(rows.Addr(n, 0));
-  const int64_t c_next = std::max<int64_t>(0, (row_bytes - kPrefetchBytes) / Rows::kBytes);  // prefetch leaves the row
-  constexpr int64_t kStep = kGroupsPerStep * quant::kGroup;
-  int64_t c = 0;
+  const int64_t c_next =
+      sliced ? 0 : std::max<int64_t>(0, (row_bytes - kPrefetchBytes) / Rows::kBytes);  // prefetch leaves the row
+  int64_t c = slice.lo;
   for (int phase = 0; phase < 2; ++phase) {
-    const int64_t stop = phase == 0 ? std::min(end, c_next) / kStep * kStep : end / kStep * kStep;
-    const uint8_t* pf = row0 + kPrefetchBytes + (phase == 0 ? 0 : (R - 1) * row_bytes);
+    const int64_t stop = phase == 0 ? std::min(slice_end, c_next) / kStep * kStep : slice_end / kStep * kStep;
+    const uint8_t* pf = sliced ? row0 + R * row_bytes : row0 + kPrefetchBytes + (phase == 0 ? 0 : (R - 1) * row_bytes);
     for (; c < stop; c += kStep) {
       SmallGroup<M, R, 0>(rows, x, xs, n, c, pf + c * Rows::kBytes, row_bytes, acc);
       if constexpr (kGroupsPerStep > 1)
         SmallGroup<M, R, 1>(rows, x, xs, n, c + quant::kGroup, pf + (c + quant::kGroup) * Rows::kBytes, row_bytes,
                             acc);
     }
+  }
+  if (!last) {
+    for (int i = 0; i < M; ++i)
+      for (int r = 0; r < R; ++r)
+        for (int a = 0; a < kAcc; ++a) hn::StoreU(acc[i][r][a], d, slice.carry + ((i * R + r) * kAcc + a) * N);
+    return;
   }
   if (c < end)  // an odd last group (kGroupsPerStep 2)
     SmallGroup<M, R, 0>(rows, x, xs, n, c, row0 + kPrefetchBytes + (R - 1) * row_bytes + c * Rows::kBytes, row_bytes,
@@ -197,47 +219,57 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
 // x rows held at once against one weight row: M·kAcc accumulators and a
 // group's weight vectors must fit the register file.
 constexpr int kMaxX = kMV == 3 ? 4 : 2;
-
-// Weight rows [n0, n1) against all M rows of x, G rows of x at a time:
-// each group of x rows meets every weight row of the range before the next
-// group starts, so the group stays in L1 and the range's weight rows wait
-// in L2 for the next group. Same products in the same order: the same bits.
-template <int M, int G, class Rows>
+// Weight rows [n0, n1) against all M rows of x, kMaxX rows of x at a time,
+// over the columns of `slice`: each group of x rows meets every weight row
+// of the range before the next group starts, so the group's x stays in L1
+// and the range's weight rows wait in L2 for the next group. `carry` holds
+// kCarry floats per group and weight row. Same products in the same order:
+// the same bits.
+constexpr int64_t kCarry = int64_t{kMaxX} * kAcc * hn::MaxLanes(DF());
+template <int M, class Rows>
 HWY_INLINE void RowsAgainstAllX(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1,
-                                const float* bias, float* y, int64_t ldy) {
-  constexpr int g = M < G ? M : G;
-  for (int64_t n = n0; n < n1; ++n) SmallBlock<g, 1>(rows, x, xs, k, n, bias, y, ldy);
-  if constexpr (M > G) RowsAgainstAllX<M - G, G>(rows, x + G * xs, xs, k, n0, n1, bias, y + G * ldy, ldy);
+                                const float* bias, float* y, int64_t ldy, int64_t lo, int64_t hi, float* carry) {
+  constexpr int G = M < kMaxX ? M : kMaxX;
+  for (int64_t n = n0; n < n1; ++n)
+    SmallBlock<G, 1>(rows, x, xs, k, n, bias, y, ldy, {lo, hi, carry ? carry + (n - n0) * kCarry : nullptr});
+  if constexpr (M > kMaxX)
+    RowsAgainstAllX<M - kMaxX>(rows, x + kMaxX * xs, xs, k, n0, n1, bias, y + kMaxX * ldy, ldy, lo, hi,
+                               carry ? carry + (n1 - n0) * kCarry : nullptr);
 }
 
-// x in L1: a group of x rows larger than L1 (48 KB on Zen 5 and on Intel
-// since Ice Lake) is read from L2 at every weight row. bf16 at m = 8, k =
-// 2048 (two groups of 4 rows, 32 KB each, taking turns per weight row) read
-// 7 GB/s a core against m = 4's 27, and m = 4 at k = 6144 (one 96 KB group)
-// 12 (ops_report gemv, Zen 5, one thread). Such x is cut into groups of at
-// most 32 KB: m = 8 then read 13 GB/s, m = 4 at k = 6144 13-14.5. m = 2 at
-// k = 6144 (48 KB) stays whole: one row at a time it read 22-24 against 25-27.
-constexpr int64_t kL1Bytes = int64_t{48} << 10, kXGroupBytes = int64_t{32} << 10;
+// x in L1: rows of x larger than L1 (48 KB on Zen 5 and on Intel since Ice
+// Lake) are read from L2 at every weight row. bf16 at m = 8, k = 2048 (two
+// groups of 4 rows, 32 KB each, taking turns per weight row) read 7 GB/s a
+// core against m = 4's 27, and m = 4 at k = 6144 (one 96 KB group) 12
+// (ops_report gemv, Zen 5, one thread). Such x is taken in groups of kMaxX
+// rows and slices of columns of at most 32 KB. Two threads, GB/s: m = 8, k =
+// 2048: 12.6-13.9 -> 23.7-24.8; m = 8, k = 6144: 12.7-13.2 -> 18.1-20.7; m =
+// 4, k = 6144: 22.1-22.6 -> 24.4-25.1 (there the strided reads of the
+// slices cost about what L1 gains). m = 2 at k = 6144 (48 KB) stays whole:
+// one row of x at a time it read 22-24 against 25-27 (one thread).
+constexpr int64_t kL1Bytes = int64_t{48} << 10, kXSliceBytes = int64_t{32} << 10;
+constexpr int64_t kPassBytes = int64_t{64} << 10;  // weight rows per pass: what L2 keeps for the later groups
 
 template <int M, class Rows>
 void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t n0, int64_t n1, const float* bias,
                 float* y, int64_t ldy) {
-  // x rows per group: as many as the registers hold (kMaxX), fewer where x
-  // would not fit in L1 (AVX-512 only: measured there).
-  const int64_t x_row_bytes = k * int64_t{sizeof(float)};
-  const bool split = kMV == 3 && M * x_row_bytes > kL1Bytes;
-  const int64_t fit = split ? std::max<int64_t>(1, kXGroupBytes / x_row_bytes) : kMaxX;
-  if (M > 1 && (M > kMaxX || split)) {
-    // Weight rows per pass: ~64 KB of them, which L2 keeps for the later groups.
-    const int64_t pass = std::max<int64_t>(1, (int64_t{64} << 10) / (k * Rows::kBytes));
+  if (M > 1 && (M > kMaxX || (kMV == 3 && M * k * int64_t{sizeof(float)} > kL1Bytes))) {
+    const int64_t pass = std::max<int64_t>(1, kPassBytes / (k * Rows::kBytes));
+    const int64_t cols = std::max<int64_t>(kStep, kXSliceBytes / (kMaxX * int64_t{sizeof(float)}) / kStep * kStep);
+    // Partial sums between slices: needed only when a row takes more than
+    // one (k > cols), so a pass has at most kPassBytes / (2 bytes · cols) rows.
+    constexpr int64_t kMaxPass = kPassBytes / (kXSliceBytes / (kMaxX * int64_t{sizeof(float)})) / 2 + 1;
+    constexpr int kGroups = (M + kMaxX - 1) / kMaxX;
+    HWY_ALIGN float carry[kGroups * kMaxPass * kCarry];
     for (int64_t n = n0; n < n1; n += pass) {
       const int64_t n_end = std::min(n1, n + pass);
-      if (fit >= kMaxX)
-        RowsAgainstAllX<M, kMaxX>(rows, x, xs, k, n, n_end, bias, y, ldy);
-      else if (fit >= 2)
-        RowsAgainstAllX<M, 2>(rows, x, xs, k, n, n_end, bias, y, ldy);
-      else
-        RowsAgainstAllX<M, 1>(rows, x, xs, k, n, n_end, bias, y, ldy);
+      if (k <= cols || kMV != 3) {  // slices measured on AVX-512 only
+        RowsAgainstAllX<M>(rows, x, xs, k, n, n_end, bias, y, ldy, 0, 0, nullptr);
+        continue;
+      }
+      HWY_DASSERT(n_end - n <= kMaxPass);
+      for (int64_t lo = 0; lo < k; lo += cols)
+        RowsAgainstAllX<M>(rows, x, xs, k, n, n_end, bias, y, ldy, lo, std::min(k, lo + cols), carry);
     }
   } else if (kMV != 3 || (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096))) {
     // One row at a time: the thread's rows are one sequential stream (rows

@@ -179,8 +179,9 @@ TEST(Matmul, AllFormatsAllShapesAgainstReferenceAndTwin) {
 // i of an m-row call must equal, bit for bit, the same x row alone (m = 1),
 // for every m of the small-m path, every format, with and without bias, on
 // the best target and on each target forced in turn. k = 2500 and 9000 make
-// x too large for L1 from m = 5 and m = 2 on, so x is cut into groups of 2
-// and of 1 rows (simd_matmul.cpp, SmallRange), over several passes of rows.
+// x too large for L1 from m = 5 and m = 2 on, so its rows are taken in
+// slices of columns, partial sums carried between them (simd_matmul.cpp,
+// SmallRange), over several passes of rows.
 TEST(Matmul, SmallMRowsAreBitIdenticalToSingleRows) {
   ThreadPool pool(0);
   auto check = [&](const std::string& target) {
