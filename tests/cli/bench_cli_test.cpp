@@ -70,6 +70,15 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   EXPECT_NEAR(q8["decode_gb_s"].get<double>(),
               (q8["decode_weight_bytes_per_token"].get<double>() + kv) * q8["decode_tok_s"].get<double>() / 1e9,
               1e-9 * q8["decode_gb_s"].get<double>());
+  // Streams decoding together, as `serve --parallel N` runs them: each
+  // width's aggregate speed and its ratio to one stream.
+  for (int b : {2, 4, 8}) {
+    const std::string n = std::to_string(b);
+    ASSERT_TRUE(q8.contains("decode_tok_s_" + n + "_streams")) << b;
+    EXPECT_GT(q8["decode_tok_s_" + n + "_streams"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(q8["decode_streams_" + n + "_vs_1"].get<double>(),
+                     q8["decode_tok_s_" + n + "_streams"].get<double>() / q8["decode_tok_s_1_stream"].get<double>());
+  }
   // The figures are the median round's: within the rounds' range.
   const json& range = q8["decode_bandwidth_fraction_range"];
   ASSERT_EQ(range.size(), 2u);
