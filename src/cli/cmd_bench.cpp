@@ -217,7 +217,7 @@ int cmd_bench(int argc, char** argv) {
             "Measures load time, memory, vision, prefill and decode speed and prints one JSON object.\n"
             "Figures: vision on synthetic 448x448 and 1024x768 images, text prefill of 256 and 1024 tokens,\n"
             "decode over --decode-tokens tokens, aggregate decode of 1, 2, 4 and 8 streams decoding together\n"
-            "(a quarter as many tokens each), and the machine's read bandwidth measured in the same run.");
+            "(each width for about --decode-tokens steps), and the machine's read bandwidth measured in the same run.");
   ModelChoice choice;  // `model` is the loaded Model below
   EngineParams requested;
   requested.ctx_size = 2048;  // enough for every figure; less address space

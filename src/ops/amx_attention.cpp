@@ -389,7 +389,8 @@ double unit_excess_over_emulation() {
     attention_tiles<EmulatedTiles>(q.data(), k.data(), v.data(), emulated.data(), p, one);
     const bool exact = precision == MatmulPrecision::Exact;
     const double n = (exact ? 6.0 : 1.0) * double(p.head_dim);
-    const double score = 2 * n * 0x1p-24 * p.scale * 1.4426950408889634 * double(p.head_dim) * kMaxAbs * kMaxAbs;
+    // Scores are in base 2: q is scaled by scale·log2 e = scale / ln 2.
+    const double score = 2 * n * 0x1p-24 * p.scale / kLn2 * double(p.head_dim) * kMaxAbs * kMaxAbs;
     const double bound = 2 * kLn2 * score * kMaxAbs + (exact ? 0.0 : 2 * 0x1p-8 * kMaxAbs);
     worst = std::max(worst, excess_over_emulation(unit, emulated, std::vector<double>(unit.size(), bound)));
   }

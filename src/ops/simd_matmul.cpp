@@ -219,6 +219,7 @@ HWY_INLINE void SmallBlock(const Rows& rows, const float* x, int64_t xs, int64_t
 // x rows held at once against one weight row: M·kAcc accumulators and a
 // group's weight vectors must fit the register file.
 constexpr int kMaxX = kMV == 3 ? 4 : 2;
+
 // Weight rows [n0, n1) against all M rows of x, kMaxX rows of x at a time,
 // over the columns of `slice`: each group of x rows meets every weight row
 // of the range before the next group starts, so the group's x stays in L1
@@ -246,8 +247,10 @@ HWY_INLINE void RowsAgainstAllX(const Rows& rows, const float* x, int64_t xs, in
 // 2048: 12.6-13.9 -> 23.7-24.8; m = 8, k = 6144: 12.7-13.2 -> 18.1-20.7; m =
 // 4, k = 6144: 22.1-22.6 -> 24.4-25.1 (there the strided reads of the
 // slices cost about what L1 gains). m = 2 at k = 6144 (48 KB) stays whole:
-// one row of x at a time it read 22-24 against 25-27 (one thread).
-constexpr int64_t kL1Bytes = int64_t{48} << 10, kXSliceBytes = int64_t{32} << 10;
+// taken one row of x at a time instead, it read 22-24 against 25-27 (one
+// thread).
+constexpr int64_t kL1Bytes = int64_t{48} << 10;
+constexpr int64_t kSliceCols = std::max<int64_t>(kStep, (int64_t{32} << 10) / (kMaxX * 4) / kStep * kStep);
 constexpr int64_t kPassBytes = int64_t{64} << 10;  // weight rows per pass: what L2 keeps for the later groups
 
 template <int M, class Rows>
@@ -255,21 +258,21 @@ void SmallRange(const Rows& rows, const float* x, int64_t xs, int64_t k, int64_t
                 float* y, int64_t ldy) {
   if (M > 1 && (M > kMaxX || (kMV == 3 && M * k * int64_t{sizeof(float)} > kL1Bytes))) {
     const int64_t pass = std::max<int64_t>(1, kPassBytes / (k * Rows::kBytes));
-    const int64_t cols = std::max<int64_t>(kStep, kXSliceBytes / (kMaxX * int64_t{sizeof(float)}) / kStep * kStep);
     // Partial sums between slices: needed only when a row takes more than
-    // one (k > cols), so a pass has at most kPassBytes / (2 bytes · cols) rows.
-    constexpr int64_t kMaxPass = kPassBytes / (kXSliceBytes / (kMaxX * int64_t{sizeof(float)})) / 2 + 1;
+    // one (k > kSliceCols), so a pass has at most kPassBytes / (2 bytes ·
+    // kSliceCols) rows.
+    constexpr int64_t kMaxPass = kPassBytes / kSliceCols / 2 + 1;
     constexpr int kGroups = (M + kMaxX - 1) / kMaxX;
     HWY_ALIGN float carry[kGroups * kMaxPass * kCarry];
     for (int64_t n = n0; n < n1; n += pass) {
       const int64_t n_end = std::min(n1, n + pass);
-      if (k <= cols || kMV != 3) {  // slices measured on AVX-512 only
+      if (k <= kSliceCols || kMV != 3) {  // slices measured on AVX-512 only
         RowsAgainstAllX<M>(rows, x, xs, k, n, n_end, bias, y, ldy, 0, 0, nullptr);
         continue;
       }
       HWY_DASSERT(n_end - n <= kMaxPass);
-      for (int64_t lo = 0; lo < k; lo += cols)
-        RowsAgainstAllX<M>(rows, x, xs, k, n, n_end, bias, y, ldy, lo, std::min(k, lo + cols), carry);
+      for (int64_t lo = 0; lo < k; lo += kSliceCols)
+        RowsAgainstAllX<M>(rows, x, xs, k, n, n_end, bias, y, ldy, lo, std::min(k, lo + kSliceCols), carry);
     }
   } else if (kMV != 3 || (std::is_same_v<Rows, Bf16Rows> && (M == 1 || M * k <= 4096))) {
     // One row at a time: the thread's rows are one sequential stream (rows
