@@ -99,5 +99,33 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   EXPECT_NE(bf16["kernels"]["decode"].get<std::string>().find("gemv f32 FMA, bf16 weights widened"), std::string::npos);
 }
 
+// The document page (issue 32): 896x1152 pixels are 28x36 merged patches of
+// 32 pixels, 1008 image tokens; the answer decodes its 200 tokens (EOS
+// ignored), and every phase's figure is there, the vision one also as a
+// fraction of its unit.
+TEST(BenchCli, ReportsTheDocumentPage) {
+  const test::QvlResult r =
+      run_qvl({"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["page_image_tokens"], 1008);
+  EXPECT_GT(j["page_prompt_tokens"].get<int>(), 1008);
+  EXPECT_EQ(j["page_answer_tokens"], 200);
+  for (const char* f : {"page_vision_ms", "page_prefill_ms", "page_prefill_tok_s", "page_first_token_ms",
+                        "vision_gflop_s_page", "vision_fma_fraction_page"})
+    EXPECT_GT(j[f].get<double>(), 0) << f;
+  EXPECT_GE(j["page_first_token_ms"].get<double>(),
+            j["page_vision_ms"].get<double>() + j["page_prefill_ms"].get<double>() - 1e-6);
+  EXPECT_GE(j["page_answer_s"].get<double>() * 1e3, j["page_first_token_ms"].get<double>());
+  EXPECT_EQ(j["vision_unit_page"], j["vision_unit_448x448"]);
+
+  const test::QvlResult skipped =
+      run_qvl({"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6", "--skip-page"});
+  ASSERT_EQ(skipped.code, 0) << skipped.err;
+  const json s = json::parse(skipped.out);
+  EXPECT_FALSE(s.contains("page_first_token_ms"));
+  EXPECT_TRUE(s.contains("vision_ms_448x448"));
+}
+
 }  // namespace
 }  // namespace qvl
