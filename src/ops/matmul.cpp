@@ -87,12 +87,16 @@ void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulO
     return o.w->format() == outs[0].w->format() && o.w->cols() == outs[0].w->cols() && o.w->rows() > 0;
   };
   if (m <= 0 || outs.empty()) return;
-  if (m > simd::kSmallM || !std::all_of(outs.begin(), outs.end(), shares)) {
+  const bool quant = outs[0].w->format() == WeightFormat::Q8 || outs[0].w->format() == WeightFormat::Q4;
+  if ((m > simd::kSmallM && !quant) || !std::all_of(outs.begin(), outs.end(), shares)) {
     for (const MatmulOutput& o : outs) matmul(x, m, ldx, *o.w, o.bias, o.y, o.ldy, pool);
     return;
   }
   for (const MatmulOutput& o : outs) check_strides(ldx, *o.w, o.ldy);
-  simd::matmul_small_m(x, m, ldx, outs, pool);
+  if (m > simd::kSmallM)
+    simd::matmul_quant_each(x, m, ldx, outs, pool);  // x rounded once for all the products
+  else
+    simd::matmul_small_m(x, m, ldx, outs, pool);
 }
 
 }  // namespace qvl

@@ -168,6 +168,8 @@ struct MatmulOutput {
 // For m <= 8 (decode) with one weight format and k, x is prepared once and the
 // rows of all the products are shared among the threads together: decode's
 // q, k and v projections (and gate and up) are one parallel step, not three.
+// For q8/q4 the same holds for every m: a prefill's x is rounded once for all
+// the products, whose work items the threads share.
 void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 
 }  // namespace qvl

@@ -28,6 +28,9 @@ void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
 // Both forward q8/q4 weights to this (simd_matmul_quant.cpp): integer dot
 // products on x rounded to 8 bits per group, every m.
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool);
+// Products of one x by q8/q4 weights sharing one format and k, every m:
+// x is rounded once for all of them (matmul_each).
+void matmul_quant_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
                           ThreadPool& pool);
 // Whether matmul_quant runs m > kSmallM rows on the AMX int8 kernel

@@ -444,21 +444,17 @@ void MatmulQuantSmallM(const float* x, int64_t m, int64_t ldx, std::span<const M
   });
 }
 
-void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
-  if (a.m <= kSmallM) {
-    const MatmulOutput out{a.w, a.bias, a.y, a.ldy};
-    return MatmulQuantSmallM(a.x, a.m, a.ldx, {&out, 1}, pool);
-  }
-  if (GemmOnAmx()) return amx::matmul_quant(a, pool);
-  if (!LanesAreFixed()) {
-    return pool.parallel_for(a.w->rows(), [&](int64_t b, int64_t e, int) {
-      scalar::matmul_rows(a.x, a.m, a.ldx, *a.w, a.bias, a.y, a.ldy, b, e);
-    });
-  }
-  const int64_t k = a.w->cols(), n = a.w->rows(), m = a.m;
-  const quant::View v = quant::view(*a.w);
-  const int64_t G = v.groups, blocks = quant::row_blocks(n);
-  const int32_t offset = v.q8 ? 128 : 8;
+// GEMM (m > kSmallM) for one or more products of the same x (q, k and v;
+// gate and up), all q8/q4 of one format and k: x is rounded and packed once
+// for all of them, and their work items are shared among the threads, so the
+// products are one parallel step (rounding x again for each cost ~1 % of a
+// prefill, and each product's last items left a thread idle).
+void MatmulQuantGemm(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  const WeightMatrix& w0 = *outs[0].w;
+  const int64_t k = w0.cols();
+  const quant::View v0 = quant::view(w0);
+  const int64_t G = v0.groups;
+  const int32_t offset = v0.q8 ? 128 : 8;
   thread_local ScratchVector<int8_t> codes_buf;
   thread_local ScratchVector<float> scales_buf;
   thread_local ScratchVector<int32_t> corr_buf;
@@ -471,12 +467,12 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   float* scales = scales_buf.data();
   int32_t* corr = corr_buf.data();
 
-  // GEMM. x in chunks of at most kSmallM rows, of nearly equal size (100
-  // rows: 13 chunks of 7-8, not 12 of 8 and one of 4, which would use each
-  // weight vector only 4 times), each packed group-major, codes
-  // [group][row][32] and scales, corr [group][row], so a block kernel reads
-  // the chunk as one sequential stream (measured: 1.5-2x faster than rows
-  // kSmallM apart at k = 6144, whose chunk does not fit L1).
+  // x in chunks of at most kSmallM rows, of nearly equal size (100 rows: 13
+  // chunks of 7-8, not 12 of 8 and one of 4, which would use each weight
+  // vector only 4 times), each packed group-major, codes [group][row][32] and
+  // scales, corr [group][row], so a block kernel reads the chunk as one
+  // sequential stream (measured: 1.5-2x faster than rows kSmallM apart at
+  // k = 6144, whose chunk does not fit L1).
   const int64_t chunks = (m + kSmallM - 1) / kSmallM;
   auto chunk_begin = [&](int64_t c) { return c * m / chunks; };
   auto chunk_x = [&](int64_t c) {
@@ -493,7 +489,7 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t i0 = chunk_begin(c), rows = chunk_begin(c + 1) - i0;
       for (int64_t r = 0; r < rows; ++r) {
-        QuantizeRow(a.x + (i0 + r) * a.ldx, k, G, offset, row_codes.data(), row_scales.data(), row_corr.data());
+        QuantizeRow(x + (i0 + r) * ldx, k, G, offset, row_codes.data(), row_scales.data(), row_corr.data());
         for (int64_t g = 0; g < G; ++g) {
           const int64_t at = i0 * G + g * rows + r;  // chunk_x's layout
           std::memcpy(codes + at * quant::kGroup, row_codes.data() + g * quant::kGroup, quant::kGroup);
@@ -503,25 +499,61 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
       }
     }
   });
-  // Work items: (panel of x chunks, tile of weight blocks), panel by panel, so
-  // a thread's tile and the panel it is applied to (kTileBytes each) stay in
-  // L2 together; the weights stream once per panel, from L3 when they fit.
-  const int64_t tile = std::clamp<int64_t>(kTileBytes / (G * v.block_group_bytes()), 1, 16);
-  const int64_t tiles = (blocks + tile - 1) / tile;
+  // Work items: (panel of x chunks, product, tile of its weight blocks),
+  // panel by panel, so a thread's tile and the panel it is applied to
+  // (kTileBytes each) stay in L2 together; the weights stream once per
+  // panel, from L3 when they fit. The products share k, so a tile holds as
+  // many blocks in each.
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / (G * v0.block_group_bytes()), 1, 16);
   const int64_t panel = std::max<int64_t>(1, kTileBytes / (kSmallM * G * quant::kGroup));  // chunks
-  const int64_t items = (chunks + panel - 1) / panel * tiles;
+  const int64_t panels = (chunks + panel - 1) / panel;
+  std::vector<int64_t> first_tile(outs.size() + 1, 0);  // items of a panel: product p's tiles from first_tile[p]
+  for (size_t p = 0; p < outs.size(); ++p)
+    first_tile[p + 1] = first_tile[p] + (quant::row_blocks(outs[p].w->rows()) + tile - 1) / tile;
+  const int64_t per_panel = first_tile.back(), items = panels * per_panel;
   // Threads claim items one at a time, so a thread the OS deschedules (the
   // machine may be shared) delays only its current item.
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
-      const int64_t b0 = item % tiles * tile, b1 = std::min(blocks, b0 + tile);
-      const int64_t c0 = item / tiles * panel, c1 = std::min(chunks, c0 + panel);
+      const int64_t in_panel = item % per_panel;
+      const size_t p = static_cast<size_t>(std::upper_bound(first_tile.begin(), first_tile.end(), in_panel) -
+                                           first_tile.begin() - 1);
+      const MatmulOutput& o = outs[p];
+      const int64_t n = o.w->rows(), blocks = quant::row_blocks(n);
+      const int64_t b0 = (in_panel - first_tile[p]) * tile, b1 = std::min(blocks, b0 + tile);
+      const int64_t c0 = item / per_panel * panel, c1 = std::min(chunks, c0 + panel);
+      const quant::View v = quant::view(*o.w);
       for (int64_t c = c0; c < c1; ++c)
-        QRangeAny(chunk_begin(c + 1) - chunk_begin(c), v, chunk_x(c), b0, b1, n, a.bias, a.y + chunk_begin(c) * a.ldy,
-                  a.ldy);
+        QRangeAny(chunk_begin(c + 1) - chunk_begin(c), v, chunk_x(c), b0, b1, n, o.bias, o.y + chunk_begin(c) * o.ldy,
+                  o.ldy);
     }
   });
+}
+
+// Several products of x as MatmulQuantGemm, or each on its own where the
+// AMX int8 kernel takes GEMMs or the target's vectors are not fixed.
+void MatmulQuantEach(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  if (m <= kSmallM) return MatmulQuantSmallM(x, m, ldx, outs, pool);
+  if (GemmOnAmx() || !LanesAreFixed()) {
+    for (const MatmulOutput& o : outs) {
+      const MatmulArgs a{x, m, ldx, o.w, o.bias, o.y, o.ldy};
+      if (GemmOnAmx()) {
+        amx::matmul_quant(a, pool);
+      } else {
+        pool.parallel_for(o.w->rows(), [&](int64_t b, int64_t e, int) {
+          scalar::matmul_rows(x, m, ldx, *o.w, o.bias, o.y, o.ldy, b, e);
+        });
+      }
+    }
+    return;
+  }
+  MatmulQuantGemm(x, m, ldx, outs, pool);
+}
+
+void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
+  const MatmulOutput out{a.w, a.bias, a.y, a.ldy};
+  MatmulQuantEach(a.x, a.m, a.ldx, {&out, 1}, pool);
 }
 
 const char* TargetName() {
@@ -541,6 +573,10 @@ namespace qvl::simd {
 
 HWY_EXPORT(MatmulQuant);
 void matmul_quant(const MatmulArgs& a, ThreadPool& pool) { HWY_DYNAMIC_DISPATCH(MatmulQuant)(a, pool); }
+HWY_EXPORT(MatmulQuantEach);
+void matmul_quant_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(MatmulQuantEach)(x, m, ldx, outs, pool);
+}
 HWY_EXPORT(MatmulQuantSmallM);
 void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
                           ThreadPool& pool) {

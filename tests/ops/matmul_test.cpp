@@ -337,6 +337,40 @@ TEST(MatmulEach, EveryOutputBitIdenticalToItsOwnMatmul) {
       }
 }
 
+// The q8/q4 GEMM shares its work items among the products: at k = 4096 a
+// tile is 4 blocks (64 rows) and a panel 8 chunks of x, so 150 rows and
+// outputs of 200, 64 and 17 rows make several panels and tiles in each
+// product, a partial last tile and a partial block; every output is still
+// its own matmul's, bit for bit.
+TEST(MatmulEach, QuantGemmSharesItemsAcrossProducts) {
+  ThreadPool pool(2);
+  const int64_t k = 4096, m = 150, ns[] = {200, 64, 17};
+  for (auto f : {WeightFormat::Q8, WeightFormat::Q4}) {
+    uint32_t seed = 40;
+    std::vector<std::vector<uint16_t>> src;
+    std::vector<WeightMatrix> ws;
+    std::vector<std::vector<float>> biases, each, alone;
+    std::vector<MatmulOutput> outs;
+    const auto x = random_floats(m * k, ++seed, -2, 2);
+    for (int64_t n : ns) {
+      src.push_back(random_bf16(n * k, ++seed));
+      ws.push_back(WeightMatrix::from_bf16(src.back().data(), n, k, f, &pool));
+      biases.push_back(random_floats(n, ++seed));
+    }
+    for (size_t i = 0; i < std::size(ns); ++i) {
+      each.emplace_back(static_cast<size_t>(m * ns[i]), -7.0f);
+      alone.emplace_back(static_cast<size_t>(m * ns[i]), -7.0f);
+      const float* b = i == 1 ? nullptr : biases[i].data();
+      outs.push_back({&ws[i], b, each[i].data(), ns[i]});
+      matmul(x.data(), m, k, ws[i], b, alone[i].data(), ns[i], pool);
+    }
+    matmul_each(x.data(), m, k, outs, pool);
+    for (size_t i = 0; i < std::size(ns); ++i)
+      for (size_t j = 0; j < each[i].size(); ++j)
+        ASSERT_EQ(each[i][j], alone[i][j]) << weight_format_name(f) << " output " << i << " at " << j;
+  }
+}
+
 TEST(MatmulEach, RejectsShortStrides) {
   ThreadPool pool(2);
   std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8), z(2 * 8);
