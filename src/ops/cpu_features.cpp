@@ -25,7 +25,10 @@ unsigned long long xgetbv0() {
 CpuFeatures read_features() {
   CpuFeatures f;
   unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !bit(c, 27)) return f;  // OSXSAVE: xgetbv is usable
+  if (__get_cpuid(0, &a, &b, &c, &d)) f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.family = static_cast<int>((a >> 8) & 0xF) + ((((a >> 8) & 0xF) == 0xF) ? static_cast<int>((a >> 20) & 0xFF) : 0);
+  if (!bit(c, 27)) return f;  // OSXSAVE: xgetbv is usable
   const unsigned long long xcr0 = xgetbv0();
   const bool zmm_state = (xcr0 & 0xE6) == 0xE6;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
   const bool ymm_state = (xcr0 & 0x6) == 0x6;

@@ -19,6 +19,12 @@ struct CpuFeatures {
   bool amx_tile = false;
   bool amx_bf16 = false;
   bool amx_int8 = false;
+  // Vendor and family (CPUID.1:EAX base + extended family), for the few
+  // choices that were measured to differ between microarchitectures of the
+  // same ISA (e.g. how decode prefetches bf16 weights: AMD family 0x19 is
+  // Zen 3/4, 0x1A Zen 5).
+  bool amd = false;
+  int family = 0;
 };
 
 // Read on first call; later calls return the same values.

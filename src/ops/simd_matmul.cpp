@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/cpu_features.h"
 #include "ops/quant.h"
 #include "ops/scalar.h"
 #include "ops/scratch.h"
@@ -48,6 +49,9 @@ constexpr int kMV = 3, kNR = 8;  // 32 registers: 24 accumulators
 constexpr int kMV = 2, kNR = 6;  // 16 registers: 12 accumulators
 #endif
 
+// How decode prefetches f32/bf16 weights (PrefetchWeights).
+enum class WeightPrefetch { NtaLines, PageStarts };
+
 // Reads weight row r as f32 vectors: Load(r, c) for c a multiple of the lane
 // count. `vec_end` is how far whole vectors go; columns past it (f32/bf16
 // tails) come from Scalar(r, c).
@@ -55,6 +59,7 @@ struct F32Rows {
   static constexpr int64_t kBytes = 4;
   const float* w;
   int64_t k, n;  // [n, k]
+  WeightPrefetch prefetch;  // decode's (small m)
   const void* Addr(int64_t r, int64_t c) const { return w + r * k + c; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const { return hn::LoadU(d, w + r * k + c); }
   float Scalar(int64_t r, int64_t c) const { return w[r * k + c]; }
@@ -70,6 +75,7 @@ struct Bf16Rows {
   static constexpr int64_t kBytes = 2;
   const uint16_t* w;
   int64_t k, n;  // [n, k]
+  WeightPrefetch prefetch;  // decode's (small m)
   const void* Addr(int64_t r, int64_t c) const { return w + r * k + c; }
   HWY_INLINE VF Load(DF d, int64_t r, int64_t c) const {
     const hn::Rebind<uint16_t, DF> du16;
@@ -95,13 +101,33 @@ struct Bf16Rows {
 
 constexpr int64_t kPrefetchBytes = 4096;
 
-// Weights are read once per token: prefetched non-temporally (prefetchnta
-// on x86), they pass through without evicting x from L1. Measured on Zen 5,
-// 2 threads, one 512 MB bf16 matrix against the read probe over the same
-// bytes (a standalone harness): 0.88-0.94 (k = 2048) and 0.82-0.87 (k =
-// 6144, one row at a time) with NTA; 0.61-0.80 with prefetcht0, with one
-// prefetcht1 per page, or with none.
-HWY_INLINE void PrefetchWeights(const uint8_t* p) { __builtin_prefetch(p, 0, 0); }
+// Weights are read once per token, and how to prefetch them was measured to
+// differ between microarchitectures (2 threads, 512 MB of bf16 weights
+// against the read probe over the same bytes):
+// - Zen 5 (a standalone harness): every line non-temporally (prefetchnta),
+//   so it passes through without evicting x from L1: 0.88-0.94 (k = 2048),
+//   0.82-0.87 (k = 6144, one row at a time); 0.61-0.80 with prefetcht0,
+//   with one prefetcht1 per page, or with none.
+// - Zen 4 (bench/ops_decode_stream --format bf16, 4 alternating runs of 5
+//   rounds): prefetchnta of every line 0.63-0.67; prefetcht1 of each 4 KB
+//   page's first line, as the q8/q4 kernel does everywhere, 0.84-0.88; both
+//   0.64-0.70.
+// So NTA lines on AMD family 0x1A and later, where they were measured best,
+// and a page start into L2 elsewhere (the q8/q4 kernel's scheme, measured
+// best for those formats on Zen 5 too).
+WeightPrefetch ChooseWeightPrefetch() {
+  const CpuFeatures& cpu = cpu_features();
+  return cpu.amd && cpu.family >= 0x1A ? WeightPrefetch::NtaLines : WeightPrefetch::PageStarts;
+}
+
+// `p` is the next line of a row to prefetch (kPrefetchBytes ahead of the
+// reads); with PageStarts only a line that starts a 4 KB page is fetched.
+HWY_INLINE void PrefetchWeights(const uint8_t* p, WeightPrefetch how) {
+  if (how == WeightPrefetch::NtaLines) return __builtin_prefetch(p, 0, 0);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t page = (a + 63) & ~uintptr_t{4095};
+  if (page >= a) __builtin_prefetch(reinterpret_cast<const void*>(page), 0, 2);
+}
 
 // Accumulators per (x row, weight row) pair: four. A row multiplied alone
 // (m = 1) is a chain of FMAs, each waiting on the last (4 cycles on Zen 5):
@@ -125,7 +151,7 @@ HWY_INLINE void SmallGroup(const Rows& rows, const float* x, int64_t xs, int64_t
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   VF w[R][kV];
   for (int r = 0; r < R; ++r) {
-    PrefetchWeights(pf + r * row_bytes);
+    PrefetchWeights(pf + r * row_bytes, rows.prefetch);
     rows.template LoadGroup<kV>(d, n + r, c, w[r]);
   }
   for (int u = 0; u < kV; ++u) {
@@ -310,8 +336,10 @@ void SmallDispatch(const Rows& rows, const float* x, int64_t m, int64_t xs, int6
 // F32 or BF16 weights (q8/q4 never get here: matmul_quant).
 template <class F>
 void WithRows(const WeightMatrix& w, const F& f) {
-  if (w.format() == WeightFormat::F32) return f(F32Rows{static_cast<const float*>(w.data()), w.cols(), w.rows()});
-  f(Bf16Rows{static_cast<const uint16_t*>(w.data()), w.cols(), w.rows()});
+  static const WeightPrefetch prefetch = ChooseWeightPrefetch();
+  if (w.format() == WeightFormat::F32)
+    return f(F32Rows{static_cast<const float*>(w.data()), w.cols(), w.rows(), prefetch});
+  f(Bf16Rows{static_cast<const uint16_t*>(w.data()), w.cols(), w.rows(), prefetch});
 }
 
 // Scalable vectors (SVE, RVV) may hold fewer lanes than the tag's bound, which

@@ -51,6 +51,27 @@ TEST(CpuFeatures, AgreeWithLinux) {
     EXPECT_FALSE(amx_tile_state_granted());
   }
 }
+
+// The first value /proc/cpuinfo gives for `key` ("vendor_id", "cpu family").
+std::string linux_cpu_field(const std::string& key) {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind(key, 0) != 0 || line.find(':') == std::string::npos) continue;
+    std::string v = line.substr(line.find(':') + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    return v;
+  }
+  return {};
+}
+
+// Vendor and family, which pick decode's weight prefetch (simd_matmul.cpp):
+// as Linux reads them from CPUID (arch/x86/kernel/cpu/common.c, x86_family).
+TEST(CpuFeatures, VendorAndFamilyAgreeWithLinux) {
+  const std::string vendor = linux_cpu_field("vendor_id"), family = linux_cpu_field("cpu family");
+  if (vendor.empty() || family.empty()) GTEST_SKIP() << "no vendor_id / cpu family in /proc/cpuinfo";
+  EXPECT_EQ(cpu_features().amd, vendor == "AuthenticAMD") << vendor;
+  EXPECT_EQ(cpu_features().family, std::stoi(family)) << family;
+}
 #endif
 
 TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
