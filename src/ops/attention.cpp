@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ops/amx_attention.h"
+#include "ops/bf16_attention.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
 #include "ops/simd_attention.h"
@@ -27,6 +28,13 @@ bool amx_runs(const AttentionParams& p) {
   return p.precision == MatmulPrecision::Fast && amx::attention_fits(p) && amx::attention_usable();
 }
 
+// Fast many-query attention with AVX512-BF16 dot products where AMX does
+// not run: the same numbers as the AMX kernel's Fast (bf16_attention.h).
+bool bf16_dot_runs(const AttentionParams& p) {
+  return p.precision == MatmulPrecision::Fast && !amx_runs(p) && bf16dot::attention_fits(p) &&
+         bf16dot::attention_usable();
+}
+
 // Few queries: stream K/V once per kv head (decode). Many: tiles.
 template <class T>
 void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
@@ -36,6 +44,8 @@ void dispatch(const float* q, const T* k, const T* v, float* out, const Attentio
     simd::attention_rows(q, k, v, out, p, pool);
   else if (amx_runs(p))
     amx::attention(q, k, v, out, p, pool);
+  else if (bf16_dot_runs(p))
+    bf16dot::attention(q, k, v, out, p, pool);
   else
     simd::attention_tiled(q, k, v, out, p, pool);
 }
@@ -46,7 +56,8 @@ const char* attention_amx_status() { return amx::attention_status(); }
 
 const char* attention_kernel_name(const AttentionParams& p) {
   if (p.nq < 16) return "rows (split-KV), f32 FMA";
-  return amx_runs(p) ? "tiled, AMX tdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
+  if (amx_runs(p)) return "tiled, AMX tdpbf16ps, bf16 inputs";
+  return bf16_dot_runs(p) ? "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }
 
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
