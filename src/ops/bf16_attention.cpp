@@ -130,6 +130,83 @@ QVL_AVX512_BF16 void values(const uint32_t* pa, int64_t r0, const uint32_t* vb, 
     }
 }
 
+// Lane r of the result = op over the 16 lanes of v[r], for 16 rows at once:
+// halves of the rows folded into each other, then quarters, then within
+// 128-bit lanes, then a permutation (~46 instructions for 16 rows, against
+// ~8 dependent shuffles and ops a row for _mm512_reduce_*).
+struct MaxOp {
+  QVL_AVX512_BF16 __m512 operator()(__m512 a, __m512 b) const { return _mm512_max_ps(a, b); }
+};
+struct AddOp {
+  QVL_AVX512_BF16 __m512 operator()(__m512 a, __m512 b) const { return _mm512_add_ps(a, b); }
+};
+
+template <class Op>
+QVL_AVX512_BF16 inline __m512 reduce_rows16(const __m512* v, Op op) {
+  __m512 x[8], y[4], z[2];
+  for (int i = 0; i < 8; ++i)  // 128-bit blocks: [row 2i, row 2i, row 2i+1, row 2i+1]
+    x[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // blocks: rows 4i .. 4i+3
+    y[i] = op(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88), _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i)  // block k: row 8i + k in lanes 0-1, row 8i + 4 + k in lanes 2-3
+    z[i] = op(_mm512_shuffle_ps(y[2 * i], y[2 * i + 1], 0x44), _mm512_shuffle_ps(y[2 * i], y[2 * i + 1], 0xEE));
+  const __m512 r = op(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
+  // Lane 4k + j now holds row 4j + k.
+  const __m512i to_rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(to_rows, r);
+}
+
+// One block's online softmax for the 16 rows of an item at once: the numbers
+// of attention_steps::softmax_block (the specification), with the rows'
+// maxima and sums reduced together (reduce_rows16), the rescale factor
+// 2^(m_old - m_new) from the same polynomial as the weights, and P rounded by
+// vcvtne2ps2bf16 (to nearest even, denormals to zero, as split_regs does for
+// Fast). s [16][32] scores in base 2, row r seeing keys [0, valid[r]); P goes
+// to pa [16][16] pairs; o [16][dh] is rescaled, m and l updated. Only the
+// order of the sum of a row's weights differs from the specification's, and
+// the rescale factor by the polynomial's error (< 6e-9 relative).
+QVL_AVX512_BF16 void softmax_rows16(const float* s, const int64_t* valid, float* m, float* l, float* o, int64_t dh,
+                                    uint32_t* pa) {
+  using attention_steps::exp2_non_positive;
+  const __m512 ninf = _mm512_set1_ps(kNegInf);
+  __mmask16 m0[kT], m1[kT];
+  __m512 part[kT];
+  for (int r = 0; r < kT; ++r) {
+    const int64_t n = std::clamp<int64_t>(valid[r], 0, kStep);
+    m0[r] = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+    m1[r] = static_cast<__mmask16>(n <= 16 ? 0 : n >= 32 ? 0xffff : (1u << (n - 16)) - 1);
+    part[r] = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep),
+                            _mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16));
+  }
+  const __m512 m_old = _mm512_loadu_ps(m);
+  const __m512 m_new = _mm512_max_ps(m_old, reduce_rows16(part, MaxOp()));
+  // Rows that have seen no key yet keep m = -inf, l = 0 and weights 0.
+  const __mmask16 live = _mm512_cmp_ps_mask(m_new, ninf, _CMP_NEQ_OQ);
+  const __m512 corr =
+      _mm512_maskz_mov_ps(live, exp2_non_positive(_mm512_sub_ps(m_old, m_new)));  // 0 where m_old is -inf
+  alignas(64) float mn[kT], cr[kT];
+  _mm512_store_ps(mn, m_new);
+  _mm512_store_ps(cr, corr);
+  for (int r = 0; r < kT; ++r) {
+    __m512 p0 = _mm512_setzero_ps(), p1 = _mm512_setzero_ps();
+    if ((live >> r) & 1) {
+      const __m512 vm = _mm512_set1_ps(mn[r]);
+      p0 = exp2_non_positive(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
+      p1 = exp2_non_positive(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
+      if (cr[r] != 1.0f) {
+        const __m512 vc = _mm512_set1_ps(cr[r]);
+        for (int64_t c = 0; c < dh; c += 16)
+          _mm512_storeu_ps(o + r * dh + c, _mm512_mul_ps(_mm512_loadu_ps(o + r * dh + c), vc));
+      }
+    }
+    _mm512_storeu_si512(pa + r * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
+    part[r] = _mm512_add_ps(p0, p1);
+  }
+  const __m512 sum = reduce_rows16(part, AddOp());
+  _mm512_storeu_ps(l, _mm512_mask_add_ps(_mm512_loadu_ps(l), live, _mm512_mul_ps(_mm512_loadu_ps(l), corr), sum));
+  _mm512_storeu_ps(m, _mm512_mask_mov_ps(m_old, live, m_new));
+}
+
 template <class T>
 void attention_bf16(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   if (!attention_fits(p))
@@ -153,10 +230,11 @@ void attention_bf16(const float* q, const T* k, const T* v, float* out, const At
   // claimed one at a time as the threads go.
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
-    ScratchVector<uint16_t> qa(static_cast<size_t>(dh * kT)), pa(static_cast<size_t>(kT * kStep));
+    ScratchVector<uint16_t> qa(static_cast<size_t>(dh * kT));
+    ScratchVector<uint32_t> pa(static_cast<size_t>(kT * kStep / 2));
     ScratchVector<float> o(static_cast<size_t>(kT * dh)), s(static_cast<size_t>(kT * kStep));
     const uint32_t* qa32 = reinterpret_cast<const uint32_t*>(qa.data());
-    const uint32_t* pa32 = reinterpret_cast<const uint32_t*>(pa.data());
+    const uint32_t* pa32 = pa.data();
     for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
       attention_steps::pack_queries(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, 1, qa.data());
@@ -168,7 +246,7 @@ void attention_bf16(const float* q, const T* k, const T* v, float* out, const At
         end[r] = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
         item_end = std::max(item_end, end[r]);
       }
-      float m[kT], l[kT];
+      alignas(64) float m[kT], l[kT];
       std::fill(m, m + kT, kNegInf);
       std::fill(l, l + kT, 0.0f);
       std::fill(o.begin(), o.end(), 0.0f);
@@ -178,7 +256,7 @@ void attention_bf16(const float* q, const T* k, const T* v, float* out, const At
         scores<8>(qa32, 8, pairs, kp + block * block_u32, s.data() + 8 * kStep);
         int64_t valid[kT];
         for (int64_t r = 0; r < kT; ++r) valid[r] = end[r] - j0;
-        attention_steps::softmax_block(s.data(), valid, 1, m, l, o.data(), dh, pa.data());
+        softmax_rows16(s.data(), valid, m, l, o.data(), dh, pa.data());
         const uint32_t* vb = vp + block * block_u32;
         for (int64_t r0 = 0; r0 < kT; r0 += 4) {
           int64_t c0 = 0;
