@@ -286,7 +286,7 @@ int cmd_bench(int argc, char** argv) {
   AttentionParams vision_attention;
   vision_attention.nq = 256;
   vision_attention.head_dim = model.config().vision.head_dim();
-  vision_attention.precision = w.vision.blocks.at(0).qkv.w.precision();
+  vision_attention.precision = attention_precision(w.vision.blocks.at(0).qkv.w);
   j["kernels"]["vision_attention"] = attention_kernel_name(vision_attention);
   const AmxStatus amx = matmul_amx_status();
   j["amx"] = {{"int8", amx.int8}, {"bf16", amx.bf16}, {"attention", attention_amx_status()}};  // "used" or why not

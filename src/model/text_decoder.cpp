@@ -156,7 +156,7 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     p.causal = true;
     p.q_pos0 = s.p0;
-    p.precision = w.q.w.precision();  // Fast only with --precision fast on bf16 weights, where it pays
+    p.precision = attention_precision(w.q.w);
     if (f16)
       attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
     else

@@ -120,7 +120,7 @@ void VisionEncoder::attention_half(const VisionBlockWeights& w, VisionEncoding& 
   p.q_stride = p.kv_stride = 3 * hid;
   p.out_stride = hid;
   p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  p.precision = w.qkv.w.precision();  // Fast only with --precision fast on bf16 weights, where it pays
+  p.precision = attention_precision(w.qkv.w);
   attention_segments(qkv, qkv + hid, qkv + 2 * hid, xn, p, s.segments_.data(),
                      static_cast<int64_t>(s.segments_.size()) - 1, pool);
   matmul(xn, n, w.proj.w, w.proj.b(), tmp, pool);
