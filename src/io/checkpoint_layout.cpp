@@ -15,7 +15,7 @@ struct Adder {
 };
 
 void add_text(const TextConfig& t, bool tied, Adder& add) {
-  const int64_t H = t.hidden_size, I = t.intermediate_size, V = t.vocab_size, hd = t.head_dim;
+  const int64_t H = t.hidden_size, V = t.vocab_size, hd = t.head_dim;
   const int64_t q = t.num_attention_heads * hd, kv = t.num_key_value_heads * hd;
   const std::string lm = "model.language_model.";
   add(lm + "embed_tokens.weight", {V, H});
@@ -36,9 +36,7 @@ void add_text(const TextConfig& t, bool tied, Adder& add) {
     }
     add(p + "self_attn.q_norm.weight", {hd});
     add(p + "self_attn.k_norm.weight", {hd});
-    add(p + "mlp.gate_proj.weight", {I, H});
-    add(p + "mlp.up_proj.weight", {I, H});
-    add(p + "mlp.down_proj.weight", {H, I});
+    for (TensorInfo& m : text_mlp_tensors(t, i, add.dtype)) add(p + m.name, std::move(m.shape));
   }
   if (!tied) add("lm_head.weight", {V, H});
 }
@@ -83,6 +81,20 @@ void add_vision(const VisionConfig& v, Adder& add) {
 }
 
 }  // namespace
+
+std::vector<TensorInfo> text_mlp_tensors(const TextConfig& t, int layer, DType dtype) {
+  const int64_t H = t.hidden_size;
+  if (t.sparse_layer(layer)) {
+    const int64_t E = t.num_experts, I = t.moe_intermediate_size;
+    return {{"mlp.gate.weight", dtype, {E, H}},
+            {"mlp.experts.gate_up_proj", dtype, {E, H, 2 * I}},
+            {"mlp.experts.down_proj", dtype, {E, I, H}}};
+  }
+  const int64_t I = t.intermediate_size;
+  return {{"mlp.gate_proj.weight", dtype, {I, H}},
+          {"mlp.up_proj.weight", dtype, {I, H}},
+          {"mlp.down_proj.weight", dtype, {H, I}}};
+}
 
 std::vector<TensorInfo> qwen3vl_checkpoint_tensors(const ModelConfig& config, DType dtype) {
   std::vector<TensorInfo> out;

@@ -15,6 +15,11 @@ namespace qvl {
 
 using io_detail::Fields;
 
+bool TextConfig::sparse_layer(int i) const {
+  const bool dense_listed = std::find(mlp_only_layers.begin(), mlp_only_layers.end(), i) != mlp_only_layers.end();
+  return !dense_listed && num_experts > 0 && decoder_sparse_step > 0 && (i + 1) % decoder_sparse_step == 0;
+}
+
 int VisionConfig::grid_per_side() const {
   return static_cast<int>(std::lround(std::sqrt(static_cast<double>(num_position_embeddings))));
 }
@@ -22,10 +27,9 @@ int VisionConfig::grid_per_side() const {
 namespace {
 
 void check_model_type(const Fields& top, const std::string& type) {
-  if (type == "qwen3_vl") return;
-  if (type == "qwen3_vl_moe")
-    top.error("model_type", "is \"qwen3_vl_moe\": the Mixture-of-Experts Qwen3-VL models are unsupported (qvl runs the dense \"qwen3_vl\" models)");
-  top.error("model_type", cat("is \"", type, "\", which qvl does not support (it runs \"qwen3_vl\": Qwen3-VL dense checkpoints)"));
+  if (type == "qwen3_vl" || type == "qwen3_vl_moe") return;
+  top.error("model_type", cat("is \"", type, "\", which qvl does not support (it runs Qwen3-VL: \"qwen3_vl\" ",
+                              "and the mixture-of-experts \"qwen3_vl_moe\")"));
 }
 
 // Where this config.json keeps the fields whose place depends on its dialect,
@@ -83,6 +87,17 @@ TextConfig parse_text(const Fields& text) {
   return t;
 }
 
+// The mixture-of-experts fields of a qwen3_vl_moe text_config; the defaults
+// are transformers' (Qwen3VLMoeTextConfig). A dense config has none of them.
+void parse_moe(const Fields& text, TextConfig& t) {
+  t.num_experts = text.integer("num_experts", 60);
+  t.num_experts_per_tok = text.integer("num_experts_per_tok", 4);
+  t.moe_intermediate_size = text.integer("moe_intermediate_size", 1408);
+  t.norm_topk_prob = text.boolean("norm_topk_prob", true);
+  t.decoder_sparse_step = text.integer("decoder_sparse_step", 1);
+  if (text.has("mlp_only_layers")) t.mlp_only_layers = text.int_list("mlp_only_layers");
+}
+
 VisionConfig parse_vision(const Fields& vis) {
   VisionConfig v;
   v.depth = vis.integer("depth");
@@ -134,6 +149,21 @@ void validate(const ModelConfig& c, const std::string& file, const RopeFields& r
   if (t.num_attention_heads % t.num_key_value_heads != 0)
     bad("text_config.num_key_value_heads",
         cat("(", t.num_key_value_heads, ") must divide num_attention_heads (", t.num_attention_heads, ")"));
+
+  // The mixture of experts: each sparse layer picks num_experts_per_tok of
+  // its num_experts experts for every token.
+  if (c.model_type == "qwen3_vl_moe") {
+    positive("text_config.num_experts", t.num_experts);
+    positive("text_config.moe_intermediate_size", t.moe_intermediate_size);
+    positive("text_config.decoder_sparse_step", t.decoder_sparse_step);
+    if (t.num_experts_per_tok < 1 || t.num_experts_per_tok > t.num_experts)
+      bad("text_config.num_experts_per_tok",
+          cat("(", t.num_experts_per_tok, ") must be in [1, num_experts = ", t.num_experts, "]"));
+    for (size_t i = 0; i < t.mlp_only_layers.size(); ++i)
+      if (t.mlp_only_layers[i] < 0 || t.mlp_only_layers[i] >= t.num_hidden_layers)
+        bad(cat("text_config.mlp_only_layers[", i, "]"),
+            cat("(", t.mlp_only_layers[i], ") must be a layer in [0, num_hidden_layers = ", t.num_hidden_layers, ")"));
+  }
 
   // The multimodal rotary embedding: pairs of a head's dimensions, split
   // between the t, h and w positions.
@@ -216,6 +246,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   Fields text = top.object("text_config");
   Fields vis = top.object("vision_config");
   c.text = parse_text(text);
+  if (c.model_type == "qwen3_vl_moe") parse_moe(text, c.text);
   RopeFields rope;
   c.dialect = parse_rope(text, c.text, rope);
   c.vision = parse_vision(vis);

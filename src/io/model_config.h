@@ -46,10 +46,29 @@ struct TextConfig {
   std::string rope_type = "default";
   std::string hidden_act;  // "silu"
   bool attention_bias = false;
+
+  // Mixture of experts (model_type "qwen3_vl_moe"); num_experts 0: every
+  // layer's MLP is dense, of width intermediate_size. A sparse layer routes
+  // each token to num_experts_per_tok of num_experts SwiGLU experts of width
+  // moe_intermediate_size.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  // Renormalise the chosen experts' probabilities to sum to 1. transformers'
+  // qwen3_vl_moe does so whatever the field says, and every published config
+  // says true; qvl follows the field (false: the raw softmax probabilities,
+  // as Qwen3-MoE reads it).
+  bool norm_topk_prob = true;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;  // layers that stay dense
+  // Whether layer i's MLP is a mixture of experts: transformers'
+  // Qwen3VLMoeTextDecoderLayer rule (not in mlp_only_layers, experts > 0 and
+  // (i + 1) % decoder_sparse_step == 0).
+  bool sparse_layer(int i) const;
 };
 
 struct ModelConfig {
-  std::string model_type;  // "qwen3_vl"
+  std::string model_type;  // "qwen3_vl" or "qwen3_vl_moe"
   std::vector<std::string> architectures;
   TextConfig text;
   VisionConfig vision;

@@ -25,9 +25,8 @@ const std::string kTiny = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl";
 
 json fixture_json(const std::string& name) { return json::parse(read_file(kTiny + "/" + name)); }
 
-// The fixture's config rewritten in the transformers 5 dialect.
-json v5_config() {
-  json c = fixture_json("config.json");
+// A config rewritten in the transformers 5 dialect (the fixture's by default).
+json v5_config(json c = fixture_json("config.json")) {
   json& t = c["text_config"];
   json rope = t["rope_scaling"];
   rope["rope_theta"] = t["rope_theta"];
@@ -135,7 +134,7 @@ TEST(ModelConfig, ErrorsNameFileAndField) {
       {"negative", [](json& c) { c["text_config"]["intermediate_size"] = -1; },
        {"text_config.intermediate_size", "positive"}},
       {"qwen2.5-vl", [](json& c) { c["model_type"] = "qwen2_5_vl"; }, {"model_type", "qwen2_5_vl", "not support"}},
-      {"moe", [](json& c) { c["model_type"] = "qwen3_vl_moe"; }, {"model_type", "qwen3_vl_moe", "unsupported"}},
+      {"other moe", [](json& c) { c["model_type"] = "qwen3_moe"; }, {"model_type", "qwen3_moe", "not support"}},
       {"no model_type", [](json& c) { c.erase("model_type"); }, {"model_type", "missing"}},
       {"no text_config", [](json& c) { c.erase("text_config"); }, {"text_config", "missing"}},
       {"text_config not object", [](json& c) { c["text_config"] = 5; }, {"text_config", "must be an object"}},
@@ -197,6 +196,77 @@ TEST(ModelConfig, ErrorsNameFileAndField) {
   c = v5_config();
   c["text_config"]["rope_parameters"].erase("rope_theta");
   expect_error([&] { parse_model_config(c.dump(), "config.json"); }, {"rope_theta", "missing"});
+}
+
+const std::string kTinyMoe = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-moe";
+
+// The mixture-of-experts checkpoint's config as published (Qwen3-VL-30B-A3B's
+// field names): every layer sparse.
+TEST(ModelConfig, MixtureOfExpertsFixture) {
+  ModelConfig c = parse_model_config(read_file(kTinyMoe + "/config.json"), "config.json");
+  EXPECT_EQ(c.model_type, "qwen3_vl_moe");
+  EXPECT_EQ(c.text.num_experts, 8);
+  EXPECT_EQ(c.text.num_experts_per_tok, 2);
+  EXPECT_EQ(c.text.moe_intermediate_size, 32);
+  EXPECT_TRUE(c.text.norm_topk_prob);
+  EXPECT_EQ(c.text.decoder_sparse_step, 1);
+  EXPECT_TRUE(c.text.mlp_only_layers.empty());
+  EXPECT_FALSE(c.tie_word_embeddings);
+  for (int i = 0; i < c.text.num_hidden_layers; ++i) EXPECT_TRUE(c.text.sparse_layer(i)) << i;
+  // A dense config has no experts.
+  ModelConfig dense = parse_model_config(read_file(kTiny + "/config.json"), "config.json");
+  EXPECT_EQ(dense.text.num_experts, 0);
+  EXPECT_FALSE(dense.text.sparse_layer(0));
+}
+
+// transformers' rule: dense when listed in mlp_only_layers or off the
+// decoder_sparse_step grid.
+TEST(ModelConfig, SparseLayersFollowStepAndList) {
+  json c = json::parse(read_file(kTinyMoe + "/config.json"));
+  c["text_config"]["decoder_sparse_step"] = 2;
+  c["text_config"]["mlp_only_layers"] = {3};
+  ModelConfig m = parse_model_config(c.dump(), "config.json");
+  EXPECT_FALSE(m.text.sparse_layer(0));
+  EXPECT_TRUE(m.text.sparse_layer(1));
+  EXPECT_FALSE(m.text.sparse_layer(2));
+  EXPECT_FALSE(m.text.sparse_layer(3));
+  // The transformers 5 dialect keeps the same fields in text_config.
+  ModelConfig v5 = parse_model_config(v5_config(c).dump(), "config.json");
+  EXPECT_EQ(v5.dialect, "transformers 5");
+  EXPECT_EQ(v5.text.num_experts, 8);
+  EXPECT_TRUE(v5.text.sparse_layer(1));
+}
+
+TEST(ModelConfig, MixtureOfExpertsErrorsNameTheField) {
+  const std::vector<BadConfig> cases = {
+      {"no experts", [](json& c) { c["text_config"]["num_experts"] = 0; }, {"text_config.num_experts", "positive"}},
+      {"top-k too large",
+       [](json& c) { c["text_config"]["num_experts_per_tok"] = 9; },
+       {"text_config.num_experts_per_tok", "(9)", "num_experts = 8"}},
+      {"top-k zero", [](json& c) { c["text_config"]["num_experts_per_tok"] = 0; }, {"num_experts_per_tok", "(0)"}},
+      {"width",
+       [](json& c) { c["text_config"]["moe_intermediate_size"] = -3; },
+       {"text_config.moe_intermediate_size", "positive"}},
+      {"step",
+       [](json& c) { c["text_config"]["decoder_sparse_step"] = 0; },
+       {"text_config.decoder_sparse_step", "positive"}},
+      {"dense layer",
+       [](json& c) {
+         c["text_config"]["mlp_only_layers"] = {0, 4};
+       },
+       {"text_config.mlp_only_layers[1]", "(4)", "num_hidden_layers = 4"}},
+      {"norm type",
+       [](json& c) { c["text_config"]["norm_topk_prob"] = 1; },
+       {"text_config.norm_topk_prob", "true or false"}},
+  };
+  for (const BadConfig& b : cases) {
+    SCOPED_TRACE(b.what);
+    json c = json::parse(read_file(kTinyMoe + "/config.json"));
+    b.edit(c);
+    std::vector<std::string> needles = b.needles;
+    needles.push_back("/x/config.json: ");
+    expect_error([&] { parse_model_config(c.dump(), "/x/config.json"); }, needles);
+  }
 }
 
 // Each value the model's math cannot run is refused when config.json is read,

@@ -46,6 +46,19 @@ TEST(CheckpointLayout, MatchesFixture) {
   for (size_t i = 1; i < infos.size(); ++i) EXPECT_LT(infos[i - 1].name, infos[i].name);
 }
 
+// The mixture-of-experts checkpoint, sharded as published: router and fused
+// experts in every layer, an untied lm_head.
+TEST(CheckpointLayout, MatchesMixtureOfExpertsFixture) {
+  ModelFolder m = ModelFolder::open(std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-moe");
+  SafeTensors st = SafeTensors::open(m.weights_path);
+  std::vector<TensorInfo> infos = qwen3vl_checkpoint_tensors(m.config);
+  EXPECT_EQ(infos.size(), st.tensors().size());
+  EXPECT_EQ(shapes_of(infos), shapes_of(st));
+  auto shapes = shapes_of(infos);
+  EXPECT_EQ(shapes.at("model.language_model.layers.3.mlp.experts.gate_up_proj"), (std::vector<int64_t>{8, 40, 64}));
+  EXPECT_FALSE(shapes.count("model.language_model.layers.3.mlp.gate_proj.weight"));
+}
+
 TEST(CheckpointLayout, FollowsTheConfig) {
   json c = json::parse(read_file(kTiny + "/config.json"));
   c["text_config"]["num_hidden_layers"] = 3;
