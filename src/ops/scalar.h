@@ -5,7 +5,10 @@
 
 #include <cstdint>
 
+#include <span>
+
 #include "ops/matmul.h"
+#include "ops/moe.h"
 #include "ops/ops.h"
 
 namespace qvl::scalar {
@@ -47,6 +50,13 @@ void matmul_bf16_fast(const float* x, int64_t m, int64_t ldx, const WeightMatrix
 void attention_row(const float* q, const float* k, const float* v, float* out, int64_t kv_begin, int64_t kv_end,
                    int64_t head_dim, int64_t kv_stride, float scale);
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p);
+
+// The mixture-of-experts kernels (moe.h): the top-k over scalar softmax and
+// argmax, and each expert's rows through the scalar matmul (whatever the
+// call's token count: the kernels' choice of path changes only rounding).
+void router_top_k(const float* logits, int64_t m, int64_t experts, int64_t k, bool renormalise, float* probs,
+                  int32_t* ids, float* weights);
+void grouped_matmul(const float* x, int64_t ldx, const ExpertGroups& g, std::span<const GroupedOutput> outs);
 
 // Weight of row r, column c of a quantized/any matrix, dequantized to f32.
 float weight_at(const WeightMatrix& w, int64_t r, int64_t c);
