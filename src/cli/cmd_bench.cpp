@@ -45,7 +45,7 @@ int64_t proc_status_bytes(const std::string& key) {
 std::vector<MemoryRange> decode_matrices(const TextWeights& w) {
   std::vector<MemoryRange> out;
   for (const TextLayerWeights& l : w.layers)
-    for (const Linear* x : l.linears()) out.push_back({x->w.data(), x->w.bytes()});
+    for (const WeightMatrix* x : l.matrices()) out.push_back({x->data(), x->bytes()});
   out.push_back({w.lm_head.data(), w.lm_head.bytes()});
   return out;
 }
@@ -277,10 +277,11 @@ int cmd_bench(int argc, char** argv) {
   // prefill as GEMMs (m = 256 stands for any m > 8), decode as m = 1.
   const ModelWeights& w = model.weights();
   const MatmulKernel vision_kernel = matmul_kernel(w.vision.blocks.at(0).fc1.w, 256);
-  const MatmulKernel prefill_kernel = matmul_kernel(w.text.layers.at(0).gate.w, 256);
-  j["kernels"] = {{"vision", vision_kernel.name},
-                  {"prefill", prefill_kernel.name},
-                  {"decode", matmul_kernel(w.text.layers.at(0).gate.w, 1).name}};
+  // The first layer's o_proj stands for them all (dense or sparse MLP alike).
+  const WeightMatrix& text_matrix = w.text.layers.at(0).o.w;
+  const MatmulKernel prefill_kernel = matmul_kernel(text_matrix, 256);
+  j["kernels"] = {
+      {"vision", vision_kernel.name}, {"prefill", prefill_kernel.name}, {"decode", matmul_kernel(text_matrix, 1).name}};
   // Vision attention as the encoder calls it (many queries, its head size
   // and the precision of its products).
   AttentionParams vision_attention;

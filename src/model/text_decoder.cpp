@@ -13,11 +13,13 @@ namespace qvl {
 double text_matmul_flops_per_token(const TextConfig& c) {
   const double h = c.hidden_size, q = double(c.num_attention_heads) * c.head_dim;
   const double kv = double(c.num_key_value_heads) * c.head_dim;
-  return 2.0 * c.num_hidden_layers * (h * (q + 2 * kv) + q * h + 3 * h * c.intermediate_size);
+  double flops = 2.0 * c.num_hidden_layers * (h * (q + 2 * kv) + q * h);
+  for (int l = 0; l < c.num_hidden_layers; ++l) flops += mlp_flops_per_token(c, l);
+  return flops;
 }
 
 TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights, int64_t max_batch)
-    : config_(config), w_(weights), rope_(config), max_batch_(std::max<int64_t>(1, max_batch)) {
+    : config_(config), w_(weights), rope_(config), moe_(config), max_batch_(std::max<int64_t>(1, max_batch)) {
   q_dim_ = int64_t{config.num_attention_heads} * config.head_dim;
   kv_dim_ = int64_t{config.num_key_value_heads} * config.head_dim;
   last_.resize(config.hidden_size);
@@ -32,10 +34,14 @@ void TextDecoder::ensure_rows(int64_t n) {
   if (rows_ > kKeepRows && n <= kKeepRows) {
     for (std::vector<float>* v : {&x_, &xn_, &q_, &gate_, &up_, &cos_, &sin_, &k_, &v_})
       std::vector<float>().swap(*v);
+    moe_.release();
     rows_ = 0;
   }
   if (n <= rows_) return;
-  const int64_t h = config_.hidden_size, im = config_.intermediate_size;
+  // gate_/up_ serve the dense layers only (the sparse ones have their own).
+  bool dense = false;
+  for (int l = 0; l < config_.num_hidden_layers; ++l) dense |= !config_.sparse_layer(l);
+  const int64_t h = config_.hidden_size, im = dense ? config_.intermediate_size : 0;
   x_.resize(n * h);
   xn_.resize(n * h);
   q_.resize(n * q_dim_);
@@ -66,6 +72,7 @@ void TextDecoder::forward(const TextInput& in, KvCache& cache, ThreadPool& pool,
   if (trace && trace->layer_out.empty()) {
     trace->layer_out.resize(config_.num_hidden_layers);
     trace->after_layer.resize(config_.num_hidden_layers);
+    trace->router.resize(config_.num_hidden_layers);
   }
   for (int64_t begin = 0; begin < in.n; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, in.n - begin);
@@ -166,10 +173,18 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
-// x += down(silu(gate(x̂)) * up(x̂)), x̂ = RMSNorm(x).
-void TextDecoder::mlp_block(const TextLayerWeights& w, int64_t n, std::span<const Segment> segs, ThreadPool& pool) {
+// x += MLP(x̂), x̂ = RMSNorm(x): dense, down(silu(gate(x̂)) * up(x̂)), or the
+// mixture of such experts (text_mlp.h).
+void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
+                            RouterTrace* trace) {
   const int64_t h = config_.hidden_size, im = config_.intermediate_size;
-  rms_norm(x_.data(), w.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
+  const TextMlpWeights& w = layer.mlp;
+  rms_norm(x_.data(), layer.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
+  if (w.sparse) {
+    moe_.forward(w.moe, xn_.data(), n, xn_.data(), pool, trace);
+    add(x_.data(), xn_.data(), x_.data(), n * h);
+    return;
+  }
   const MatmulOutput gate_up[] = {{&w.gate.w, nullptr, gate_.data(), im}, {&w.up.w, nullptr, up_.data(), im}};
   matmul_each(xn_.data(), n, h, gate_up, pool);
   // Per sequence, so a row meets the same vector/tail split as in a call of its own.
@@ -189,7 +204,7 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, s
   const size_t deepstack = in.vision && in.vis_row ? in.vision->deepstack.size() : 0;
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     attention_block(w_.layers[l], l, n, segs, pool);
-    mlp_block(w_.layers[l], n, segs, pool);
+    mlp_block(w_.layers[l], n, segs, pool, trace ? &trace->router[l] : nullptr);
     if (trace) record(trace->layer_out[l]);
     if (static_cast<size_t>(l) < deepstack) {
       const std::vector<float>& feat = in.vision->deepstack[l];  // [tokens, hidden]

@@ -1,7 +1,8 @@
 // The Qwen3 text decoder of Qwen3-VL: RMSNorm, q/k/v projections with per-head
 // q/k RMSNorm before interleaved M-RoPE, grouped-query attention over the KV
-// cache, o_proj, SwiGLU MLP; DeepStack features added at the image positions
-// after the first layers; final RMSNorm and lm_head.
+// cache, o_proj, SwiGLU MLP (dense, or a mixture of experts: text_mlp.h);
+// DeepStack features added at the image positions after the first layers;
+// final RMSNorm and lm_head.
 //
 // A decoder owns its scratch buffers, grown to the largest chunk seen (at most
 // `max_batch` tokens): a forward over more tokens runs in chunks, and a decode
@@ -18,6 +19,7 @@
 #include "model/kv_cache.h"
 #include "model/positions.h"
 #include "model/rope_tables.h"
+#include "model/text_mlp.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
 #include "ops/thread_pool.h"
@@ -40,6 +42,7 @@ struct TextTrace {
   std::vector<float> inputs_embeds, final_norm;
   std::vector<std::vector<float>> layer_out;    // output of layer i before the DeepStack addition
   std::vector<std::vector<float>> after_layer;  // after it (the input of layer i+1)
+  std::vector<RouterTrace> router;              // per layer; empty for a dense layer
 };
 
 // Multiply-adds ×2 per token of the layers' projections and MLP (attention
@@ -88,11 +91,13 @@ class TextDecoder {
   void embed(const TextInput& in, int64_t begin, int64_t n);
   void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
                        ThreadPool& pool);
-  void mlp_block(const TextLayerWeights& w, int64_t n, std::span<const Segment> segs, ThreadPool& pool);
+  void mlp_block(const TextLayerWeights& layer, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
+                 RouterTrace* trace);
 
   const TextConfig& config_;
   const TextWeights& w_;
   TextRope rope_;
+  MoeMlp moe_;  // the sparse layers' forward and scratch
   int64_t max_batch_;
   int64_t q_dim_, kv_dim_;
   static constexpr int64_t kKeepRows = 64;
@@ -101,8 +106,8 @@ class TextDecoder {
   std::vector<float> x_;     // [B, hidden] residual stream
   std::vector<float> xn_;    // [B, hidden] normed input of a sub-block
   std::vector<float> q_;     // [B, heads*head_dim] queries, then the attention output (in place)
-  std::vector<float> gate_;  // [B, intermediate]
-  std::vector<float> up_;    // [B, intermediate]
+  std::vector<float> gate_;  // [B, intermediate] (dense layers)
+  std::vector<float> up_;    // [B, intermediate] (dense layers)
   std::vector<float> cos_, sin_;  // [B, head_dim/2]
   std::vector<float> k_, v_;  // [B, kv_heads*head_dim] new K/V of several sequences before they go to their caches
   std::vector<float> last_;  // [hidden]

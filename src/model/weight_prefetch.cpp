@@ -29,7 +29,7 @@ std::vector<WeightPrefetch::Range> WeightPrefetch::in_place_ranges(const SafeTen
   add(v.merger.fc1.w);
   add(v.merger.fc2.w);
   for (const TextLayerWeights& l : w.text.layers)
-    for (const Linear* x : l.linears()) add(x->w);
+    for (const WeightMatrix* x : l.matrices()) add(*x);
   add(w.text.lm_head);
   return out;
 }

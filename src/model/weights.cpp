@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "io/checkpoint_layout.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
@@ -108,13 +109,17 @@ class Binder {
     return n;
   }
 
+  // `format` defaults to the one asked for; the router asks for an exact one.
   WeightMatrix convert(const TensorView& t, int64_t rows, int64_t cols) {
+    return convert(t, rows, cols, options_.format);
+  }
+  WeightMatrix convert(const TensorView& t, int64_t rows, int64_t cols, WeightFormat format) {
     WeightMatrix m;
     const bool aligned_bf16 = reinterpret_cast<uintptr_t>(t.data) % alignof(uint16_t) == 0;
     const bool aligned_f32 = reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0;
-    if (t.dtype == DType::BF16 && options_.format == WeightFormat::BF16 && aligned_bf16) {
+    if (t.dtype == DType::BF16 && format == WeightFormat::BF16 && aligned_bf16) {
       m = WeightMatrix::view_bf16(reinterpret_cast<const uint16_t*>(t.data), rows, cols);
-    } else if (t.dtype == DType::F32 && options_.format == WeightFormat::F32 && aligned_f32) {
+    } else if (t.dtype == DType::F32 && format == WeightFormat::F32 && aligned_f32) {
       m = WeightMatrix::view_f32(reinterpret_cast<const float*>(t.data), rows, cols);
     } else if (t.dtype == DType::BF16 && aligned_bf16) {
       // Source pages are dropped as rows are converted, so a large tensor (the
@@ -122,7 +127,7 @@ class Binder {
       // beside its converted copy.
       const size_t row_bytes = static_cast<size_t>(cols) * 2;
       m = WeightMatrix::from_bf16(
-          reinterpret_cast<const uint16_t*>(t.data), rows, cols, options_.format, options_.pool,
+          reinterpret_cast<const uint16_t*>(t.data), rows, cols, format, options_.pool,
           [&](int64_t b, int64_t e) { release_pages(t.data + b * row_bytes, (e - b) * row_bytes); }, &arena_);
       converted_ = true;
       release_pages(t.data, t.nbytes);
@@ -139,12 +144,46 @@ class Binder {
           bf16[i] = f32_to_bf16(v);
         }
       }
-      m = WeightMatrix::from_bf16(bf16.data(), rows, cols, options_.format, options_.pool, {}, &arena_);
+      m = WeightMatrix::from_bf16(bf16.data(), rows, cols, format, options_.pool, {}, &arena_);
       converted_ = true;
     }
     if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
     done_bytes_ += t.nbytes;
     if (converted_ && options_.progress) options_.progress(done_bytes_, total_bytes_);
+    return m;
+  }
+
+  // A sparse layer's router and experts. The checkpoint fuses the experts
+  // as x·W tensors, gate_up_proj [E, H, 2I] (each row: I gate then I up
+  // weights) and down_proj [E, I, H], while WeightMatrix multiplies by Wᵀ
+  // with W [n, k] row-major, k the summed axis contiguous. Neither can be
+  // read in place: an expert's gate is the transpose of a strided half of
+  // its block, its down the transpose of its block. So each expert is
+  // transposed once at load into its own matrix (bf16 and f32 copied, q8/q4
+  // quantized from the transposed copy), and its source pages dropped.
+  MoeMlpWeights experts(const std::string& prefix, const std::vector<TensorInfo>& table, const TextConfig& tc) {
+    MoeMlpWeights m;
+    const int64_t E = tc.num_experts, H = tc.hidden_size, I = tc.moe_intermediate_size;
+    // The router decides which experts run: it stays exact (bf16 as
+    // published, or f32), never quantized; it is E·H weights.
+    const WeightFormat exact = options_.format == WeightFormat::F32 ? WeightFormat::F32 : WeightFormat::BF16;
+    if (const TensorView* r = tensor(prefix + table[0].name, table[0].shape)) {
+      m.router = convert(*r, E, H, exact);
+      m.router.set_precision(MatmulPrecision::Exact);
+    }
+    const TensorView* gate_up = tensor(prefix + table[1].name, table[1].shape);
+    const TensorView* down = tensor(prefix + table[2].name, table[2].shape);
+    if (!gate_up || !down) return m;
+    for (int64_t e = 0; e < E; ++e) {
+      m.gate.push_back(transposed(*gate_up, e, H, 2 * I, 0, I));
+      m.up.push_back(transposed(*gate_up, e, H, 2 * I, I, I));
+      m.down.push_back(transposed(*down, e, I, H, 0, H));
+      const size_t esize = dtype_size(gate_up->dtype);
+      release_pages(gate_up->data + e * H * 2 * I * esize, H * 2 * I * esize);
+      release_pages(down->data + e * I * H * esize, I * H * esize);
+    }
+    done_bytes_ += gate_up->nbytes + down->nbytes;
+    if (options_.progress) options_.progress(done_bytes_, total_bytes_);
     return m;
   }
 
@@ -164,6 +203,46 @@ class Binder {
     return e;
   }
 
+  // Columns [c0, c0 + n) of expert e's [r, c] block of a 3-D tensor
+  // [E, r, c], transposed: the [n, r] matrix y = x·Wᵀ reads.
+  WeightMatrix transposed(const TensorView& t, int64_t e, int64_t r, int64_t c, int64_t c0, int64_t n) {
+    const size_t esize = dtype_size(t.dtype);
+    const uint8_t* block = t.data + static_cast<size_t>(e * r * c) * esize;
+    // Element (i, j) of the result is block[j][c0 + i]; memcpy since the
+    // mapping may be unaligned.
+    auto transpose = [&](auto* dst) {
+      auto rows = [&](int64_t b, int64_t end, int) {
+        for (int64_t i = b; i < end; ++i)
+          for (int64_t j = 0; j < r; ++j) std::memcpy(&dst[i * r + j], block + (j * c + c0 + i) * esize, esize);
+      };
+      if (options_.pool)
+        options_.pool->parallel_for(n, rows);
+      else
+        rows(0, n, 0);
+    };
+    if (t.dtype == DType::F32 && options_.format == WeightFormat::F32) {
+      std::shared_ptr<void> buf = arena_.allocate(static_cast<size_t>(n * r) * 4, "an f32 expert matrix");
+      transpose(static_cast<float*>(buf.get()));
+      owned_.push_back(buf);
+      return WeightMatrix::view_f32(static_cast<const float*>(buf.get()), n, r);
+    }
+    std::vector<uint16_t> bf16(static_cast<size_t>(n * r));
+    if (t.dtype == DType::BF16) {
+      transpose(bf16.data());
+    } else {
+      // bf16 is the converters' source format, as in convert().
+      std::vector<float> f32(bf16.size());
+      transpose(f32.data());
+      for (size_t i = 0; i < f32.size(); ++i) bf16[i] = f32_to_bf16(f32[i]);
+    }
+    WeightMatrix m = WeightMatrix::from_bf16(bf16.data(), n, r, options_.format, options_.pool, {}, &arena_);
+    if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
+    converted_ = true;
+    return m;
+  }
+
+  std::vector<std::shared_ptr<void>> take_owned() { return std::move(owned_); }
+
   void finish(std::vector<std::string>& unused) {
     if (!missing_.empty()) {
       std::string list;
@@ -182,12 +261,34 @@ class Binder {
   std::string vision_prefix_ = "model.visual.";
   std::string text_prefix_ = "model.language_model.";
   std::vector<std::string> missing_;
+  std::vector<std::shared_ptr<void>> owned_;  // f32 expert matrices (transposed)
   std::set<std::string> used_;
   size_t total_bytes_ = 0, done_bytes_ = 0;
   bool converted_ = false;
 };
 
 }  // namespace
+
+std::vector<const WeightMatrix*> TextMlpWeights::matrices() const {
+  if (!sparse) return {&gate.w, &up.w, &down.w};
+  std::vector<const WeightMatrix*> out{&moe.router};
+  for (size_t e = 0; e < moe.gate.size(); ++e) out.insert(out.end(), {&moe.gate[e], &moe.up[e], &moe.down[e]});
+  return out;
+}
+
+size_t TextMlpWeights::token_bytes(int experts_per_token) const {
+  if (!sparse) return gate.w.bytes() + up.w.bytes() + down.w.bytes();
+  if (moe.gate.empty()) return moe.router.bytes();
+  return moe.router.bytes() +
+         static_cast<size_t>(experts_per_token) * (moe.gate[0].bytes() + moe.up[0].bytes() + moe.down[0].bytes());
+}
+
+std::vector<const WeightMatrix*> TextLayerWeights::matrices() const {
+  std::vector<const WeightMatrix*> out;
+  for (const Linear* l : attention_linears()) out.push_back(&l->w);
+  for (const WeightMatrix* m : mlp.matrices()) out.push_back(m);
+  return out;
+}
 
 // The config's own values were checked when config.json was read
 // (io/model_config.cpp); here every tensor's shape is checked against them.
@@ -245,9 +346,16 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
     l.k = b.linear(p + "self_attn.k_proj", kvd, th, tc.attention_bias);
     l.v = b.linear(p + "self_attn.v_proj", kvd, th, tc.attention_bias);
     l.o = b.linear(p + "self_attn.o_proj", th, qd, tc.attention_bias);
-    l.gate = b.linear(p + "mlp.gate_proj", tc.intermediate_size, th, false);
-    l.up = b.linear(p + "mlp.up_proj", tc.intermediate_size, th, false);
-    l.down = b.linear(p + "mlp.down_proj", th, tc.intermediate_size, false);
+    // The MLP's tensors by the one table of their names (io/checkpoint_layout.h).
+    const std::vector<TensorInfo> mlp = text_mlp_tensors(tc, i);
+    l.mlp.sparse = tc.sparse_layer(i);
+    if (l.mlp.sparse) {
+      l.mlp.moe = b.experts(p, mlp, tc);
+    } else {
+      l.mlp.gate.w = b.matrix(p + mlp[0].name, mlp[0].shape[0], mlp[0].shape[1]);
+      l.mlp.up.w = b.matrix(p + mlp[1].name, mlp[1].shape[0], mlp[1].shape[1]);
+      l.mlp.down.w = b.matrix(p + mlp[2].name, mlp[2].shape[0], mlp[2].shape[1]);
+    }
     t.layers.push_back(std::move(l));
   }
   t.norm = b.vec(tp + "norm.weight", {th});
@@ -259,12 +367,17 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
     t.lm_head = b.convert(*e, tc.vocab_size, th);
   }
   b.finish(mw.unused);
+  mw.owned = b.take_owned();
 
   auto add = [](size_t& acc, const WeightMatrix& m) { acc += m.bytes(); };
-  size_t text_bytes = 0;
-  for (const TextLayerWeights& l : t.layers)
-    for (const Linear* lin : l.linears()) add(text_bytes, lin->w);
+  size_t text_bytes = 0, token_bytes = 0;
+  for (const TextLayerWeights& l : t.layers) {
+    for (const WeightMatrix* m : l.matrices()) add(text_bytes, *m);
+    for (const Linear* lin : l.attention_linears()) add(token_bytes, lin->w);
+    token_bytes += l.mlp.token_bytes(tc.num_experts_per_tok);
+  }
   add(text_bytes, t.lm_head);
+  add(token_bytes, t.lm_head);
   size_t vision_bytes = 0;
   add(vision_bytes, v.patch_embed.w);
   for (const VisionBlockWeights& blk : v.blocks)
@@ -278,7 +391,7 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
     add(vision_bytes, m.fc2.w);
   }
   mw.matrix_bytes = text_bytes + vision_bytes;
-  mw.decode_bytes = text_bytes + static_cast<size_t>(th) * (t.embed.bf16 ? 2 : 4);
+  mw.decode_bytes = token_bytes + static_cast<size_t>(th) * (t.embed.bf16 ? 2 : 4);
   return mw;
 }
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,16 +70,41 @@ struct VisionWeights {
   std::vector<MergerWeights> deepstack;  // one per deepstack_visual_indexes entry
 };
 
+// A mixture of SwiGLU experts (model/text_mlp.h). The checkpoint fuses the
+// experts as x·W tensors; each is laid out here, per expert, as the [n, k]
+// matrix y = x·Wᵀ reads (model/weights.cpp says why that takes a copy).
+struct MoeMlpWeights {
+  WeightMatrix router;                 // [experts, hidden] (mlp.gate.weight), bf16/f32 in every format
+  std::vector<WeightMatrix> gate, up;  // [experts] × [moe_intermediate, hidden]
+  std::vector<WeightMatrix> down;      // [experts] × [hidden, moe_intermediate]
+};
+
+// A text layer's MLP: dense, or (sparse) a mixture of experts.
+struct TextMlpWeights {
+  bool sparse = false;
+  Linear gate, up;  // dense: [intermediate, hidden]
+  Linear down;      // dense: [hidden, intermediate]
+  MoeMlpWeights moe;
+  // Every matrix, in the order the MLP applies them (sparse: the router,
+  // then each expert's gate, up and down).
+  std::vector<const WeightMatrix*> matrices() const;
+  // Bytes one token's pass reads: every matrix when dense; the router and
+  // `experts_per_token` experts when sparse (all experts have one shape and
+  // format).
+  size_t token_bytes(int experts_per_token) const;
+};
+
 struct TextLayerWeights {
   std::vector<float> input_norm, post_norm;  // RMSNorm [hidden]
   std::vector<float> q_norm, k_norm;         // RMSNorm [head_dim]
   Linear q;     // [heads*head_dim, hidden]
   Linear k, v;  // [kv_heads*head_dim, hidden]
   Linear o;     // [hidden, heads*head_dim]
-  Linear gate, up;  // [intermediate, hidden]
-  Linear down;      // [hidden, intermediate]
-  // The seven projections, in the order a layer applies them.
-  std::array<const Linear*, 7> linears() const { return {&q, &k, &v, &o, &gate, &up, &down}; }
+  TextMlpWeights mlp;
+  // The attention's four projections, in the order a layer applies them.
+  std::array<const Linear*, 4> attention_linears() const { return {&q, &k, &v, &o}; }
+  // Every matrix of the layer, in the order it applies them.
+  std::vector<const WeightMatrix*> matrices() const;
 };
 
 struct TextWeights {
@@ -103,8 +129,14 @@ struct ModelWeights {
   VisionWeights vision;
   TextWeights text;
   std::vector<std::string> unused;  // tensors in the checkpoint that qvl does not read
+  // Storage behind views that are not the mapping (an f32 checkpoint's
+  // experts, transposed at load into f32).
+  std::vector<std::shared_ptr<void>> owned;
   size_t matrix_bytes = 0;          // storage of all matrices in their loaded format
-  size_t decode_bytes = 0;          // what one decode step reads: text matrices + one embedding row
+  // What one decode step reads: the text matrices a token passes through
+  // (of a sparse MLP only the router and num_experts_per_tok experts: the
+  // other experts are not read) + one embedding row.
+  size_t decode_bytes = 0;
 
   // Throws qvl::Error naming every missing tensor, or the first mis-shaped one.
   static ModelWeights load(const SafeTensors& st, const ModelConfig& config, const WeightLoadOptions& options);

@@ -23,9 +23,9 @@ struct Prompt {
   std::vector<int64_t> rows;
 };
 
-Prompt prepare(Model& model, const nlohmann::json& p) {
+Prompt prepare(Model& model, const nlohmann::json& p, const std::string& dir) {
   Prompt r;
-  r.ids = golden::ids_of(golden::file(p["file"])["input_ids"]);
+  r.ids = golden::ids_of(golden::file(p["file"], dir)["input_ids"]);
   std::vector<VisionInput> images;
   std::vector<ImageGrid> grids;
   for (const auto& name : p["images"]) {
@@ -62,18 +62,28 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 struct Case {
   WeightFormat format;
   KvType kv;
+  bool moe = false;  // the mixture-of-experts checkpoint and its prompts
 };
 
-class BatchedDecode : public ::testing::TestWithParam<Case> {};
+class BatchedDecode : public ::testing::TestWithParam<Case> {
+ protected:
+  Model& model() const {
+    return GetParam().moe ? golden::tiny_moe(GetParam().format) : golden::tiny(GetParam().format);
+  }
+  const nlohmann::json& prompts() const {
+    return GetParam().moe ? golden::moe_manifest()["prompts"] : golden::manifest()["prompts"];
+  }
+  std::string dir() const { return GetParam().moe ? "golden-moe" : "golden"; }
+};
 
 TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
-  Model& model = golden::tiny(GetParam().format);
+  Model& model = this->model();
   TextDecoder& text = model.text();
   const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
   std::vector<Prompt> prompts;
-  for (const auto& p : golden::manifest()["prompts"]) prompts.push_back(prepare(model, p));
+  for (const auto& p : this->prompts()) prompts.push_back(prepare(model, p, dir()));
   const size_t b = prompts.size();
-  ASSERT_GE(b, 4u);
+  ASSERT_GE(b, 3u);
   constexpr int kSteps = 6;
 
   // Reference: each sequence alone, [b][step] hidden and logits.
@@ -128,11 +138,11 @@ TEST_P(BatchedDecode, EqualsSingleSequenceBitForBit) {
 }
 
 TEST_P(BatchedDecode, PrefillChunkSizeDoesNotChangeTheBits) {
-  Model& model = golden::tiny(GetParam().format);
+  Model& model = this->model();
   TextDecoder& text = model.text();
-  for (const auto& p : golden::manifest()["prompts"]) {
+  for (const auto& p : prompts()) {
     SCOPED_TRACE(p["name"].get<std::string>());
-    const Prompt prompt = prepare(model, p);
+    const Prompt prompt = prepare(model, p, dir());
     KvCache a = text.make_cache(512, GetParam().kv), b = text.make_cache(512, GetParam().kv);
     ASSERT_GE(text.max_batch(), 48 + 15);  // so the decoder does not cut these pieces again
     const std::vector<float> whole = prefill(model, prompt, a, 48);
@@ -160,10 +170,13 @@ TEST(BatchedDecodeErrors, RefusesTwoSequencesOnOneCache) {
 INSTANTIATE_TEST_SUITE_P(Formats, BatchedDecode,
                          ::testing::Values(Case{WeightFormat::F32, KvType::F32}, Case{WeightFormat::BF16, KvType::F32},
                                            Case{WeightFormat::Q8, KvType::F32}, Case{WeightFormat::Q4, KvType::F32},
-                                           Case{WeightFormat::BF16, KvType::F16}, Case{WeightFormat::Q8, KvType::F16}),
+                                           Case{WeightFormat::BF16, KvType::F16}, Case{WeightFormat::Q8, KvType::F16},
+                                           Case{WeightFormat::F32, KvType::F32, true},
+                                           Case{WeightFormat::BF16, KvType::F32, true},
+                                           Case{WeightFormat::Q4, KvType::F32, true}),
                          [](const auto& info) {
-                           return std::string(weight_format_name(info.param.format)) + "_kv_" +
-                                  kv_type_name(info.param.kv);
+                           return std::string(info.param.moe ? "moe_" : "") + weight_format_name(info.param.format) +
+                                  "_kv_" + kv_type_name(info.param.kv);
                          });
 
 }  // namespace

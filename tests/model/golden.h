@@ -19,6 +19,7 @@ namespace qvl::golden {
 
 inline std::string fixtures() { return QVL_FIXTURES_DIR; }
 inline std::string model_dir() { return fixtures() + "/tiny-qwen3vl"; }
+inline std::string moe_model_dir() { return fixtures() + "/tiny-qwen3vl-moe"; }
 
 inline std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -30,6 +31,10 @@ inline std::string slurp(const std::string& path) {
 
 inline const nlohmann::json& manifest() {
   static const nlohmann::json m = nlohmann::json::parse(slurp(fixtures() + "/golden/manifest.json"));
+  return m;
+}
+inline const nlohmann::json& moe_manifest() {
+  static const nlohmann::json m = nlohmann::json::parse(slurp(fixtures() + "/golden-moe/manifest.json"));
   return m;
 }
 
@@ -85,10 +90,13 @@ class File {
   std::map<std::string, Tensor> tensors_;
 };
 
-inline const File& file(const std::string& name) {
+// A golden file of tests/fixtures/<dir>: "golden" (the dense model) or
+// "golden-moe" (the mixture-of-experts one).
+inline const File& file(const std::string& name, const std::string& dir = "golden") {
   static std::map<std::string, File> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, File(fixtures() + "/golden/" + name)).first;
+  const std::string path = fixtures() + "/" + dir + "/" + name;
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, File(path)).first;
   return it->second;
 }
 

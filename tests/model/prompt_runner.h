@@ -23,9 +23,12 @@ struct PromptRun {
   std::vector<std::vector<float>> gen_logits;  // full logits per step (when kept)
 };
 
+// `dir` holds the prompt's golden file ("golden", or "golden-moe" whose prompts
+// name the same images); with `gen_trace` the decode steps are traced there.
 inline PromptRun run_prompt(Model& model, const nlohmann::json& p, int steps, bool keep_trace, bool keep_gen_logits,
-                            KvType kv = KvType::F32) {
-  const File& f = file(p["file"]);
+                            KvType kv = KvType::F32, const std::string& dir = "golden",
+                            TextTrace* gen_trace = nullptr) {
+  const File& f = file(p["file"], dir);
   PromptRun r;
   r.ids = ids_of(f["input_ids"]);
   std::vector<VisionInput> images;
@@ -56,10 +59,38 @@ inline PromptRun run_prompt(Model& model, const nlohmann::json& p, int steps, bo
     if (s + 1 == steps) break;
     const Pos3 pos = generated_position(cache.size(), r.positions.rope_delta);
     TextInput step{&tok, &pos, 1};
-    text.forward(step, cache, pool());
+    text.forward(step, cache, pool(), nullptr, gen_trace);
     text.logits(text.last_hidden(), 1, logits.data(), pool());
   }
   return r;
+}
+
+// The run's hidden states against the golden ones (a case that has them):
+// the input embeddings, each layer's output before and after DeepStack, and
+// the final norm.
+inline void expect_hidden_states(const PromptRun& r, const File& f, int layers, double atol, double rtol) {
+  EXPECT_TRUE(close("hidden.inputs_embeds", r.trace.inputs_embeds.data(), f["hidden.inputs_embeds"].f, atol, rtol));
+  for (int l = 0; l < layers; ++l) {
+    const std::string lo = "hidden.layer_out." + std::to_string(l);
+    const std::string al = "hidden.hidden_after_layer." + std::to_string(l);
+    EXPECT_TRUE(close(lo, r.trace.layer_out[l].data(), f[lo].f, atol, rtol));
+    EXPECT_TRUE(close(al, r.trace.after_layer[l].data(), f[al].f, atol, rtol));
+  }
+  EXPECT_TRUE(close("hidden.final_norm", r.hidden.data(), f["hidden.final_norm"].f, atol, rtol));
+}
+
+// The 16 greedy tokens exactly (the first difference ends the check: the
+// continuations diverge from there), each step's top-1 logit within atol.
+inline void expect_greedy_tokens(const PromptRun& r, const File& f, double atol) {
+  const Tensor& gen = f["generated_ids"];
+  const Tensor& gen_vals = f["gen_top_vals"];
+  for (int s = 0; s < 16; ++s) {
+    if (r.generated[s] != gen.i[s]) {
+      ADD_FAILURE() << "greedy token " << s << ": got " << r.generated[s] << ", want " << gen.i[s];
+      return;
+    }
+    EXPECT_NEAR(r.gen_top1[s], gen_vals.f[s * 8], atol) << "top-1 logit of step " << s;
+  }
 }
 
 }  // namespace qvl::golden

@@ -28,15 +28,7 @@ TEST_P(TextGolden, EveryPromptCase) {
     const int64_t n = static_cast<int64_t>(r.ids.size());
 
     if (hidden) {
-      EXPECT_TRUE(golden::close("hidden.inputs_embeds", r.trace.inputs_embeds.data(), f["hidden.inputs_embeds"].f,
-                                h_atol, h_rtol));
-      for (int l = 0; l < model.config().text.num_hidden_layers; ++l) {
-        const std::string lo = "hidden.layer_out." + std::to_string(l);
-        const std::string al = "hidden.hidden_after_layer." + std::to_string(l);
-        EXPECT_TRUE(golden::close(lo, r.trace.layer_out[l].data(), f[lo].f, h_atol, h_rtol));
-        EXPECT_TRUE(golden::close(al, r.trace.after_layer[l].data(), f[al].f, h_atol, h_rtol));
-      }
-      EXPECT_TRUE(golden::close("hidden.final_norm", r.hidden.data(), f["hidden.final_norm"].f, h_atol, h_rtol));
+      golden::expect_hidden_states(r, f, model.config().text.num_hidden_layers, h_atol, h_rtol);
     }
 
     EXPECT_TRUE(golden::close("logits_last", r.logits_last.data(), f["logits_last"].f, l_atol, 0));
@@ -66,12 +58,7 @@ TEST_P(TextGolden, EveryPromptCase) {
       }
     }
 
-    const golden::Tensor& gen = f["generated_ids"];
-    const golden::Tensor& gen_vals = f["gen_top_vals"];
-    for (int s = 0; s < 16; ++s) {
-      ASSERT_EQ(r.generated[s], gen.i[s]) << "greedy token " << s;
-      EXPECT_NEAR(r.gen_top1[s], gen_vals.f[s * 8], l_atol) << "top-1 logit of step " << s;
-    }
+    golden::expect_greedy_tokens(r, f, l_atol);
   }
 }
 

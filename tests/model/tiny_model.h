@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "golden.h"
 #include "model/model.h"
@@ -16,17 +18,21 @@ inline ThreadPool& pool() {
   return p;
 }
 
-inline Model& tiny(WeightFormat format) {
-  static std::map<WeightFormat, std::unique_ptr<Model>> models;
-  auto& m = models[format];
+// The checkpoint in `dir` (default: the dense tiny model), once per format.
+inline Model& tiny(WeightFormat format, const std::string& dir = model_dir()) {
+  static std::map<std::pair<std::string, WeightFormat>, std::unique_ptr<Model>> models;
+  auto& m = models[{dir, format}];
   if (!m) {
     ModelLoadOptions o;
     o.format = format;
     o.max_batch = 64;  // smaller than most prompts, so chunked prefill is exercised
-    m = Model::load(model_dir(), o, pool());
+    m = Model::load(dir, o, pool());
   }
   return *m;
 }
+
+// The mixture-of-experts fixture checkpoint (tiny-qwen3vl-moe).
+inline Model& tiny_moe(WeightFormat format) { return tiny(format, moe_model_dir()); }
 
 inline std::vector<ImageGrid> grids_of(const Tensor& thw) {
   std::vector<ImageGrid> g;

@@ -29,7 +29,7 @@ std::vector<const WeightMatrix*> all_matrices(const ModelWeights& w) {
   out.push_back(&w.vision.merger.fc1.w);
   out.push_back(&w.vision.merger.fc2.w);
   for (const auto& l : w.text.layers)
-    for (const Linear* x : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) out.push_back(&x->w);
+    for (const WeightMatrix* x : l.matrices()) out.push_back(x);
   out.push_back(&w.text.lm_head);
   return out;
 }
