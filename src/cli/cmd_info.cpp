@@ -27,6 +27,9 @@ using json = nlohmann::ordered_json;
 struct Summary {
   ModelFolder folder;
   int64_t vision_params = 0, text_params = 0;
+  // Text parameters one token passes through: a sparse layer's unchosen
+  // experts left out (= text_params for a dense model).
+  int64_t text_active_params = 0;
   std::set<std::string> dtypes;
   std::vector<std::string> weight_files;
   size_t weight_bytes = 0, folder_bytes = 0;
@@ -61,6 +64,16 @@ Summary summarize(const std::string& dir) {
   for (const auto& [name, v] : st.tensors()) {
     (name.rfind("model.visual.", 0) == 0 ? s.vision_params : s.text_params) += v.numel();
     s.dtypes.insert(dtype_name(v.dtype));
+  }
+  // Of each sparse layer's fused experts (the table's last two tensors), a
+  // token runs num_experts_per_tok of num_experts.
+  const TextConfig& t = s.folder.config.text;
+  s.text_active_params = s.text_params;
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    if (!t.sparse_layer(i)) continue;
+    const std::vector<TensorInfo> mlp = text_mlp_tensors(t, i);
+    const int64_t experts = mlp[1].numel() + mlp[2].numel();
+    s.text_active_params -= experts / t.num_experts * (t.num_experts - t.num_experts_per_tok);
   }
   s.tensors = st.tensors().size();
   s.weight_files = st.files();
@@ -120,6 +133,14 @@ void print_text(const Summary& s) {
   row("text", cat(t.num_hidden_layers, " layers, hidden ", t.hidden_size, ", MLP ", t.intermediate_size, ", heads ",
                   t.num_attention_heads, " query / ", t.num_key_value_heads, " key-value, head dim ", t.head_dim, ", vocab ",
                   t.vocab_size));
+  if (t.num_experts > 0) {
+    int sparse = 0;
+    for (int i = 0; i < t.num_hidden_layers; ++i) sparse += t.sparse_layer(i);
+    row("experts", cat(t.num_experts, " per sparse layer (", sparse, " of ", t.num_hidden_layers, " layers), ",
+                       t.num_experts_per_tok, " active per token, width ", t.moe_intermediate_size,
+                       t.norm_topk_prob ? ", weights renormalised" : ", raw softmax weights"));
+    row("active", cat(millions(s.text_active_params), " text parameters per token (the chosen experts only)"));
+  }
   row("context", cat(t.max_position_embeddings, " tokens (max_position_embeddings)"));
   std::ostringstream theta;
   theta << std::setprecision(12) << t.rope_theta;
@@ -149,7 +170,10 @@ void print_json(const Summary& s) {
   j["architecture"] = c.architectures.empty() ? c.model_type : c.architectures[0];
   j["model_type"] = c.model_type;
   j["config_dialect"] = c.dialect;
-  j["parameters"] = {{"total", s.vision_params + s.text_params}, {"vision", s.vision_params}, {"text", s.text_params}};
+  j["parameters"] = {{"total", s.vision_params + s.text_params},
+                     {"vision", s.vision_params},
+                     {"text", s.text_params},
+                     {"text_active_per_token", s.text_active_params}};
   j["dtypes"] = std::vector<std::string>(s.dtypes.begin(), s.dtypes.end());
   j["tensors"] = s.tensors;
   j["unused_tensors"] = s.unexpected;
