@@ -40,7 +40,7 @@ template <class T>
 void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   check(p);
   if (p.nq <= 0) return;
-  if (p.nq < 16)
+  if (p.nq <= kAttentionRowQueries)
     simd::attention_rows(q, k, v, out, p, pool);
   else if (amx_runs(p))
     amx::attention(q, k, v, out, p, pool);
@@ -55,7 +55,7 @@ void dispatch(const float* q, const T* k, const T* v, float* out, const Attentio
 const char* attention_amx_status() { return amx::attention_status(); }
 
 const char* attention_kernel_name(const AttentionParams& p) {
-  if (p.nq < 16) return "rows (split-KV), f32 FMA";
+  if (p.nq <= kAttentionRowQueries) return "rows (split-KV), f32 FMA";
   if (amx_runs(p)) return "tiled, AMX tdpbf16ps, bf16 inputs";
   return bf16_dot_runs(p) ? "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }

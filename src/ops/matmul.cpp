@@ -3,6 +3,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "ops/amx_matmul.h"
 #include "ops/cpu_features.h"
@@ -15,6 +16,11 @@
 namespace qvl {
 
 const char* matmul_simd_target() { return simd::matmul_target(); }
+
+int64_t matmul_row_exact_rows(WeightFormat format) {
+  const bool quantized = format == WeightFormat::Q8 || format == WeightFormat::Q4;
+  return quantized ? std::numeric_limits<int64_t>::max() : simd::kSmallM;
+}
 
 bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported() || amx::bf16_usable(); }
 

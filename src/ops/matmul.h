@@ -57,6 +57,12 @@ class HugePageArena;  // util/huge_pages.h
 // (prefill and decode agree exactly).
 // (WeightFormat: util/formats.h.)
 
+// The most rows m for which that holds for `format`: 8 for f32 and bf16 (the
+// small-m path; more rows take a GEMM whose sums may differ in the last
+// bits), any m for q8 and q4. Callers that feed one sequence's tokens as
+// extra rows (jump-forward) stay within it to keep the answers unchanged.
+int64_t matmul_row_exact_rows(WeightFormat format);
+
 // How prefill and vision products (m > 8 rows of x) with BF16 weights are
 // computed. Exact (the default): as above, x in f32, every product exact.
 // Fast (opt-in, --precision fast): x rounded to bf16 (round to nearest even,

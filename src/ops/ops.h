@@ -72,8 +72,12 @@ struct AttentionParams {
   // bf16 (amx_attention.h); where AMX is not used it changes nothing.
   MatmulPrecision precision = MatmulPrecision::Exact;
 };
-void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
-               ThreadPool& pool);
+// Up to this many queries attention() takes the rows kernel, where each
+// query's arithmetic depends on its own visible positions alone: a query
+// among a short causal piece gets the bits it gets alone (nq = 1, nkv its
+// causal end), as decode computes it. More queries take the tiled kernel.
+constexpr int64_t kAttentionRowQueries = 15;
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p, ThreadPool& pool);
 // The same with K/V stored in f16 (ops above): each element is widened
 // exactly before any arithmetic, so the result equals attention() on the
 // widened K/V, bit for bit.

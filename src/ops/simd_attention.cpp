@@ -477,9 +477,11 @@ constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 // row, was 1.3x slower at 300 positions and 1.9x at 1,000: 28 layers of f16
 // K/V, 16 query and 8 kv heads of 128, 2 threads on a Zen 5 VM, /tmp
 // harness.) Only when chunks are fewer than the threads are heads split into
-// groups too. The chunks depend on nkv alone and each head's arithmetic is
-// the same whichever group it is in, so the output does not depend on the
-// thread count.
+// groups too. A query's chunks depend on the positions it sees alone (its
+// causal end, else nkv) and each head's arithmetic is the same whichever
+// group it is in, so the output depends neither on the thread count nor on
+// the other queries: a query of a short causal piece equals that query
+// decoded alone, bit for bit (kAttentionRowQueries).
 template <class T>
 void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   constexpr int64_t kBlock = 64, kChunk = 128;
@@ -488,9 +490,12 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
   // several: three equal items on two threads (257-384 positions, where a
   // chat's first answer decodes) left one thread idle for a third of the
   // time. Still a function of nkv alone.
-  int64_t nchunks = std::max<int64_t>(1, (p.nkv + kChunk - 1) / kChunk);
-  if (nchunks > 1) nchunks += nchunks % 2;
-  const int64_t chunk = (p.nkv + nchunks - 1) / nchunks;
+  auto chunks_for = [](int64_t seen) {
+    int64_t n = std::max<int64_t>(1, (seen + kChunk - 1) / kChunk);
+    return n > 1 ? n + n % 2 : n;
+  };
+  auto seen_by = [&](int64_t i) { return p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv; };
+  const int64_t nchunks = chunks_for(p.nkv);  // the most any query has (chunks_for grows with what it sees)
   const int64_t hgroups = std::clamp<int64_t>((pool.size() + nchunks * p.nq - 1) / (nchunks * p.nq), 1, p.kv_heads);
   const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
   thread_local ScratchVector<float> parts_buf;
@@ -509,8 +514,9 @@ void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const At
     const int64_t i = qc / nchunks, c = qc % nchunks;
     const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
     const int64_t h0 = kv0 * group, h1 = kv1 * group;  // this item's query heads
-    const int64_t kv_end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
-    const int64_t lo = c * chunk, hi = std::min(kv_end, lo + chunk);
+    const int64_t kv_end = seen_by(i);
+    const int64_t chunk = (kv_end + chunks_for(kv_end) - 1) / chunks_for(kv_end);
+    const int64_t lo = std::min(kv_end, c * chunk), hi = std::min(kv_end, lo + chunk);  // empty past its chunks
     float* o = parts + qc * part;
     float* m = o + qh_n * dh;
     float* l = m + qh_n;
