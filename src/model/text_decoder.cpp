@@ -83,21 +83,51 @@ void TextDecoder::forward(const TextInput& in, KvCache& cache, ThreadPool& pool,
 
 void TextDecoder::forward_batch(std::span<const int32_t> ids, std::span<const Pos3> pos,
                                 std::span<KvCache* const> caches, ThreadPool& pool, float* hidden) {
+  if (caches.size() != ids.size()) fail("batched decode: ", ids.size(), " tokens and ", caches.size(), " caches");
+  forward_pieces(ids, pos, caches, {}, pool, hidden);
+}
+
+void TextDecoder::forward_pieces(std::span<const int32_t> ids, std::span<const Pos3> pos,
+                                 std::span<KvCache* const> caches, std::span<const int64_t> counts, ThreadPool& pool,
+                                 float* hidden) {
   const int64_t b = static_cast<int64_t>(ids.size());
-  if (pos.size() != ids.size() || caches.size() != ids.size())
-    fail("batched decode: ", ids.size(), " tokens, ", pos.size(), " positions and ", caches.size(), " caches");
-  for (int64_t i = 0; i < b; ++i) {
-    check_room(*caches[i], 1);
+  const int64_t seqs = static_cast<int64_t>(caches.size());
+  auto count = [&](int64_t i) { return counts.empty() ? 1 : counts[i]; };
+  int64_t rows = 0;
+  for (int64_t i = 0; i < seqs; ++i) {
+    if (count(i) < 1) fail("batched decode: sequence ", i, " has ", count(i), " tokens");
+    check_room(*caches[i], count(i));
     for (int64_t j = 0; j < i; ++j)
       if (caches[j] == caches[i]) fail("batched decode: sequences ", j, " and ", i, " share one KV cache");
+    rows += count(i);
   }
+  if (pos.size() != ids.size() || rows != b || (!counts.empty() && counts.size() != caches.size()))
+    fail("batched decode: ", ids.size(), " tokens, ", pos.size(), " positions and ", rows, " rows over ", seqs,
+         " caches");
   const TextInput in{ids.data(), pos.data(), b};
+  // Sequence `seq` has its rows from `taken` on still to compute.
+  int64_t seq = 0, taken = 0;
   for (int64_t begin = 0; begin < b; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, b - begin);
     segs_.clear();
-    for (int64_t i = 0; i < n; ++i) segs_.push_back({caches[begin + i], i, 1, caches[begin + i]->size()});
+    for (int64_t row = 0; row < n; ++seq, taken = 0) {
+      const int64_t len = std::min(count(seq) - taken, n - row);
+      segs_.push_back({caches[seq], row, len, caches[seq]->size()});
+      row += len;
+      taken += len;
+      if (taken < count(seq)) break;  // the piece goes on in the next chunk
+    }
     forward_chunk(in, begin, n, segs_, pool, hidden, nullptr);
   }
+}
+
+int64_t TextDecoder::exact_piece() const { return kAttentionRowQueries; }
+
+int64_t TextDecoder::exact_rows() const {
+  int64_t rows = matmul_row_exact_rows(w_.lm_head.format());
+  for (const TextLayerWeights& l : w_.layers)
+    for (const Linear* x : l.linears()) rows = std::min(rows, matmul_row_exact_rows(x->w.format()));
+  return rows;
 }
 
 void TextDecoder::embed(const TextInput& in, int64_t begin, int64_t n) {
@@ -175,8 +205,7 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
 
 // x += MLP(x̂), x̂ = RMSNorm(x): dense, down(silu(gate(x̂)) * up(x̂)), or the
 // mixture of such experts (text_mlp.h).
-void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
-                            RouterTrace* trace) {
+void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool& pool, RouterTrace* trace) {
   const int64_t h = config_.hidden_size, im = config_.intermediate_size;
   const TextMlpWeights& w = layer.mlp;
   rms_norm(x_.data(), layer.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
@@ -187,8 +216,8 @@ void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, std::span<
   }
   const MatmulOutput gate_up[] = {{&w.gate.w, nullptr, gate_.data(), im}, {&w.up.w, nullptr, up_.data(), im}};
   matmul_each(xn_.data(), n, h, gate_up, pool);
-  // Per sequence, so a row meets the same vector/tail split as in a call of its own.
-  for (const Segment& s : segs) silu_mul(&gate_[s.row * im], &up_[s.row * im], &gate_[s.row * im], s.n * im);
+  // Per row, so a row meets the same vector/tail split as in a call of its own.
+  for (int64_t r = 0; r < n; ++r) silu_mul(&gate_[r * im], &up_[r * im], &gate_[r * im], im);
   matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool);
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
@@ -204,7 +233,7 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, s
   const size_t deepstack = in.vision && in.vis_row ? in.vision->deepstack.size() : 0;
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     attention_block(w_.layers[l], l, n, segs, pool);
-    mlp_block(w_.layers[l], n, segs, pool, trace ? &trace->router[l] : nullptr);
+    mlp_block(w_.layers[l], n, pool, trace ? &trace->router[l] : nullptr);
     if (trace) record(trace->layer_out[l]);
     if (static_cast<size_t>(l) < deepstack) {
       const std::vector<float>& feat = in.vision->deepstack[l];  // [tokens, hidden]

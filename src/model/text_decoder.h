@@ -69,6 +69,20 @@ class TextDecoder {
   // bit for bit, whenever the matmul kernel's rows do not depend on M.
   void forward_batch(std::span<const int32_t> ids, std::span<const Pos3> pos, std::span<KvCache* const> caches,
                      ThreadPool& pool, float* hidden);
+  // The same with a piece of counts[i] consecutive tokens for caches[i]
+  // (jump-forward: a token and those the grammar forces after it), causal
+  // within the piece: ids, pos and hidden have sum(counts) rows. Each row
+  // equals that token decoded alone, bit for bit, while the rows are no more
+  // than exact_rows() and each piece is no longer than kAttentionRowQueries.
+  void forward_pieces(std::span<const int32_t> ids, std::span<const Pos3> pos, std::span<KvCache* const> caches,
+                      std::span<const int64_t> counts, ThreadPool& pool, float* hidden);
+  // The most rows a batched forward (and logits()) may carry with every row
+  // bit-identical to its token decoded alone: the matmuls' bound for the
+  // weights' formats (matmul_row_exact_rows).
+  int64_t exact_rows() const;
+  // The longest piece of one sequence whose rows keep those bits (attention's
+  // rows kernel, kAttentionRowQueries).
+  int64_t exact_piece() const;
 
   // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
   void logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const;
@@ -91,8 +105,7 @@ class TextDecoder {
   void embed(const TextInput& in, int64_t begin, int64_t n);
   void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
                        ThreadPool& pool);
-  void mlp_block(const TextLayerWeights& layer, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
-                 RouterTrace* trace);
+  void mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool& pool, RouterTrace* trace);
 
   const TextConfig& config_;
   const TextWeights& w_;

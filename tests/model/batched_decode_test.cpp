@@ -155,6 +155,64 @@ TEST_P(BatchedDecode, PrefillChunkSizeDoesNotChangeTheBits) {
   }
 }
 
+// Jump-forward's pieces (TextDecoder::forward_pieces): a sequence's token
+// followed by the tokens a grammar forces, fed as one causal piece beside
+// other sequences' tokens, must give every row the bits of that token decoded
+// alone; contexts past 128 and 256 positions cut the rows kernel's attention
+// into several chunks, whose layout must follow each query's own length.
+TEST_P(BatchedDecode, PiecesEqualTokensDecodedOneAtATime) {
+  Model& model = golden::tiny(GetParam().format);
+  TextDecoder& text = model.text();
+  const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
+  ASSERT_GE(text.exact_rows(), 8);
+  // Pieces whose positions straddle a change of the chunk layout (at 141 and
+  // at 299 positions a query alone has 71 and 75 positions a chunk, the
+  // pieces' last queries 72 and 76), in 8 rows: every format's exact rows.
+  const std::vector<int64_t> contexts = {20, 140, 298};
+  const std::vector<int64_t> counts = {2, 3, 3};
+  std::vector<std::vector<int32_t>> tokens(contexts.size());
+  std::vector<KvCache> caches;
+  std::vector<std::vector<float>> want_h, want_l;  // per row of the batch below
+  for (size_t s = 0; s < contexts.size(); ++s) {
+    std::vector<int32_t> ids;
+    std::vector<Pos3> pos;
+    for (int64_t i = 0; i < contexts[s] + counts[s]; ++i) {
+      ids.push_back(static_cast<int32_t>((i * 7919 + s * 104729) % 150000));
+      pos.push_back(generated_position(i, 0));
+    }
+    tokens[s].assign(ids.end() - counts[s], ids.end());
+    caches.push_back(text.make_cache(512, GetParam().kv));
+    text.forward({ids.data(), pos.data(), contexts[s]}, caches[s], golden::pool());
+    KvCache alone = text.make_cache(512, GetParam().kv);
+    alone.copy_prefix(caches[s], contexts[s]);
+    for (int64_t t = contexts[s]; t < contexts[s] + counts[s]; ++t) {
+      text.forward({&ids[t], &pos[t], 1}, alone, golden::pool());
+      std::vector<float> logits(vocab);
+      text.logits(text.last_hidden(), 1, logits.data(), golden::pool());
+      want_h.emplace_back(text.last_hidden(), text.last_hidden() + hid);
+      want_l.push_back(std::move(logits));
+    }
+  }
+  std::vector<int32_t> ids;
+  std::vector<Pos3> pos;
+  std::vector<KvCache*> cs;
+  for (size_t s = 0; s < contexts.size(); ++s) {
+    for (int64_t j = 0; j < counts[s]; ++j) pos.push_back(generated_position(contexts[s] + j, 0));
+    ids.insert(ids.end(), tokens[s].begin(), tokens[s].end());
+    cs.push_back(&caches[s]);
+  }
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  std::vector<float> hidden(rows * hid), logits(rows * vocab);
+  text.forward_pieces(ids, pos, cs, counts, golden::pool(), hidden.data());
+  text.logits(hidden.data(), rows, logits.data(), golden::pool());
+  for (int64_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE(::testing::Message() << "row " << r);
+    EXPECT_TRUE(same_bits(&hidden[r * hid], want_h[r].data(), hid));
+    EXPECT_TRUE(same_bits(&logits[r * vocab], want_l[r].data(), vocab));
+  }
+  for (size_t s = 0; s < contexts.size(); ++s) EXPECT_EQ(caches[s].size(), contexts[s] + counts[s]);
+}
+
 TEST(BatchedDecodeErrors, RefusesTwoSequencesOnOneCache) {
   Model& model = golden::tiny(WeightFormat::F32);
   TextDecoder& text = model.text();
