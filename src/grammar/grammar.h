@@ -85,6 +85,9 @@ struct TokenMask {
   bool test(int32_t id) const { return (words[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1; }
   size_t count() const;
   bool any() const;
+  // The one token the set holds; -1 when it holds none or several (a
+  // constrained step with one continuation: jump-forward's forced token).
+  int32_t only() const;
   void intersect(const TokenMask& other);  // this &= other (same vocabulary)
 };
 

@@ -18,6 +18,17 @@ bool TokenMask::any() const {
   return false;
 }
 
+int32_t TokenMask::only() const {
+  int32_t found = -1;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint64_t w = words[i];
+    if (!w) continue;
+    if (found >= 0 || (w & (w - 1))) return -1;  // a second token
+    found = static_cast<int32_t>(i * 64 + static_cast<size_t>(std::countr_zero(w)));
+  }
+  return found;
+}
+
 void TokenMask::intersect(const TokenMask& other) {
   if (other.words.size() != words.size()) fail("token mask: intersecting masks of different vocabularies");
   for (size_t i = 0; i < words.size(); ++i) words[i] &= other.words[i];

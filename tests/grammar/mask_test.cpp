@@ -45,6 +45,19 @@ void expect_mask_is_exact(const std::shared_ptr<TokenGrammar>& g, const std::str
   EXPECT_GT(allowed, 0u) << prefix;
 }
 
+TEST(TokenMask, OnlyNamesTheSingleToken) {
+  TokenMask m;
+  m.words.assign(4, 0);
+  EXPECT_EQ(m.only(), -1);  // none
+  m.words[2] = uint64_t{1} << 5;
+  EXPECT_EQ(m.only(), 2 * 64 + 5);
+  m.words[3] = 1;
+  EXPECT_EQ(m.only(), -1);  // two, in different words
+  m.words[3] = 0;
+  m.words[2] |= uint64_t{1} << 63;
+  EXPECT_EQ(m.only(), -1);  // two in one word
+}
+
 TEST(TokenMask, EqualsBruteForceAcrossStates) {
   const auto g = schema_grammar(test::kInvoiceSchema);
   for (const char* prefix : {
