@@ -54,15 +54,27 @@ int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::sp
   return sample(logits, context, generated, SampleStep{});
 }
 
-int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
-                        const SampleStep& step) {
+void Sampler::shape(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+                    const SampleStep& step) {
   apply_penalties(logits, context, generated);
   for (const auto& [id, bias] : config_.logit_bias)
     if (id >= 0 && id < vocab_) logits[id] += bias;
   if (step.allowed) apply_mask(logits, step);
+}
+
+int32_t Sampler::sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+                        const SampleStep& step) {
+  shape(logits, context, generated, step);
   const int32_t token = choose(logits);
   if (step.top_logprobs >= 0 && step.logprob) fill_logprob(logits, token, step);
   return token;
+}
+
+void Sampler::score(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+                    const SampleStep& step, int32_t token) {
+  if (step.top_logprobs < 0 || !step.logprob) return;
+  shape(logits, context, generated, step);
+  fill_logprob(logits, token, step);
 }
 
 // Disallowed tokens get -inf, so every later stage (softmax, top-k, top-p)

@@ -53,9 +53,19 @@ class Sampler {
   // The same with a mask and/or logprobs. Throws if the mask allows nothing.
   int32_t sample(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
                  const SampleStep& step);
+  // A token decided without a draw (the only one a constraint admits): its
+  // logprob entry, computed as sample() would (penalties, logit_bias, mask),
+  // into *step.logprob. The generator does not advance: a forced token costs
+  // no randomness, whether it is decided step by step or ahead of its
+  // forward (jump-forward), so a seed gives the same answer either way.
+  void score(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+             const SampleStep& step, int32_t token);
   const SamplerConfig& config() const { return config_; }
 
  private:
+  // The logits sample() and score() draw from: penalties, bias, mask.
+  void shape(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated,
+             const SampleStep& step);
   void apply_penalties(float* logits, std::span<const int32_t> context, std::span<const int32_t> generated);
   void apply_mask(float* logits, const SampleStep& step);
   int32_t choose(float* logits);

@@ -240,6 +240,43 @@ TEST(SamplerMask, LogitBiasAndTemperatureShapeTheReportedDistribution) {
   EXPECT_NEAR(lp.top[1].second, 2.0 - lse, 1e-5);
 }
 
+// A forced token's entry (Sampler::score) is what sample() reports for it
+// under the same one-token mask, and takes no draw: the draws after it are
+// those of a sampler that never saw it (jump-forward relies on both).
+TEST(SamplerMask, ScoreReportsAsSampleAndTakesNoDraw) {
+  const int64_t vocab = 70;
+  std::vector<uint64_t> one(2, 0);
+  one[1] = uint64_t{1} << 3;  // token 67 alone
+  SamplerConfig c;
+  c.temperature = 0.8;
+  c.seed = 5;
+  c.repetition_penalty = 1.3;
+  Sampler scored(c, vocab), sampled(c, vocab), plain(c, vocab);
+  auto logits = [&] {
+    std::vector<float> l(vocab);
+    for (int64_t i = 0; i < vocab; ++i) l[i] = static_cast<float>((i * 37) % 11) - 5.0f;
+    return l;
+  };
+  const std::vector<int32_t> context = {67, 3};
+  TokenLogprob by_score, by_sample;
+  SampleStep step;
+  step.allowed = one.data();
+  step.top_logprobs = 3;
+  step.logprob = &by_score;
+  std::vector<float> l = logits();
+  scored.score(l.data(), context, {}, step, 67);
+  step.logprob = &by_sample;
+  l = logits();
+  EXPECT_EQ(sampled.sample(l.data(), context, {}, step), 67);
+  EXPECT_EQ(by_score.token, 67);
+  EXPECT_EQ(by_score.logprob, by_sample.logprob);
+  EXPECT_EQ(by_score.top, by_sample.top);
+  for (int i = 0; i < 20; ++i) {
+    std::vector<float> a = logits(), b = logits();
+    ASSERT_EQ(scored.sample(a.data(), {}, {}), plain.sample(b.data(), {}, {})) << "draw " << i;
+  }
+}
+
 TEST(SamplerMask, NothingAllowedIsAnError) {
   SamplerConfig c;
   c.temperature = 0;
