@@ -34,6 +34,16 @@ struct Answer {
   std::vector<int32_t> also_allowed;  // EOS when the whole answer's value is complete
   TokenLogprob logprob;               // the last token's, when asked for
   bool done = false;
+  // Jump-forward: the tokens the grammar forces after the last one decided,
+  // fed with it in the last forward, taken (every rule applied, text sent)
+  // at the next step as if each had been decoded alone.
+  std::vector<int32_t> forced;
+  size_t forced_taken = 0;
+  std::vector<float> forced_logits;  // [forced, vocab] the logits each is decided from, when logprobs are asked for
+
+  // The tokens the cache would hold had every token been decoded in a step
+  // of its own: the forced ones not taken yet are in it early.
+  int64_t fed() const { return cache->size() - static_cast<int64_t>(forced.size() - forced_taken); }
 
   Answer(int index, const GenerateRequest& request, const SamplerConfig& sampling, int64_t vocab,
          const Tokenizer& tokenizer)

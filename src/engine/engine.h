@@ -58,6 +58,11 @@ struct EngineParams {
   // generation_config max_new_tokens, else until the context is full.
   int64_t default_max_tokens = 0;
   size_t image_cache_bytes = size_t{256} << 20;  // image-embedding cache bound (LRU); 0: off
+  // Jump-forward off: every token a constraint forces (its grammar's only
+  // continuation) takes a decode step of its own, instead of being fed in one
+  // piece with the token before it. The answers are the same either way; the
+  // switch is there to measure and compare.
+  bool no_jump_forward = false;
   std::function<void(size_t done, size_t total)> load_progress;  // weight conversion
 };
 
@@ -134,6 +139,7 @@ struct GenerateRequest {
   bool parallel_tool_calls = true;  // false: at most one call per answer
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits before sampling
   int top_logprobs = -1;  // -1: no logprobs; 0..20: each token's logprob and that many alternatives
+  bool jump_forward = true;  // false: this request's forced tokens take a step each (EngineParams::no_jump_forward)
 };
 
 // TokenLogprob (sampler.h): what top_logprobs reports per token.
@@ -167,6 +173,10 @@ struct Timings {
   double decode_ms = 0;
   int64_t prefill_tokens = 0;  // tokens actually computed (after prefix reuse)
   int64_t decode_tokens = 0;   // forward passes after the first token
+  // Forwards that fed them: fewer than decode_tokens when jump-forward fed
+  // forced tokens in pieces with the token before them.
+  int64_t decode_steps = 0;
+  int64_t forced_tokens = 0;  // tokens a constraint forced (its only continuation), decided without a draw
   // Constrained decoding's share of the decode: each step's token mask
   // (looked up, or built once per grammar state), applied, and the grammar
   // advanced; over every choice.
@@ -257,7 +267,8 @@ class Engine {
   // end on slot 0). Each slot holds its own KV cache (ctx_size / slots
   // tokens) and prefix; a slot serves one Run at a time. step() does one unit
   // of work: the vision encoder, one prefill chunk (`batch` tokens) or one
-  // decoded token; it returns false when the answer is complete (EOS, stop
+  // decoded token (with jump-forward, also the tokens its grammar forces
+  // after it, fed in the same forward); it returns false when the answer is complete (EOS, stop
   // string, length, or the request's cancel flag). begin() and step() throw
   // qvl::Error like generate(). The request and callbacks must outlive the Run.
   struct Run;
@@ -280,7 +291,8 @@ class Engine {
   bool step(Run& run);
   // One unit of work for each of `runs` (on distinct slots) in one call: the
   // runs in the Decode stage sample their next token and then decode together
-  // in one batched forward, so the weights are read once for all of them;
+  // in one batched forward, so the weights are read once for all of them (a
+  // run's forced tokens, jump-forward, as extra rows of it);
   // each other run does its own unit (one prefill chunk, shortened to
   // `interleave_batch` tokens while others decode so their tokens keep
   // coming; or its images' vision encode: whole when the run is alone, else

@@ -92,15 +92,18 @@ struct Engine::Impl {
   struct DecodeRow {
     Run* run;
     Answer* answer;
-    size_t index;  // the run's position in Engine::step's runs
+    size_t index;        // the run's position in Engine::step's runs
+    int64_t tokens = 1;  // its piece's length in decode_tokens
   };
   std::vector<DecodeRow> decode_rows;
   std::vector<int32_t> decode_tokens;
   std::vector<char> is_decoding;  // [runs]
   std::vector<Pos3> batch_pos;
   std::vector<KvCache*> batch_caches;
-  std::vector<float> batch_hidden;  // [rows, hidden]
-  std::vector<float> batch_logits;  // [rows, vocab]
+  std::vector<int64_t> batch_counts;  // [answers] tokens each feeds
+  std::vector<float> batch_hidden;    // [rows, hidden]
+  std::vector<float> batch_wanted;    // [rows with logits wanted, hidden]
+  std::vector<float> batch_logits;    // [rows with logits wanted, vocab]
 
   // The tokenizer is read before the weights, so the memory its parsing
   // frees is not still resident under them (the peak is weights + run).
@@ -119,12 +122,31 @@ struct Engine::Impl {
   bool unit(Run& r, int64_t piece, bool alone);
   bool vision_unit(Run& r, bool alone);
   bool prefill_unit(Run& r, int64_t piece);
-  // The Decode stage of one answer up to its forward: sample the next token
-  // and apply every rule that may end the answer. True, with `token` to feed
-  // back, when it goes on.
-  bool next_token(Run& r, Answer& a, int32_t& token);
-  // Feeds tokens[i] to rows[i] (distinct caches) in one batched forward and
-  // leaves each answer's next logits.
+  // The Decode stage of one answer up to its forward: take the tokens forced
+  // last step, decide the next token and apply every rule that may end the
+  // answer. When it goes on, appends to decode_tokens what to feed: that
+  // token and, with jump-forward, up to `extra` tokens the grammar forces
+  // after it; returns how many (0: the answer ended).
+  int64_t next_tokens(Run& r, Answer& a, int64_t extra);
+  // The answer's next token from `logits`: the only one its grammar admits
+  // (no draw; `logits` only read for its logprob), else sampled.
+  int32_t decide(Run& r, Answer& a, float* logits);
+  // Appends `token` to the answer and applies every rule that may end it;
+  // false when it ended.
+  bool take(Run& r, Answer& a, int32_t token);
+  // The token the grammar at `m` forces (its only continuation, EOS counted
+  // where the value may end), or -1 when the answer has a choice.
+  int32_t forced_token(const Run& r, GrammarMatcher& m) const;
+  // Jump-forward: a.forced = the tokens the grammar forces after the token
+  // just taken, at most `extra`, stopping short of one that would end the
+  // answer by the grammar, max_tokens or the context.
+  void plan_forced(Run& r, Answer& a, int64_t extra) const;
+  // Forgets a.forced[from...]: fed, but the answer ended before them, so
+  // they leave the cache as if never fed.
+  void drop_forced(Run& r, Answer& a, size_t from);
+  // Feeds each row's tokens (its piece: a token, then those forced after it)
+  // to its answer's cache in one batched forward, and leaves each answer's
+  // next logits (and its forced tokens' logits when logprobs are asked for).
   void decode(std::span<const DecodeRow> rows, std::span<const int32_t> tokens);
 };
 

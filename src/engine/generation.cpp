@@ -2,6 +2,13 @@
 // next token (sampled under its constraint, checked against every rule that
 // ends an answer) and the batched decode of every live answer; end() turns
 // the answers into choices.
+//
+// Jump-forward: where an answer's grammar admits one next token, that token
+// is forced. The forced tokens after a decided one are fed with it as one
+// piece of the batched decode (TextDecoder::forward_pieces), within the rows
+// whose bits equal decoding each token alone, and taken at the next step in
+// order, each decided from its own row's logits exactly as step-by-step
+// decoding decides it: the same tokens, text, logprobs and ends.
 #include <algorithm>
 #include <limits>
 
@@ -106,32 +113,80 @@ bool Engine::Impl::prefill_unit(Run& r, int64_t piece) {
 
 // The single and the batched step both come through here, so a rule added
 // here holds for both.
-bool Engine::Impl::next_token(Run& r, Answer& a, int32_t& token_out) {
-  const GenerateRequest& req = *r.request;
+int64_t Engine::Impl::next_tokens(Run& r, Answer& a, int64_t extra) {
   if (r.cancelled() || r.stop_all) {
+    drop_forced(r, a, a.forced_taken);
     a.end(FinishReason::Cancelled);
-    return false;
+    return 0;
   }
-  SampleStep step;
-  a.also_allowed.clear();
+  // The tokens forced last step are in the cache already; each is decided
+  // and taken now, from the logits the step-by-step path would have.
+  const int64_t vocab = info.vocab_size;
+  for (; a.forced_taken < a.forced.size(); ++a.forced_taken) {
+    float* logits = a.forced_logits.empty() ? nullptr : &a.forced_logits[a.forced_taken * vocab];
+    const int32_t token = decide(r, a, logits);
+    if (token != a.forced[a.forced_taken])
+      fail("jump-forward: token ", a.forced[a.forced_taken], " was fed as forced, but ", token, " was decided");
+    if (!take(r, a, token)) {
+      drop_forced(r, a, a.forced_taken);
+      return 0;
+    }
+  }
+  a.forced.clear();
+  a.forced_taken = 0;
+  const int32_t token = decide(r, a, a.logits.data());
+  if (!take(r, a, token)) return 0;
+  decode_tokens.push_back(token);
+  if (!params.no_jump_forward && r.request->jump_forward) plan_forced(r, a, extra);
+  decode_tokens.insert(decode_tokens.end(), a.forced.begin(), a.forced.end());
+  return 1 + static_cast<int64_t>(a.forced.size());
+}
+
+int32_t Engine::Impl::forced_token(const Run& r, GrammarMatcher& m) const {
+  const TokenMask& mask = m.allowed();
+  if (r.constraint->block || !m.complete()) return mask.only();
+  // The value may end here: EOS is a continuation too.
+  return !mask.any() && eos.size() == 1 ? eos[0] : -1;
+}
+
+int32_t Engine::Impl::decide(Run& r, Answer& a, float* logits) {
+  const GenerateRequest& req = *r.request;
   const EngineClock::time_point t = EngineClock::now();
   const bool constrained = a.matcher.has_value();
+  SampleStep step;
+  a.also_allowed.clear();
+  int32_t forced = -1;
   if (a.matcher) {
     step.allowed = a.matcher->allowed().words.data();
     // The whole answer's value may end here: EOS joins the allowed tokens.
     if (!r.constraint->block && a.matcher->complete()) a.also_allowed.assign(eos.begin(), eos.end());
     step.also_allowed = a.also_allowed;
+    forced = forced_token(r, *a.matcher);
   } else if (r.constraint && r.constraint->no_calls && tool_call_open >= 0) {
-    a.logits[tool_call_open] = -std::numeric_limits<float>::infinity();
+    logits[tool_call_open] = -std::numeric_limits<float>::infinity();
   }
   step.top_logprobs = req.top_logprobs;
   step.logprob = &a.logprob;
-  const int32_t token = a.sampler.sample(a.logits.data(), a.context, a.choice.token_ids, step);
+  int32_t token = forced;
+  if (forced >= 0) {
+    // No draw for a forced token, on this path and on jump-forward's alike
+    // (Sampler::score), so a seeded answer is the same with it on or off.
+    if (req.top_logprobs >= 0) a.sampler.score(logits, a.context, a.choice.token_ids, step, forced);
+    if (a.index == 0) ++r.result.timings.forced_tokens;
+  } else {
+    if (!logits) fail("jump-forward: a token with a choice was due without its logits");
+    token = a.sampler.sample(logits, a.context, a.choice.token_ids, step);
+  }
   if (constrained) r.result.timings.constraint_ms += ms_since(t);
   if (r.first_token && a.index == 0) {
     r.first_token = false;
     r.result.timings.first_token_ms = ms_since(r.start);
   }
+  return token;
+}
+
+bool Engine::Impl::take(Run& r, Answer& a, int32_t token) {
+  const GenerateRequest& req = *r.request;
   const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
   if (is_eos && (!req.ignore_eos || a.matcher)) {
     a.end(FinishReason::Stop);
@@ -141,6 +196,7 @@ bool Engine::Impl::next_token(Run& r, Answer& a, int32_t& token_out) {
   a.context.push_back(token);
   if (req.top_logprobs >= 0) a.choice.logprobs.push_back(a.logprob);
   bool value_complete = false;
+  const bool constrained = a.matcher.has_value();
   const EngineClock::time_point ta = EngineClock::now();
   if (a.matcher) {
     if (!a.matcher->accept(token))
@@ -167,39 +223,107 @@ bool Engine::Impl::next_token(Run& r, Answer& a, int32_t& token_out) {
     a.end(FinishReason::Repetition);
     return false;
   }
-  if (static_cast<int64_t>(a.choice.token_ids.size()) >= r.max_tokens || a.cache->size() >= a.cache->capacity()) {
+  if (static_cast<int64_t>(a.choice.token_ids.size()) >= r.max_tokens || a.fed() >= a.cache->capacity()) {
     a.end(FinishReason::Length);
     return false;
   }
-  token_out = token;
   return true;
+}
+
+// The walk take() would make through the forced tokens, on a copy of the
+// grammar: stop strings, the repetition guard and callbacks cannot be
+// foreseen (a token they end the answer at leaves the cache again,
+// drop_forced), but the grammar, max_tokens and the context can.
+void Engine::Impl::plan_forced(Run& r, Answer& a, int64_t extra) const {
+  a.forced.clear();
+  a.forced_taken = 0;
+  if (!a.matcher) return;
+  const EngineClock::time_point t = EngineClock::now();
+  // A piece is attention's rows kernel's at most (the token taken plus the
+  // forced), so each row keeps the bits of its token decoded alone.
+  const int64_t room = std::min({extra, model->text().exact_piece() - 1,
+                                 r.max_tokens - static_cast<int64_t>(a.choice.token_ids.size()) - 1,
+                                 a.cache->capacity() - a.cache->size() - 1});
+  GrammarMatcher m = *a.matcher;
+  while (static_cast<int64_t>(a.forced.size()) < room) {
+    const int32_t token = forced_token(r, m);
+    if (token < 0 || std::find(eos.begin(), eos.end(), token) != eos.end()) break;
+    m.accept(token);
+    const bool closes = m.complete() && !m.can_continue();
+    if (closes && !r.constraint->block) break;  // the value's last token ends the answer: never fed
+    a.forced.push_back(token);
+    if (closes) break;  // a tool-call block closed: free text follows
+  }
+  r.result.timings.constraint_ms += ms_since(t);
+}
+
+void Engine::Impl::drop_forced(Run& r, Answer& a, size_t from) {
+  const int64_t n = static_cast<int64_t>(a.forced.size() - std::min(from, a.forced.size()));
+  if (n > 0) {
+    a.cache->set_size(a.cache->size() - n);
+    if (a.index == 0) {
+      r.slot->cached_ids.resize(r.slot->cached_ids.size() - n);
+      r.slot->cached_keys.resize(r.slot->cached_keys.size() - n);
+      r.result.timings.decode_tokens -= n;
+    }
+  }
+  a.forced.clear();
+  a.forced_taken = 0;
 }
 
 void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32_t> tokens) {
   TextDecoder& text = model->text();
-  const size_t n = rows.size();
+  const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t hidden = model->config().text.hidden_size, vocab = info.vocab_size;
   batch_pos.clear();
   batch_caches.clear();
+  batch_counts.clear();
   for (const DecodeRow& row : rows) {
-    batch_pos.push_back(generated_position(row.answer->cache->size(), row.run->prompt.positions.rope_delta));
+    const KvCache& cache = *row.answer->cache;
+    for (int64_t j = 0; j < row.tokens; ++j)
+      batch_pos.push_back(generated_position(cache.size() + j, row.run->prompt.positions.rope_delta));
     batch_caches.push_back(row.answer->cache);
+    batch_counts.push_back(row.tokens);
   }
-  if (batch_logits.size() < n * vocab) {
+  if (static_cast<int64_t>(batch_hidden.size()) < n * hidden) {
     batch_hidden.resize(n * hidden);
-    batch_logits.resize(n * vocab);
+    batch_wanted.resize(n * hidden);
   }
-  text.forward_batch(tokens, batch_pos, batch_caches, pool, batch_hidden.data());
-  text.logits(batch_hidden.data(), static_cast<int64_t>(n), batch_logits.data(), pool);
-  for (size_t i = 0; i < n; ++i) {
-    Run& r = *rows[i].run;
-    Answer& a = *rows[i].answer;
-    std::copy_n(batch_logits.begin() + i * vocab, vocab, a.logits.begin());
-    if (a.index == 0) {  // only the slot's own cache is a prefix for later requests
-      r.slot->cached_ids.push_back(tokens[i]);
-      r.slot->cached_keys.push_back(0);
-      ++r.result.timings.decode_tokens;
+  text.forward_pieces(tokens, batch_pos, batch_caches, batch_counts, pool, batch_hidden.data());
+  // The rows whose logits are wanted, gathered so lm_head is read once:
+  // each piece's last (the next token's), and the rows its forced tokens are
+  // decided from when their logprobs are asked for.
+  int64_t wanted = 0, at = 0;
+  for (const DecodeRow& row : rows) {
+    const bool all = row.run->request->top_logprobs >= 0;
+    const int64_t first = all ? at : at + row.tokens - 1;
+    const int64_t count = at + row.tokens - first;
+    std::copy_n(batch_hidden.begin() + first * hidden, count * hidden, batch_wanted.begin() + wanted * hidden);
+    wanted += count;
+    at += row.tokens;
+  }
+  if (static_cast<int64_t>(batch_logits.size()) < wanted * vocab) batch_logits.resize(wanted * vocab);
+  text.logits(batch_wanted.data(), wanted, batch_logits.data(), pool);
+  int64_t out = 0;
+  at = 0;
+  for (const DecodeRow& row : rows) {
+    Run& r = *row.run;
+    Answer& a = *row.answer;
+    const auto piece_logits = batch_logits.begin() + out * vocab;
+    const int64_t forced = row.tokens - 1;
+    if (r.request->top_logprobs >= 0) {
+      a.forced_logits.assign(piece_logits, piece_logits + forced * vocab);
+      out += forced;
     }
+    std::copy_n(batch_logits.begin() + out * vocab, vocab, a.logits.begin());
+    ++out;
+    if (a.index == 0) {  // only the slot's own cache is a prefix for later requests
+      r.slot->cached_ids.insert(r.slot->cached_ids.end(), tokens.begin() + at, tokens.begin() + at + row.tokens);
+      r.slot->cached_keys.resize(r.slot->cached_keys.size() + row.tokens, 0);
+      r.result.timings.decode_tokens += row.tokens;
+      ++r.result.timings.decode_steps;
+    }
+    at += row.tokens;
   }
 }
 
@@ -230,19 +354,29 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
   m.decode_rows.clear();
   m.decode_tokens.clear();
   m.is_decoding.assign(runs.size(), 0);
+  // Rows the batched forward may carry beyond one per live answer with every
+  // row keeping the bits of its token decoded alone (TextDecoder::exact_rows):
+  // jump-forward's forced tokens spend them, so its answers equal
+  // step-by-step decoding's.
+  int64_t live = 0;
+  for (Run* r : runs)
+    if (r->stage == Run::Stage::Decode)
+      live += std::count_if(r->answers.begin(), r->answers.end(), [](const auto& a) { return !a->done; });
+  int64_t extra = std::max<int64_t>(0, m.model->text().exact_rows() - live);
   bool decoding = false;
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& r = *runs[i];
     if (r.stage != Run::Stage::Decode) continue;
     m.is_decoding[i] = 1;
     decoding = true;
+    const size_t rows_before = m.decode_rows.size(), tokens_before = m.decode_tokens.size();
     try {
       for (auto& a : r.answers) {
         if (a->done) continue;
-        int32_t token = 0;
-        if (m.next_token(r, *a, token)) {
-          m.decode_rows.push_back({&r, a.get(), i});
-          m.decode_tokens.push_back(token);
+        const int64_t fed = m.next_tokens(r, *a, extra);
+        if (fed > 0) {
+          m.decode_rows.push_back({&r, a.get(), i, fed});
+          extra -= fed - 1;
         }
       }
       if (std::all_of(r.answers.begin(), r.answers.end(), [](const auto& a) { return a->done; }))
@@ -250,8 +384,8 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
     } catch (...) {
       // This run's rows are the batch's last ones: drop them, the others go on.
       results[i].error = std::current_exception();
-      std::erase_if(m.decode_rows, [&](const Impl::DecodeRow& row) { return row.run == &r; });
-      m.decode_tokens.resize(m.decode_rows.size());
+      m.decode_rows.resize(rows_before);
+      m.decode_tokens.resize(tokens_before);
     }
   }
   if (!m.decode_rows.empty()) {
