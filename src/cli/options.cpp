@@ -57,6 +57,10 @@ void visit_options(EngineParams& p, Args& v) {
       .range(0, 1 << 20)
       .unit(1 << 20)
       .env("QVL_IMAGE_CACHE_MB");
+  v(p.no_jump_forward, "no-jump-forward",
+    "give each token a constraint forces (its grammar's only continuation) a decode step of its own instead of "
+    "feeding it with the token before it; the same answers, only slower (to compare)")
+      .env("QVL_NO_JUMP_FORWARD");
 }
 
 void visit_options(RepetitionGuardOptions& g, Args& v) {

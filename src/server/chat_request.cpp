@@ -22,14 +22,14 @@ using json = nlohmann::ordered_json;
 // store, service_tier, safety_identifier, prompt_cache_key: qvl keeps no
 // stored completions and has one tier; its prefix cache needs no key;
 // modalities and verbosity only with their defaults).
-constexpr std::array<std::string_view, 35> kAccepted = {
+constexpr std::array<std::string_view, 36> kAccepted = {
     "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "top_p",
     "seed", "stop", "presence_penalty", "frequency_penalty", "n", "response_format", "tools", "tool_choice",
     "parallel_tool_calls", "logprobs", "top_logprobs", "logit_bias", "user", "metadata", "store", "service_tier",
     "safety_identifier", "prompt_cache_key", "modalities", "verbosity",
     // qvl's extensions
-    "top_k", "min_p", "repetition_penalty", "min_pixels", "max_pixels", "repetition_guard",
-    "repetition_guard_repeats"};
+    "top_k", "min_p", "repetition_penalty", "min_pixels", "max_pixels", "repetition_guard", "repetition_guard_repeats",
+    "jump_forward"};
 // OpenAI fields qvl cannot honour: refused whenever set (not null), each with
 // its reason (refuse_unsupported).
 constexpr std::array<std::string_view, 6> kRefused = {"reasoning_effort", "audio",     "prediction",
@@ -549,6 +549,8 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   g.repetition_guard = limits.repetition_guard;
   if (auto w = integer(body, "repetition_guard", 0, 1 << 24)) g.repetition_guard.window = *w;
   if (auto r = integer(body, "repetition_guard_repeats", 2, 1000)) g.repetition_guard.min_repeats = static_cast<int>(*r);
+  // qvl's extension: false decodes forced tokens one step each (same answer; to compare speed).
+  g.jump_forward = boolean(body, "jump_forward", "jump_forward", true);
 
   auto mt = integer(body, "max_completion_tokens", 1, 1 << 24);
   if (!mt) mt = integer(body, "max_tokens", 1, 1 << 24);

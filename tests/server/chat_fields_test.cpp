@@ -261,6 +261,13 @@ TEST(ChatFields, N) {
   EXPECT_EQ(refused(body(R"({"n": 1.5})")).param, "n");
 }
 
+TEST(ChatFields, JumpForwardExtension) {
+  EXPECT_TRUE(parsed(body()).generate.jump_forward);
+  EXPECT_FALSE(parsed(body(R"({"jump_forward": false})")).generate.jump_forward);
+  EXPECT_TRUE(parsed(body(R"({"jump_forward": true})")).generate.jump_forward);
+  EXPECT_EQ(refused(body(R"({"jump_forward": "off"})")).param, "jump_forward");
+}
+
 TEST(ChatFields, SupportedParametersListTheAllowList) {
   const auto fields = chat_fields();
   for (const char* f : {"tools", "response_format", "logprobs", "logit_bias", "n", "top_k", "repetition_guard"})

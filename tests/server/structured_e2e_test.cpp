@@ -226,6 +226,29 @@ TEST_F(Structured, JsonSchemaAnswersMatchTheSchema) {
   }
 }
 
+// qvl's jump_forward extension changes how many steps an answer takes, never
+// the answer: off and on (the default) give the same content and logprobs.
+TEST_F(Structured, JumpForwardOffGivesTheSameAnswer) {
+  const json schema = json::parse(R"({"type": "object", "properties": {"ok": {"type": "boolean"},
+      "n": {"type": "integer"}}, "required": ["ok", "n"], "additionalProperties": false})");
+  json body = chat_body("Fill it in.", "", 60);
+  body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "r"}, {"schema", schema}}}};
+  body["temperature"] = 1;
+  body["seed"] = 11;
+  body["logprobs"] = true;
+  // The server reuses a cached prompt prefix, whose last token is then
+  // computed alone rather than in the prompt's prefill (the same answer,
+  // not the same last bits): a first request puts both compared ones on
+  // the same footing.
+  complete(body);
+  const json on = complete(body);
+  body["jump_forward"] = false;
+  const json off = complete(body);
+  EXPECT_EQ(on["choices"][0]["message"]["content"], off["choices"][0]["message"]["content"]);
+  EXPECT_EQ(on["choices"][0]["logprobs"], off["choices"][0]["logprobs"]);
+  EXPECT_EQ(on["usage"]["completion_tokens"], off["usage"]["completion_tokens"]);
+}
+
 TEST_F(Structured, RequiredToolChoiceCallsATool) {
   json body = chat_body("What is the weather in Paris?", "", 400);
   body["tools"] = {weather_tool(), time_tool()};
