@@ -126,7 +126,7 @@ int64_t TextDecoder::exact_piece() const { return kAttentionRowQueries; }
 int64_t TextDecoder::exact_rows() const {
   int64_t rows = matmul_row_exact_rows(w_.lm_head.format());
   for (const TextLayerWeights& l : w_.layers)
-    for (const Linear* x : l.linears()) rows = std::min(rows, matmul_row_exact_rows(x->w.format()));
+    for (const WeightMatrix* x : l.matrices()) rows = std::min(rows, matmul_row_exact_rows(x->format()));
   return rows;
 }
 
