@@ -34,8 +34,9 @@ Threads: --threads (default 2) for qvl and llama.cpp; the PyTorch bench.py is fi
 
 Making the llama.cpp side (outside the repo; nothing of it is committed):
 
-  # (a) build llama.cpp, CPU only (a snapshot of ggml-org/llama.cpp with Qwen3-VL support, i.e. from
-  #     November 2025 on; measured with upstream 82bb48500a9a, 2026-08-07)
+  # (a) build llama.cpp, CPU only: a source tree of ggml-org/llama.cpp with Qwen3-VL support (from
+  #     November 2025 on; this script was checked with upstream 82bb48500a9a of 2026-08-07, whose
+  #     llama-mtmd-cli prints the timing lines it reads with -lv 4)
   cd /work/peers/llama.cpp
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \\
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \\
@@ -185,17 +186,21 @@ _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 
 
 def parse_mtmd_timings(log):
-    """Figures from llama-mtmd-cli's log (stderr): vision encode, prompt eval, eval, load.
+    """Figures from llama-mtmd-cli's log (stderr, with -lv 4): vision encode, prompt eval, eval, load.
 
     The image's encoder time is the "mtmd batch encoding done in N ms" line (older builds: "image
-    slice encoded in N ms"); everything decoded before the first sample (text chunks and the image's
-    embeddings) is llama_perf's "prompt eval time", and the decoded tokens are its "eval time".
+    slice encoded in N ms"); the image embeddings' decode is "image decoded (batch i/n) in N ms";
+    llama_perf's "prompt eval time" covers everything decoded before the first sample and its
+    "eval time" the decoded tokens.
     """
     r = {}
     enc = re.findall(r"mtmd batch encoding done in " + _NUM + " ms", log) or \
         re.findall(r"image slice encoded in " + _NUM + " ms", log)
     if enc:
         r["vision_ms"] = sum(float(x) for x in enc)
+    dec = re.findall(r"image decoded \(batch \d+/\d+\) in " + _NUM + " ms", log)
+    if dec:
+        r["image_decode_ms"] = sum(float(x) for x in dec)
     m = re.search(r"prompt eval time =\s*" + _NUM + r" ms /\s*(\d+) tokens", log)
     if m:
         r["prompt_eval_ms"], r["prompt_tokens"] = float(m.group(1)), int(m.group(2))
@@ -209,6 +214,20 @@ def parse_mtmd_timings(log):
     if m:
         r["image_tokens_first_batch"] = int(m.group(1))
     return r
+
+
+def mtmd_first_token_ms(t):
+    """Image + question -> first token from parse_mtmd_timings' figures; and whether llama_perf's
+    prompt eval time already spans the vision encoder.
+
+    llama_context times a prompt from its first decode to the synchronize that reads logits
+    (t_compute_start_us is reset only there), and mtmd-cli decodes the text before the image, encodes
+    the image, then decodes its embeddings and the text after it with no synchronize in between: so
+    "prompt eval time" spans the encoder too (82bb48500a9a). Should a build synchronize earlier, the
+    span is shorter than encoder + image decode, and the encoder is added.
+    """
+    spans = t["prompt_eval_ms"] >= t["vision_ms"] + t.get("image_decode_ms", 0)
+    return (t["prompt_eval_ms"] if spans else t["vision_ms"] + t["prompt_eval_ms"]), spans
 
 
 def gguf_family(path):
@@ -230,20 +249,22 @@ class Llama:
         a = self.a
         _, se, wall, rss = run([self.cli, "-m", self.gguf, "--mmproj", a.mmproj, "--image", str(image), "-p", PROMPT,
                                 "-n", str(n), "--temp", "0", "--ignore-eos", "-t", str(a.threads),
-                                "-c", str(a.ctx), "--no-display-prompt"], log=a.log)
+                                "-c", str(a.ctx), "-lv", "4"], log=a.log)  # -lv 4: the timing lines
         t = parse_mtmd_timings(se)
         missing = {"vision_ms", "prompt_eval_ms"} - t.keys()
         if missing:
             raise RuntimeError(f"llama-mtmd-cli printed no {', '.join(sorted(missing))}; see --log")
+        first_ms, spans_vision = mtmd_first_token_ms(t)
         r = {
             "vision_s": t["vision_ms"] / 1e3,
-            "first_token_s": (t["vision_ms"] + t["prompt_eval_ms"]) / 1e3,
+            "first_token_s": first_ms / 1e3,
+            "prompt_eval_spans_vision": spans_vision,
             "prompt_tokens": t["prompt_tokens"],
             "load_s": t.get("load_ms", 0) / 1e3,
             "peak_rss_gb": rss / 1e9,
             "wall_s": wall,
         }
-        if t.get("eval_runs"):
+        if t.get("eval_runs") and t["eval_ms"] > 0:  # -n 1 samples once and decodes nothing timed
             r["decode_tok_s"] = t["eval_runs"] / (t["eval_ms"] / 1e3)
         return r
 
@@ -416,6 +437,8 @@ def main(argv):
         print("llama.cpp: skipped (needs --llama-bin, --gguf and --mmproj)", file=sys.stderr)
     if a.pytorch and a.model:
         stacks.append(Torch(a))
+        if a.threads != 2:
+            print(f"pytorch: its bench.py runs 2 threads, the others {a.threads}", file=sys.stderr)
     else:
         print("pytorch: skipped (needs --pytorch and --model)", file=sys.stderr)
     if not stacks:
@@ -440,7 +463,7 @@ def main(argv):
     results = {}
     for s in stacks:
         rs = rounds[s.name]
-        keys = sorted({k for x in rs for k, v in x.items() if isinstance(v, (int, float))})
+        keys = sorted({k for x in rs for k, v in x.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
         results[s.name] = {"kind": s.kind, "format": s.family, "rounds": rs,
                            "median": {k: median_of(rs, k) for k in keys}}
     pairs = {}

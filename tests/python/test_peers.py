@@ -19,33 +19,38 @@ QVL_BINARY = os.environ.get("QVL_BINARY", os.path.join(ROOT, "build", "qvl"))
 
 # llama-mtmd-cli's stderr (llama.cpp 82bb48500a9a), cut to the lines peers.py reads and a few around them.
 MTMD_LOG = """\
-main: loading model: /work/peers/gguf/random-2b-Q8_0.gguf
-encoding mtmd batch, n_chunks = 1 (done = 1, total = 3)
-encoding image slice...
-image slice encoded in 5083 ms
-mtmd batch encoding done in 5084 ms
-decoding image batch 1/1, n_tokens_batch = 196
-image decoded (batch 1/1) in 3991 ms
-
-llama_perf_context_print:        load time =    1523.17 ms
-llama_perf_context_print: prompt eval time =    4254.80 ms /   212 tokens (   20.07 ms per token,    49.83 tokens per second)
-llama_perf_context_print:        eval time =     301.42 ms /     4 runs   (   75.35 ms per token,    13.27 tokens per second)
-llama_perf_context_print:       total time =    9981.35 ms /   216 tokens
-llama_perf_context_print:    graphs reused =          3
+0.05.419.326 I main: loading model: /work/peers/gguf/random-2b-Q8_0.gguf
+0.13.392.524 I encoding mtmd batch, n_chunks = 1 (done = 1, total = 3)
+0.35.517.391 I mtmd batch encoding done in 22124 ms
+0.35.517.497 I decoding image batch 1/1, n_tokens_batch = 196
+0.52.176.462 I image decoded (batch 1/1) in 16659 ms
+1.03.376.613 I llama_perf_context_print:        load time =    4736.59 ms
+1.03.376.615 I llama_perf_context_print: prompt eval time =   50707.36 ms /   212 tokens (  239.19 ms per token,     4.18 tokens per second)
+1.03.376.617 I llama_perf_context_print:        eval time =    3818.61 ms /     3 runs   ( 1272.87 ms per token,     0.79 tokens per second)
+1.03.376.617 I llama_perf_context_print:       total time =   57408.48 ms /   215 tokens
+1.03.376.618 I llama_perf_context_print:    graphs reused =          3
 """
 
 
 class MtmdTimings(unittest.TestCase):
     def test_reads_encode_prompt_eval_and_eval(self):
         t = peers.parse_mtmd_timings(MTMD_LOG)
-        self.assertEqual(t["vision_ms"], 5084.0)  # the batch line, not the slice line as well
-        self.assertEqual((t["prompt_eval_ms"], t["prompt_tokens"]), (4254.80, 212))
-        self.assertEqual((t["eval_ms"], t["eval_runs"]), (301.42, 4))  # not the prompt eval line
-        self.assertEqual(t["load_ms"], 1523.17)
+        self.assertEqual(t["vision_ms"], 22124.0)
+        self.assertEqual(t["image_decode_ms"], 16659.0)
+        self.assertEqual((t["prompt_eval_ms"], t["prompt_tokens"]), (50707.36, 212))
+        self.assertEqual((t["eval_ms"], t["eval_runs"]), (3818.61, 3))  # not the prompt eval line
+        self.assertEqual(t["load_ms"], 4736.59)
         self.assertEqual(t["image_tokens_first_batch"], 196)
 
+    def test_first_token_is_the_prompt_span_when_it_covers_the_encoder(self):
+        t = peers.parse_mtmd_timings(MTMD_LOG)
+        self.assertEqual(peers.mtmd_first_token_ms(t), (50707.36, True))
+        short = dict(t, prompt_eval_ms=17000.0)  # a build that synchronizes before encoding
+        self.assertEqual(peers.mtmd_first_token_ms(short), (22124.0 + 17000.0, False))
+
     def test_older_builds_print_only_the_slice_line(self):
-        t = peers.parse_mtmd_timings("image slice encoded in 700 ms\nimage slice encoded in 300 ms\n")
+        t = peers.parse_mtmd_timings("image slice encoded in 700 ms\nimage slice encoded in 300 ms\n"
+                                     "mtmd batch encoding done\n")
         self.assertEqual(t["vision_ms"], 1000.0)
 
     def test_missing_lines_give_no_figures(self):
