@@ -147,7 +147,9 @@ class Binder {
       m = WeightMatrix::from_bf16(bf16.data(), rows, cols, format, options_.pool, {}, &arena_);
       converted_ = true;
     }
-    if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
+    // matmul() reads it for bf16 only; attention_precision reads it for
+    // every format (q8/q4 with --precision fast: bf16 attention).
+    if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
     done_bytes_ += t.nbytes;
     if (converted_ && options_.progress) options_.progress(done_bytes_, total_bytes_);
     return m;
@@ -236,7 +238,9 @@ class Binder {
       for (size_t i = 0; i < f32.size(); ++i) bf16[i] = f32_to_bf16(f32[i]);
     }
     WeightMatrix m = WeightMatrix::from_bf16(bf16.data(), n, r, options_.format, options_.pool, {}, &arena_);
-    if (m.format() == WeightFormat::BF16) m.set_precision(options_.precision);
+    // matmul() reads it for bf16 only; attention_precision reads it for
+    // every format (q8/q4 with --precision fast: bf16 attention).
+    if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
     converted_ = true;
     return m;
   }

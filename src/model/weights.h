@@ -25,16 +25,15 @@ struct Linear {
 };
 
 // The precision of the attention beside a layer whose products use w
-// (AttentionParams::precision): Fast, bf16 Q, K, P and V, where those
-// products round already - q8/q4 weights round x to 8 bits a group (0.65 %
-// relative error a product for q8), bf16 with --precision fast rounds it to
-// bf16 - and bf16 attention (under 1 % relative L2, tests/ops) gives up no
-// more than the layer does; Exact otherwise. Issue 32: attention on the fast
-// units where the precision allows.
-inline MatmulPrecision attention_precision(const WeightMatrix& w) {
-  const bool quantized = w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4;
-  return quantized ? MatmulPrecision::Fast : w.precision();
-}
+// (AttentionParams::precision): Fast, bf16 Q, K, P and V, only where asked
+// for (--precision fast, which q8/q4 matrices carry too though their
+// products ignore it). Not by default for q8/q4, whose products are the same
+// bits for every m: a repeated request recomputes its last prompt token
+// alone (decode's f32 attention), and bf16 prefill attention beside it made
+// the cached and the uncached answer to one greedy request differ (the
+// Python package's stream-equals-answer test caught the flip on the tiny
+// model); f32 attention keeps them to f32 summation order.
+inline MatmulPrecision attention_precision(const WeightMatrix& w) { return w.precision(); }
 
 struct NormWeights {
   std::vector<float> weight;  // [dim]
