@@ -23,20 +23,8 @@ namespace {
 using testing::Misaligned;
 using testing::random_floats;
 
-struct Shape {
-  int64_t nq, nkv, qh, kvh, dh;
-  bool causal;
-  int64_t q_pos0;
-};
-
-AttentionParams params(const Shape& s, MatmulPrecision precision) {
-  AttentionParams p;
-  p.nq = s.nq, p.nkv = s.nkv, p.q_heads = s.qh, p.kv_heads = s.kvh, p.head_dim = s.dh;
-  p.q_stride = p.out_stride = s.qh * s.dh + 3, p.kv_stride = s.kvh * s.dh + 5;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(s.dh)), p.causal = s.causal, p.q_pos0 = s.q_pos0;
-  p.precision = precision;
-  return p;
-}
+using Shape = testing::AttentionShape;
+AttentionParams params(const Shape& s, MatmulPrecision precision) { return testing::attention_params(s, precision); }
 
 std::vector<uint16_t> to_f16(const std::vector<float>& x) {
   std::vector<uint16_t> out(x.size());
@@ -49,13 +37,7 @@ std::vector<float> widened(const std::vector<uint16_t>& x) {
   return out;
 }
 
-// The outputs' elements (strides skipped) of a and b.
-std::vector<float> heads_of(const std::vector<float>& x, const AttentionParams& p) {
-  std::vector<float> out;
-  for (int64_t i = 0; i < p.nq; ++i)
-    for (int64_t j = 0; j < p.q_heads * p.head_dim; ++j) out.push_back(x[static_cast<size_t>(i * p.out_stride + j)]);
-  return out;
-}
+using testing::attention_heads;
 
 using Kernel = void (*)(const float*, const uint16_t*, const uint16_t*, float*, const AttentionParams&, ThreadPool&);
 
@@ -84,9 +66,9 @@ void expect_kernel_right(Kernel kernel) {
         Misaligned<uint16_t> mk(k16, 3), mv(v16, 5);
         Misaligned<float> mo(std::vector<float>(q.size(), -7.0f), 2);
         kernel(mq.data(), mk.data(), mv.data(), mo.data(), p, pool);
-        outs.push_back(heads_of(mo.copy(q.size()), p));
+        outs.push_back(attention_heads(mo.copy(q.size()), p));
       }
-      const std::vector<float> ref = heads_of(want, p);
+      const std::vector<float> ref = attention_heads(want, p);
       const std::vector<float>& got = outs[0];
       ASSERT_EQ(outs[1], got) << what << ": 3 threads differ from 1";
       if (precision == MatmulPrecision::Exact) {
@@ -164,7 +146,7 @@ TEST(AmxAttention, PrefillInPiecesGivesTheBitsOfOneCall) {
     amx::attention_emulated(q.data() + begin * whole.q_stride, k.data(), v.data(),
                             pieces.data() + begin * whole.out_stride, piece, pool);
   }
-  EXPECT_EQ(heads_of(one, whole), heads_of(pieces, whole));
+  EXPECT_EQ(attention_heads(one, whole), attention_heads(pieces, whole));
 }
 
 TEST(AmxAttention, RefusesHeadSizesItCannotTile) {

@@ -23,27 +23,9 @@ namespace {
 using testing::Misaligned;
 using testing::random_floats;
 
-struct Shape {
-  int64_t nq, nkv, qh, kvh, dh;
-  bool causal;
-  int64_t q_pos0;
-};
-
-AttentionParams params(const Shape& s) {
-  AttentionParams p;
-  p.nq = s.nq, p.nkv = s.nkv, p.q_heads = s.qh, p.kv_heads = s.kvh, p.head_dim = s.dh;
-  p.q_stride = p.out_stride = s.qh * s.dh + 3, p.kv_stride = s.kvh * s.dh + 5;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(s.dh)), p.causal = s.causal, p.q_pos0 = s.q_pos0;
-  p.precision = MatmulPrecision::Fast;
-  return p;
-}
-
-std::vector<float> heads_of(const std::vector<float>& x, const AttentionParams& p) {
-  std::vector<float> out;
-  for (int64_t i = 0; i < p.nq; ++i)
-    for (int64_t j = 0; j < p.q_heads * p.head_dim; ++j) out.push_back(x[static_cast<size_t>(i * p.out_stride + j)]);
-  return out;
-}
+using Shape = testing::AttentionShape;
+using testing::attention_heads;
+AttentionParams params(const Shape& s) { return testing::attention_params(s, MatmulPrecision::Fast); }
 
 const Shape kShapes[] = {{16, 16, 2, 1, 32, false, 0},    {37, 70, 4, 2, 64, true, 33},  {50, 50, 3, 3, 96, true, 0},
                          {20, 200, 8, 2, 128, true, 180}, {33, 45, 2, 2, 256, false, 0}, {17, 9, 2, 1, 64, false, 0},
@@ -87,7 +69,7 @@ TEST(Bf16Attention, MatchesTheAmxFastSpecificationAndExactAttention) {
       outs.push_back(mo.copy(q.size()));
     }
     ASSERT_EQ(outs[1], outs[0]) << what << ": 3 threads differ from 1";
-    const std::vector<float> got = heads_of(outs[0], p), want = heads_of(spec, p), ref = heads_of(exact, p);
+    const std::vector<float> got = attention_heads(outs[0], p), want = attention_heads(spec, p), ref = attention_heads(exact, p);
     const double score = 2 * double(sh.dh) * 0x1p-24 * p.scale / kLn2 * double(sh.dh) * kMaxAbs * kMaxAbs;
     const double bound = 2 * kLn2 * score * kMaxAbs + 2 * 0x1p-8 * kMaxAbs;
     double worst = 0;

@@ -65,6 +65,31 @@ inline double rel_l2(const float* a, const float* b, int64_t n) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// An attention call's shape, with strides padded past the heads (3 floats
+// on q and out, 5 on k/v) so no kernel can assume rows are packed.
+struct AttentionShape {
+  int64_t nq, nkv, qh, kvh, dh;
+  bool causal;
+  int64_t q_pos0;
+};
+
+inline AttentionParams attention_params(const AttentionShape& s, MatmulPrecision precision) {
+  AttentionParams p;
+  p.nq = s.nq, p.nkv = s.nkv, p.q_heads = s.qh, p.kv_heads = s.kvh, p.head_dim = s.dh;
+  p.q_stride = p.out_stride = s.qh * s.dh + 3, p.kv_stride = s.kvh * s.dh + 5;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(s.dh)), p.causal = s.causal, p.q_pos0 = s.q_pos0;
+  p.precision = precision;
+  return p;
+}
+
+// The output's elements (strides skipped), query by query.
+inline std::vector<float> attention_heads(const std::vector<float>& x, const AttentionParams& p) {
+  std::vector<float> out;
+  for (int64_t i = 0; i < p.nq; ++i)
+    for (int64_t j = 0; j < p.q_heads * p.head_dim; ++j) out.push_back(x[static_cast<size_t>(i * p.out_stride + j)]);
+  return out;
+}
+
 }  // namespace qvl::testing
 
 #include <hwy/targets.h>
