@@ -16,7 +16,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const qvl::JsonLimits json_limits = qvl::fuzz::server_json_limits();
   static const qvl::ChatLimits chat_limits = qvl::fuzz::server_chat_limits();
-  static const qvl::ResponseStore store;
+  static const qvl::MemoryResponseStore store;
   try {
     const nlohmann::ordered_json body =
         qvl::parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size), json_limits);

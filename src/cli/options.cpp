@@ -168,6 +168,13 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.media.remote_timeout_s, "remote-timeout", "SECONDS", "time limit for fetching one remote image").range(0.1, 3600);
   v(o.jobs.ttl_s, "job-ttl", "SECONDS", "how long a finished async job's result is kept").range(0, 1e7);
   v(o.jobs.max_jobs, "max-jobs", "N", "most async jobs kept at once").range(1, 1 << 20);
+  v(o.jobs.max_bytes, "max-job-bytes", "BYTES", "most bytes of job bodies and results kept at once")
+      .range(1 << 20, int64_t{1} << 40);
+  v(o.jobs.url, "jobs-db", "URL", "where async jobs and stored responses are kept: memory")
+      .env("QVL_JOBS_DB");
+  v(o.jobs.lease_s, "job-lease", "SECONDS",
+    "a running job's lease: a job whose server stops renewing it is run again after this long")
+      .range(1, 3600);
   v(o.log_format, "log-format", "FORMAT", "request log lines on stderr")
       .choices({"text", "json"})
       .env("QVL_LOG_FORMAT");

@@ -1,83 +1,134 @@
-// Async jobs (POST /v1/jobs): a bounded map from unguessable ids to tasks.
-// A finished job is kept for `ttl` and then forgotten (404); when the store
-// is full the oldest finished job makes room, and if none has finished the
-// new job is refused.
+// The job store: async jobs (POST /v1/jobs), the pages of per-page batches
+// and the responses kept for previous_response_id, held as data — the
+// request body, state, lease, attempts, progress, result or error, batch and
+// page — never as a live engine task. job_runner.h claims stored jobs and
+// runs them; the scheduler and the engine know nothing of the store.
 //
-// A job may be known before its task exists: the pages of a per-page batch
-// (page_batch.h) get their ids when the batch is accepted and their tasks
-// one by one as the queue admits them. Such a pending job reports "queued"
-// until attach() gives it its task, or ends without one (cancelled, or
-// failed with the error that kept it from being prepared).
+// Backends (open_job_store, job_store_open.h): "memory" (one process, gone
+// with it), "sqlite:PATH" (the default: survives restarts and kill -9).
+//
+// Lifecycle of one job: queued -> running (claimed by a runner, which holds
+// a lease it renews with heartbeats) -> succeeded | failed | cancelled |
+// expired. A running job whose lease runs out (its runner died) is claimed
+// again from the start; after max_attempts claims it fails. A finished job
+// is kept ttl_s and then forgotten; when the store is full the oldest
+// finished jobs make room, and if none has finished a new job is refused.
 #pragma once
 
-#include <chrono>
+#include <cstdint>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "engine/scheduler.h"
-#include "server/completion_json.h"
+#include "server/response_store.h"
 
 namespace qvl {
 
+enum class JobState { Queued, Running, Succeeded, Failed, Cancelled, Expired };
+const char* job_state_name(JobState state);  // "queued", "running", ...
+std::optional<JobState> job_state_named(std::string_view name);
+inline bool job_ended(JobState s) { return s != JobState::Queued && s != JobState::Running; }
+constexpr JobState kJobStates[] = {JobState::Queued, JobState::Running,   JobState::Succeeded,
+                                   JobState::Failed, JobState::Cancelled, JobState::Expired};
+
+struct JobRecord {
+  std::string id;       // "job-" + 32 hex digits
+  int64_t created = 0;  // Unix seconds (the status object's "created")
+  std::string model;
+  std::string body;   // the chat body as JSON text; empty for a batch's page (the batch holds it)
+  std::string batch;  // a per-page batch's id, or empty
+  int page = 0;       // the page (1-based) of a batch's job
+  JobState state = JobState::Queued;
+  int attempts = 0;               // times claimed (a release does not count)
+  std::string owner;              // the runner that holds the lease while running
+  int64_t lease_until_ms = 0;     // Unix ms
+  bool cancel_requested = false;  // DELETE of a running job: its runner stops it
+  int64_t progress_tokens = 0;    // while running, as of the last heartbeat
+  std::string progress_text;
+  nlohmann::json result;    // succeeded: the chat.completion object
+  nlohmann::json error;     // failed | expired: the error object (ApiError's to_json()["error"])
+  int64_t finished_ms = 0;  // Unix ms it ended; 0 before
+};
+
+// A per-page batch: the plan (page_batch.h) stored once, its pages' jobs
+// hold only their page number.
+struct BatchRecord {
+  std::string id;  // "batch-" + 32 hex digits
+  int64_t created = 0;
+  std::string model;
+  std::string plan;                  // page_batch_plan_json(): the body, where its PDF is, the pages
+  std::vector<std::string> job_ids;  // in page order
+};
+
 struct JobStoreOptions {
-  double ttl_s = 600;
-  int max_jobs = 256;
+  std::string url = "memory";            // "memory" | "sqlite:PATH"
+  std::string state_dir;                 // empty: default_state_dir()
+  double ttl_s = 600;                    // a finished job's result is kept this long
+  int max_jobs = 256;                    // jobs kept at once, any state
+  int64_t max_bytes = int64_t{1} << 30;  // bodies and results kept at once
+  double lease_s = 30;                   // a running job's lease; heartbeats renew it every lease_s / 3
+  int max_attempts = 3;                  // claims before a job whose runners keep dying fails
+};
+
+// What claim() hands a runner.
+struct ClaimedJob {
+  JobRecord job;
+  std::optional<BatchRecord> batch;  // for a batch's page
+  bool taken_over = false;           // its previous runner's lease ran out
+};
+
+struct JobCounts {
+  std::map<JobState, int64_t> jobs;  // every state, zeros included
+  int64_t bytes = 0;
+  int64_t leases_taken_over = 0;  // by this process since it opened the store
 };
 
 class JobStore {
  public:
-  using Clock = std::chrono::steady_clock;
+  virtual ~JobStore() = default;
+  virtual std::string name() const = 0;  // "memory" | "sqlite" (metrics, logs)
+  // Whether jobs outlive the process: a runner that stops hands its running
+  // jobs back (release) instead of failing them.
+  virtual bool durable() const = 0;
 
-  explicit JobStore(const JobStoreOptions& options) : options_(options) {}
-
-  // A new id ("job-" + 32 hex digits from the OS's random source).
-  static std::string new_id();
-  // False when the store is full of unfinished jobs.
-  bool add(const std::string& id, std::shared_ptr<Task> task, ResponseMeta meta, int64_t created);
-  // Jobs without tasks yet, all or none: false when fewer than ids.size()
-  // places are free (finished jobs make room as for add). `extra` joins
-  // each one's status object ({"batch": …, "page": …}).
-  bool add_pending(const std::vector<std::string>& ids, const std::vector<nlohmann::json>& extra,
-                   const std::string& model, int64_t created);
-  // Gives a pending job its (submitted) task. False when the job ended
-  // without one meanwhile (cancelled) or is gone: the caller cancels the task.
-  bool attach(const std::string& id, std::shared_ptr<Task> task, ResponseMeta meta);
-  // Ends a pending job that has no task: status "cancelled" or "failed"
-  // (with `error`, an ApiError's to_json()["error"]). False when it has a
-  // task, has ended already, or is gone.
-  bool end_pending(const std::string& id, const std::string& status, nlohmann::json error = nullptr);
-  // True while the job has neither a task nor an end.
-  bool pending(const std::string& id);
-  // True while the job is kept (not yet forgotten).
-  bool known(const std::string& id);
-
-  std::shared_ptr<Task> task(const std::string& id);
-  // The job's status object, or null when unknown or forgotten.
-  nlohmann::json status(const std::string& id);
-  size_t size();
-
- private:
-  struct Job {
-    std::shared_ptr<Task> task;  // null while pending, and for a job that ended without one
-    ResponseMeta meta;
-    int64_t created = 0;
-    nlohmann::json extra;        // merged into the status object
-    std::string ended_status;    // a job that ended without a task: "cancelled" | "failed"
-    nlohmann::json ended_error;
-    Clock::time_point ended_at{};
-    Clock::time_point finished_at() const { return task ? task->finished_at() : ended_at; }
-  };
-  void purge();                   // under mutex_
-  bool make_room(size_t places);  // under mutex_
-  nlohmann::json status_json(const std::string& id, const Job& job) const;
-
-  JobStoreOptions options_;
-  std::mutex mutex_;
-  std::map<std::string, Job> jobs_;
+  // Adds queued jobs, and the batch they are pages of, all or none. False
+  // when they do not fit (max_jobs, max_bytes) even after dropping finished
+  // jobs, oldest first.
+  virtual bool add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) = 0;
+  // The oldest queued job, skipping pages of batches that have `window`
+  // jobs running, or a running job whose lease ran out; it becomes running,
+  // owned by `owner`, attempts + 1. A job whose lease ran out after
+  // max_attempts claims fails instead. nullopt: nothing to run.
+  virtual std::optional<ClaimedJob> claim(const std::string& owner, int window) = 0;
+  // Renews the lease of a job `owner` runs and records its progress. False
+  // when the job is no longer its own or a cancel was asked: stop it.
+  virtual bool heartbeat(const std::string& id, const std::string& owner, int64_t tokens, const std::string& text) = 0;
+  // Ends a job `owner` runs (state ended). False when it is not its own.
+  virtual bool finish(const std::string& id, const std::string& owner, JobState state, const nlohmann::json& result,
+                      const nlohmann::json& error) = 0;
+  // Hands a job `owner` holds back to the queue, the attempt not counted.
+  virtual void release(const std::string& id, const std::string& owner) = 0;
+  // A queued job ends cancelled at once; a running one gets
+  // cancel_requested (its runner stops it). The job after, or nullopt when
+  // unknown or forgotten.
+  virtual std::optional<JobRecord> cancel(const std::string& id) = 0;
+  virtual std::optional<JobRecord> get(const std::string& id) = 0;
+  // The batch while any of its jobs is kept.
+  virtual std::optional<BatchRecord> batch(const std::string& id) = 0;
+  virtual JobCounts counts() = 0;
+  // The responses kept for previous_response_id, in the same store.
+  virtual ResponseStore& responses() = 0;
 };
+
+// The error of a job whose runners died `attempts` times (claim fails it).
+nlohmann::json attempts_exhausted_error(int attempts);
+
+// A new job id ("job-" + 32 hex digits from the OS's random source).
+std::string new_job_id();
+// Unix milliseconds now.
+int64_t unix_ms();
 
 }  // namespace qvl

@@ -105,7 +105,13 @@ Metrics::Metrics()
       vision_(seconds_buckets()),
       prefill_(seconds_buckets()),
       decode_(seconds_buckets()),
-      first_token_(seconds_buckets()) {}
+      first_token_(seconds_buckets()),
+      store_({0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}) {}
+
+void Metrics::store_call(const char*, double seconds) {
+  std::lock_guard lock(mutex_);
+  store_.observe(seconds);
+}
 
 void Metrics::request(const std::string& route, int status) {
   std::lock_guard lock(mutex_);
@@ -150,6 +156,14 @@ std::string Metrics::render(const Gauges& gg) const {
   gauge("qvl_slots_busy", "slots generating now", gg.slots_busy);
   gauge("qvl_slots_total", "slots (sequences generated at once)", gg.slots_total);
   gauge("qvl_jobs_stored", "async jobs held (any state)", gg.jobs_stored);
+  header(o, "qvl_jobs", "gauge", "async jobs in the job store by state (all replicas sharing it)");
+  for (const auto& [state, n] : gg.jobs_by_state)
+    o += "qvl_jobs{state=\"" + state + "\",store=\"" + gg.job_store + "\"} " + std::to_string(n) + "\n";
+  gauge("qvl_job_store_bytes", "bytes of job bodies and results in the job store (--max-job-bytes)",
+        static_cast<double>(gg.job_store_bytes));
+  counter("qvl_job_leases_taken_over_total",
+          "running jobs this process claimed again after their runner's lease ran out (a replica died)",
+          static_cast<uint64_t>(gg.job_leases_taken_over));
   counter("qvl_prompt_tokens_total", "prompt tokens of finished generations", prompt_tokens_);
   counter("qvl_prompt_tokens_cached_total", "prompt tokens reused from the KV cache (prefix cache hits)",
           cached_tokens_);
@@ -165,7 +179,8 @@ std::string Metrics::render(const Gauges& gg) const {
   gauge("qvl_image_cache_capacity_bytes", "bound of the image-embedding cache (--image-cache-mb)",
         static_cast<double>(gg.image_cache_capacity));
   if (gg.model_loaded) {
-    header(o, "qvl_model_info", "gauge", "the loaded model's weight format, KV cache type and matmul precision (always 1)");
+    header(o, "qvl_model_info", "gauge",
+           "the loaded model's weight format, KV cache type and matmul precision (always 1)");
     o += "qvl_model_info{weights=\"" + gg.weights + "\",kv_type=\"" + gg.kv_type + "\",fast_matmul=\"" +
          (gg.fast_matmul ? "true" : "false") + "\"} 1\n";
     gauge("qvl_threads", "threads of the compute pool (--threads)", gg.threads);
@@ -173,7 +188,8 @@ std::string Metrics::render(const Gauges& gg) const {
           static_cast<double>(gg.context_tokens));
     gauge("qvl_weights_bytes", "the weight matrices in their loaded format (--weights)",
           static_cast<double>(gg.weights_bytes));
-    gauge("qvl_kv_cache_bytes", "address space reserved for every slot's KV cache (pages are taken as tokens are written)",
+    gauge("qvl_kv_cache_bytes",
+          "address space reserved for every slot's KV cache (pages are taken as tokens are written)",
           static_cast<double>(gg.kv_cache_bytes));
   }
   const ProcessStats p = read_process_stats();
@@ -197,6 +213,7 @@ std::string Metrics::render(const Gauges& gg) const {
   prefill_.render(o, "qvl_prefill_seconds", "prompt prefill time per request");
   decode_.render(o, "qvl_decode_seconds", "decode time per request");
   first_token_.render(o, "qvl_first_token_seconds", "time from the start of generation to the first token");
+  store_.render(o, "qvl_job_store_seconds", "time of one job store call by the job runner (claim, heartbeat, finish)");
   return o;
 }
 

@@ -19,8 +19,8 @@ class Histogram {
   void render(std::string& out, const std::string& name, const std::string& help) const;
 
  private:
-  std::vector<double> bounds_;     // upper bounds, ascending (le)
-  std::vector<uint64_t> counts_;   // per bucket, the last is +Inf
+  std::vector<double> bounds_;    // upper bounds, ascending (le)
+  std::vector<uint64_t> counts_;  // per bucket, the last is +Inf
   double sum_ = 0;
   uint64_t count_ = 0;
 };
@@ -28,6 +28,12 @@ class Histogram {
 struct Gauges {  // sampled when /metrics is read
   int queue_depth = 0, queue_capacity = 0, slots_busy = 0, slots_total = 0;
   int jobs_stored = 0;
+  // The job store (job_store.h): its backend, jobs per state, bytes held,
+  // leases this process took over from runners that died.
+  std::string job_store;
+  std::map<std::string, int64_t> jobs_by_state;
+  int64_t job_store_bytes = 0;
+  int64_t job_leases_taken_over = 0;
   bool ready = false;
   // The engine's image-embedding cache (counters kept by the engine).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
@@ -46,8 +52,8 @@ struct Gauges {  // sampled when /metrics is read
 // process_*), read from /proc/self and getrlimit; -1 where unreadable.
 struct ProcessStats {
   double resident_bytes = -1, virtual_bytes = -1;
-  double cpu_seconds = -1;   // user + system
-  double start_time = -1;    // seconds since the Unix epoch
+  double cpu_seconds = -1;  // user + system
+  double start_time = -1;   // seconds since the Unix epoch
   double open_fds = -1, max_fds = -1;
 };
 ProcessStats read_process_stats();
@@ -64,6 +70,8 @@ class Metrics {
     bool ran = false;  // false: it never left the queue
   };
   void generation(const Generation& g);
+  // One call to the job store took `seconds` (op: claim, finish, ...).
+  void store_call(const char* op, double seconds);
   std::string render(const Gauges& gauges) const;
 
  private:
@@ -72,6 +80,7 @@ class Metrics {
   std::map<std::string, uint64_t> outcomes_;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
   Histogram queue_, image_, vision_, prefill_, decode_, first_token_;
+  Histogram store_;
 };
 
 }  // namespace qvl

@@ -1,7 +1,5 @@
 #include "server/page_batch.h"
 
-#include <random>
-
 #include "pdf/pdf_pages.h"
 #include "server/api_error.h"
 #include "server/document_input.h"
@@ -73,7 +71,8 @@ std::optional<PageBatchPlan> plan_page_batch(ojson& body, const ChatLimits& limi
   if (found.size() != 1)
     bad_request("per_page",
                 cat("'per_page' needs exactly one PDF in 'messages' (a file part, or a PDF data: URL in image_url) to "
-                    "split into pages; the request has ", found.size()));
+                    "split into pages; the request has ",
+                    found.size()));
   const FoundPdf& at = found.front();
   const ojson& part = (*messages)[at.message]["content"][at.part];
 
@@ -123,29 +122,47 @@ ojson page_body(const PageBatchPlan& plan, int page) {
   return body;
 }
 
+std::string page_batch_plan_text(const PageBatchPlan& plan) {
+  const ojson j = {
+      {"body", plan.body}, {"message", plan.message}, {"part", plan.part}, {"file", plan.file}, {"pages", plan.pages}};
+  return j.dump();
+}
+
+PageBatchPlan page_batch_plan_parse(const std::string& text) {
+  const ojson j = ojson::parse(text);
+  PageBatchPlan plan;
+  plan.body = j.at("body");
+  plan.message = j.at("message").get<size_t>();
+  plan.part = j.at("part").get<size_t>();
+  plan.file = j.at("file");
+  plan.pages = j.at("pages").get<std::vector<int>>();
+  return plan;
+}
+
 std::string new_batch_id() {
-  std::string id = JobStore::new_id();  // "job-" + 32 hex digits
+  std::string id = new_job_id();  // "job-" + 32 hex digits
   return "batch-" + id.substr(4);
 }
 
-json batch_accepted_json(const PageBatch& batch) {
+json batch_accepted_json(const BatchRecord& batch, const std::vector<int>& pages) {
   json jobs = json::array();
-  for (size_t i = 0; i < batch.plan.pages.size(); ++i)
-    jobs.push_back({{"page", batch.plan.pages[i]}, {"id", batch.job_ids[i]}});
-  return {{"id", batch.id},     {"object", "qvl.job_batch"}, {"created", batch.created}, {"model", batch.model},
-          {"status", "queued"}, {"pages", batch.plan.pages},  {"jobs", std::move(jobs)}};
+  for (size_t i = 0; i < pages.size(); ++i) jobs.push_back({{"page", pages[i]}, {"id", batch.job_ids[i]}});
+  return {{"id", batch.id},         {"object", "qvl.job_batch"}, {"created", batch.created},
+          {"model", batch.model},   {"status", "queued"},        {"pages", pages},
+          {"jobs", std::move(jobs)}};
 }
 
-json batch_status_json(const PageBatch& batch, JobStore& jobs) {
+json batch_status_json(const BatchRecord& batch, const std::vector<int>& pages,
+                       const std::function<json(const std::string& id)>& status_of) {
   json results = json::array();
   size_t ended = 0, started = 0, succeeded = 0, failed = 0;
   for (size_t i = 0; i < batch.job_ids.size(); ++i) {
-    const json s = jobs.status(batch.job_ids[i]);
-    json r = {{"page", batch.plan.pages[i]}, {"id", batch.job_ids[i]}};
+    const json s = status_of(batch.job_ids[i]);
+    json r = {{"page", i < pages.size() ? pages[i] : 0}, {"id", batch.job_ids[i]}};
     if (s.is_null()) {  // evicted from a full store after it finished, or past its TTL
       r["status"] = "expired";
-      r["error"] = ApiError(404, "job_not_found", "the page's job is no longer kept (--job-ttl, --max-jobs)")
-                       .to_json()["error"];
+      r["error"] =
+          ApiError(404, "job_not_found", "the page's job is no longer kept (--job-ttl, --max-jobs)").to_json()["error"];
     } else {
       r["status"] = s["status"];
       if (s.contains("result")) r["result"] = s["result"];

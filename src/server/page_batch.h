@@ -6,11 +6,12 @@
 // This file holds what a batch is and says: the plan made from the body
 // (which part is the PDF, which pages, refusals before anything is queued),
 // the single-page bodies, and the batch's status object built from its page
-// jobs' statuses in the JobStore. page_batch_feeder.h runs them.
+// jobs' statuses in the JobStore. job_runner.h runs the pages as it runs
+// any stored job.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,16 +21,16 @@
 #include "engine/scheduler.h"
 #include "server/chat_request.h"
 #include "server/completion_json.h"
-#include "server/job_store.h"
+#include "server/job_store.h"  // BatchRecord
 
 namespace qvl {
 
 // Where the body's one PDF is and what its pages are.
 struct PageBatchPlan {
-  nlohmann::ordered_json body;  // the request without "per_page"; its PDF part is replaced per page
+  nlohmann::ordered_json body;   // the request without "per_page"; its PDF part is replaced per page
   size_t message = 0, part = 0;  // body["messages"][message]["content"][part] is the PDF
-  nlohmann::ordered_json file;  // the file object a page's part carries: file_data, dpi, filename (no pages)
-  std::vector<int> pages;       // 1-based, in the order the selection gives them
+  nlohmann::ordered_json file;   // the file object a page's part carries: file_data, dpi, filename (no pages)
+  std::vector<int> pages;        // 1-based, in the order the selection gives them
 };
 
 // Reads "per_page" (a boolean; nullopt when absent or false: an ordinary
@@ -46,47 +47,31 @@ std::optional<PageBatchPlan> plan_page_batch(nlohmann::ordered_json& body, const
 // replaced by {"type": "file", "file": {…, "pages": "<page>"}}.
 nlohmann::ordered_json page_body(const PageBatchPlan& plan, int page);
 
-// A page prepared for the queue: its task (not yet submitted) and what its
-// completion object needs.
+// A page (or any job) prepared for the queue: its task (not yet submitted)
+// and what its completion object needs.
 struct PreparedPage {
   std::shared_ptr<Task> task;
   ResponseMeta meta;
 };
 
-// One accepted batch. The ids are fixed when it is accepted; the rest is
-// the feeder's (page_batch_feeder.h), under the feeder's mutex, except
-// in_flight, which a finishing task lowers from the scheduler's thread.
-struct PageBatch {
-  std::string id;  // "batch-" + 32 hex digits
-  int64_t created = 0;
-  std::string model;
-  PageBatchPlan plan;
-  std::vector<std::string> job_ids;  // [plan.pages.size()]: page i's job
-
-  size_t next = 0;  // the next page to prepare (index into plan.pages)
-  std::optional<size_t> preparing;  // the page being prepared now (the feeder has unlocked)
-  std::optional<PreparedPage> waiting;  // prepared, waiting for a queue place
-  size_t waiting_index = 0;
-  std::vector<std::shared_ptr<Task>> submitted;  // to cancel
-  bool cancelled = false;
-  bool fed = false;  // every page submitted or ended: the feeder is done with it
-  int busy_retries = 0;  // 429s in a row while preparing the next page
-  std::chrono::steady_clock::time_point not_before{};  // back-off after a 429
-  std::atomic<int> in_flight{0};  // submitted (or waiting) and not finished
-};
+// The plan as stored with the batch (BatchRecord::plan) and back.
+std::string page_batch_plan_text(const PageBatchPlan& plan);
+PageBatchPlan page_batch_plan_parse(const std::string& text);
 
 // A new batch id ("batch-" + 32 hex digits from the OS's random source).
 std::string new_batch_id();
 
 // The 202 answer: {"id", "object": "qvl.job_batch", "status": "queued",
 // "pages": [...], "jobs": [{"page", "id"}, ...]}.
-nlohmann::json batch_accepted_json(const PageBatch& batch);
+nlohmann::json batch_accepted_json(const BatchRecord& batch, const std::vector<int>& pages);
 
 // GET /v1/jobs/{batch id}: {"id", "object", "created", "model", "status",
 // "progress": {"done", "total"}, "results": [{"page", "id", "status",
-// "result" | "error"}, ...]} in the batch's page order. status: queued
-// until a page starts, running until every page has ended, then succeeded
-// (all did), failed (any failed or expired) or cancelled.
-nlohmann::json batch_status_json(const PageBatch& batch, JobStore& jobs);
+// "result" | "error"}, ...]} in the batch's page order, from the page jobs'
+// status objects (`status_of` gives one, or null when it is gone). status:
+// queued until a page starts, running until every page has ended, then
+// succeeded (all did), failed (any failed or expired) or cancelled.
+nlohmann::json batch_status_json(const BatchRecord& batch, const std::vector<int>& pages,
+                                 const std::function<nlohmann::json(const std::string& id)>& status_of);
 
 }  // namespace qvl

@@ -6,32 +6,28 @@ namespace qvl {
 
 using ojson = nlohmann::ordered_json;
 
-namespace {
-
-// About the size of the JSON text, without writing it out.
-size_t json_bytes(const ojson& j) {
+size_t json_text_bytes(const ojson& j) {
   switch (j.type()) {
     case ojson::value_t::string: return j.get_ref<const std::string&>().size() + 2;
     case ojson::value_t::array: {
       size_t n = 2;
-      for (const ojson& v : j) n += json_bytes(v) + 1;
+      for (const ojson& v : j) n += json_text_bytes(v) + 1;
       return n;
     }
     case ojson::value_t::object: {
       size_t n = 2;
-      for (auto it = j.begin(); it != j.end(); ++it) n += it.key().size() + 4 + json_bytes(it.value());
+      for (auto it = j.begin(); it != j.end(); ++it) n += it.key().size() + 4 + json_text_bytes(it.value());
       return n;
     }
     default: return 8;
   }
 }
 
-}  // namespace
+MemoryResponseStore::MemoryResponseStore(size_t max_entries, size_t max_bytes)
+    : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
-ResponseStore::ResponseStore(size_t max_entries, size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
-
-void ResponseStore::put(Entry entry) {
-  const size_t bytes = json_bytes(entry.items) + json_bytes(entry.response);
+void MemoryResponseStore::put(Entry entry) {
+  const size_t bytes = json_text_bytes(entry.items) + json_text_bytes(entry.response);
   if (bytes > max_bytes_ || max_entries_ == 0) return;  // could never be held
   auto e = std::make_shared<const Entry>(std::move(entry));
   std::lock_guard lock(mutex_);
@@ -43,23 +39,24 @@ void ResponseStore::put(Entry entry) {
   }
 }
 
-std::shared_ptr<const ResponseStore::Entry> ResponseStore::get(const std::string& id) const {
+std::shared_ptr<const ResponseStore::Entry> MemoryResponseStore::get(const std::string& id) const {
   std::lock_guard lock(mutex_);
   for (auto it = held_.rbegin(); it != held_.rend(); ++it)
     if (it->entry->id == id) return it->entry;
   return nullptr;
 }
 
-std::optional<ojson> ResponseStore::find_item(const std::string& item_id) const {
+std::optional<ojson> MemoryResponseStore::find_item(const std::string& item_id) const {
   std::lock_guard lock(mutex_);
   for (auto it = held_.rbegin(); it != held_.rend(); ++it)
     for (const ojson& item : it->entry->items)
-      if (auto id = item.find("id"); id != item.end() && id->is_string() && id->get_ref<const std::string&>() == item_id)
+      if (auto id = item.find("id");
+          id != item.end() && id->is_string() && id->get_ref<const std::string&>() == item_id)
         return item;
   return std::nullopt;
 }
 
-bool ResponseStore::erase(const std::string& id) {
+bool MemoryResponseStore::erase(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.entry->id == id; });
   if (it == held_.end()) return false;
@@ -68,7 +65,7 @@ bool ResponseStore::erase(const std::string& id) {
   return true;
 }
 
-size_t ResponseStore::size() const {
+size_t MemoryResponseStore::size() const {
   std::lock_guard lock(mutex_);
   return held_.size();
 }

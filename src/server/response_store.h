@@ -1,8 +1,9 @@
-// The last responses of POST /v1/responses, kept in memory so a request can
-// continue one with `previous_response_id` (and GET /v1/responses/{id} can
-// return it). Bounded twice: at most `max_entries` responses and about
-// `max_bytes` of JSON text (an input image's data: URI counts in full); the
-// oldest go first. Nothing is written to disk. Safe from any thread.
+// The last responses of POST /v1/responses, kept so a request can continue
+// one with `previous_response_id` (and GET /v1/responses/{id} can return
+// it). Bounded twice: at most `max_entries` responses and about `max_bytes`
+// of JSON text (an input image's data: URI counts in full); the oldest go
+// first. The job store (job_store.h) holds one: MemoryResponseStore here,
+// or its database's table. Safe from any thread.
 #pragma once
 
 #include <cstddef>
@@ -27,15 +28,32 @@ class ResponseStore {
     nlohmann::ordered_json response;  // the Response object as returned
   };
 
-  explicit ResponseStore(size_t max_entries = 64, size_t max_bytes = size_t{256} << 20);
+  static constexpr size_t kMaxEntries = 64;
+  static constexpr size_t kMaxBytes = size_t{256} << 20;
 
-  void put(Entry entry);
-  std::shared_ptr<const Entry> get(const std::string& id) const;
+  virtual ~ResponseStore() = default;
+  virtual void put(Entry entry) = 0;
+  virtual std::shared_ptr<const Entry> get(const std::string& id) const = 0;
   // The item whose "id" is `item_id` in any stored conversation, newest
   // first (for input items {"type": "item_reference", "id"}).
-  std::optional<nlohmann::ordered_json> find_item(const std::string& item_id) const;
-  bool erase(const std::string& id);
-  size_t size() const;
+  virtual std::optional<nlohmann::ordered_json> find_item(const std::string& item_id) const = 0;
+  virtual bool erase(const std::string& id) = 0;
+  virtual size_t size() const = 0;
+};
+
+// About the size of a JSON value's text, without writing it out.
+size_t json_text_bytes(const nlohmann::ordered_json& j);
+
+// In this process's memory only.
+class MemoryResponseStore final : public ResponseStore {
+ public:
+  explicit MemoryResponseStore(size_t max_entries = kMaxEntries, size_t max_bytes = kMaxBytes);
+
+  void put(Entry entry) override;
+  std::shared_ptr<const Entry> get(const std::string& id) const override;
+  std::optional<nlohmann::ordered_json> find_item(const std::string& item_id) const override;
+  bool erase(const std::string& id) override;
+  size_t size() const override;
 
  private:
   struct Held {

@@ -98,7 +98,14 @@ void ServerCore::register_info_routes() {
       g.slots_busy = s.running;
       g.slots_total = s.parallel;
     }
-    g.jobs_stored = static_cast<int>(jobs.size());
+    const JobCounts counts = jobs->counts();
+    g.job_store = jobs->name();
+    for (const auto& [state, n] : counts.jobs) {
+      g.jobs_by_state[job_state_name(state)] = n;
+      g.jobs_stored += static_cast<int>(n);
+    }
+    g.job_store_bytes = counts.bytes;
+    g.job_leases_taken_over = counts.leases_taken_over;
     if (ready.load()) {  // set after the engine is attached (release/acquire)
       const ImageCacheStats c = engine->image_cache_stats();
       g.image_cache_hits = c.hits;

@@ -23,7 +23,6 @@ namespace {
 
 constexpr auto kPollPeriod = 20ms;  // as routes_chat.cpp
 constexpr auto kHeartbeat = 10s;
-constexpr size_t kStoredResponses = 64;
 
 // The store entry of a finished response: the conversation it ends.
 ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, const ojson& response) {
@@ -49,7 +48,7 @@ struct ResponsesStream {
   std::shared_ptr<RequestRecord> rec;
   std::string request_id;
   const ServerCore* core = nullptr;
-  std::shared_ptr<ResponseStore> store;
+  ResponseStore* store = nullptr;  // the job store's (outlives every request)
   OutputIds ids;
   ToolCallParser parser;
 
@@ -171,7 +170,7 @@ struct ResponsesStream {
 }  // namespace
 
 void ServerCore::register_responses_routes() {
-  auto store = std::make_shared<ResponseStore>(kStoredResponses);
+  ResponseStore* store = &jobs->responses();
 
   router.post("/v1/responses", [this, store](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
@@ -287,7 +286,7 @@ void ServerCore::register_responses_routes() {
   auto not_found = [](HttpResponse& res, const std::string& id) {
     reply_error(res, ApiError(404, "not_found",
                               cat("no stored response has id '", id.substr(0, 80),
-                                  "' (the server keeps its last ", kStoredResponses, " responses in memory)"),
+                                  "' (the server keeps its last ", ResponseStore::kMaxEntries, " responses)"),
                               "response_id"));
   };
   router.get(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {

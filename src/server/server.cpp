@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "http/http_server.h"
+#include "server/job_store_open.h"
 #include "server/request_log.h"
 #include "server/request_policy.h"
 #include "server/server_core.h"
@@ -59,7 +60,7 @@ int64_t unix_now() {
 }
 
 ServerCore::ServerCore(const ServerOptions& o, std::string name)
-    : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(o.jobs), id_rng_(std::random_device{}()) {
+    : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(open_job_store(o.jobs)), id_rng_(std::random_device{}()) {
   json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
   chat_limits = request_chat_limits(o.media, o.repetition_guard);
 }
@@ -284,11 +285,13 @@ bool Server::shutdown() {
   ServerCore& c = impl_->core;
   if (c.draining.exchange(true)) return true;
   bool clean = true;
-  // Batches first: their pages not yet queued end now (shutting_down),
-  // and nothing more is submitted while the queue drains.
-  if (c.page_batches) c.page_batches->stop();
+  // Stored jobs first: nothing more is claimed while the queue drains, then
+  // what the drained tasks ended with is stored (a durable store gets back
+  // the jobs that did not finish, to run after a restart).
+  if (c.job_runner) c.job_runner->stop_claiming();
   if (c.scheduler)
     clean = c.scheduler->drain(std::chrono::milliseconds(static_cast<int64_t>(c.options.shutdown_grace_s * 1000)));
+  if (c.job_runner) c.job_runner->stop();
   // Streams end shortly after their tasks; stopping the listener earlier
   // would cut them off mid-event.
   {

@@ -4,12 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
-#include <condition_variable>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
 #include "engine/engine.h"
@@ -20,11 +20,11 @@
 #include "server/chat_request.h"
 #include "server/completion_json.h"
 #include "server/image_admission.h"
+#include "server/job_runner.h"
 #include "server/job_store.h"
 #include "server/json_limits.h"
 #include "server/metrics.h"
 #include "server/page_batch.h"
-#include "server/page_batch_feeder.h"
 #include "server/server_options.h"
 #include "util/error.h"
 
@@ -36,7 +36,7 @@ struct RequestRecord {
   std::string id;
   std::string route;  // pattern, bounded cardinality
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  std::mutex mutex;   // a stream's provider writes while the logger may read
+  std::mutex mutex;  // a stream's provider writes while the logger may read
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();  // tokens, timings, outcome, error
 };
 
@@ -46,13 +46,14 @@ struct ServerCore {
   int64_t started_at = 0;  // Unix seconds: /v1/models' "created"
   HttpRouter router;
   Metrics metrics;
-  JobStore jobs;
+  std::unique_ptr<JobStore> jobs;  // --jobs-db: jobs, batches, stored responses
   ChatLimits chat_limits;
   JsonLimits json_limits;
   ImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
-  std::unique_ptr<PageBatchFeeder> page_batches;  // per-page jobs (routes_jobs.cpp); stopped before the scheduler drains
+  std::unique_ptr<JobRunner>
+      job_runner;  // runs stored jobs (routes_jobs.cpp); stops claiming before the scheduler drains
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
 
@@ -93,6 +94,9 @@ struct ServerCore {
   PreparedPage prepare_job(const nlohmann::ordered_json& body);
   // Submits the task or throws 429/503.
   void submit(const std::shared_ptr<Task>& task);
+  // A job's status object, with the live progress of one this process runs;
+  // null when unknown or forgotten.
+  nlohmann::json job_status(const std::string& id);
   // Records the generation in the metrics and the request's log fields.
   void on_task_done(const Task& task, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec);
   // Answers a request the handler refused: the error in the request's log

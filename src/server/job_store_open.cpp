@@ -1,0 +1,27 @@
+#include "server/job_store_open.h"
+
+#include <cstdlib>
+
+#include "server/job_store_memory.h"
+#include "util/error.h"
+
+namespace qvl {
+
+std::string default_state_dir() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string d = env("QVL_STATE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_STATE_HOME"); !d.empty()) return d + "/qvl";
+  if (std::string d = env("HOME"); !d.empty()) return d + "/.local/state/qvl";
+  throw Error("no folder for qvl's state: set --state-dir, QVL_STATE_DIR, XDG_STATE_HOME or HOME");
+}
+
+std::unique_ptr<JobStore> open_job_store(const JobStoreOptions& options) {
+  const std::string& url = options.url;
+  if (url == "memory") return std::make_unique<MemoryJobStore>(options);
+  throw Error(cat("--jobs-db '", url, "': not a job store qvl knows (memory, sqlite:PATH)"));
+}
+
+}  // namespace qvl
