@@ -13,6 +13,7 @@ packages=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev   # image decoders
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
   libpoppler-cpp-dev fonts-dejavu-core           # PDF pages (src/pdf); the font stands in for unembedded Helvetica & co.
+  libsqlite3-dev                                 # the default job store (src/server/job_store_sqlite.h)
   python3 python3-pil                            # reference timings in bench/ (PIL)
 )
 # Node.js and npm (bench/ and browser-test tooling): some machines carry a

@@ -170,8 +170,12 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.jobs.max_jobs, "max-jobs", "N", "most async jobs kept at once").range(1, 1 << 20);
   v(o.jobs.max_bytes, "max-job-bytes", "BYTES", "most bytes of job bodies and results kept at once")
       .range(1 << 20, int64_t{1} << 40);
-  v(o.jobs.url, "jobs-db", "URL", "where async jobs and stored responses are kept: memory")
+  v(o.jobs.url, "jobs-db", "URL",
+    "where async jobs and stored responses are kept: sqlite:PATH, or memory (gone with the process)")
+      .unset("sqlite:STATE_DIR/jobs.db")
       .env("QVL_JOBS_DB");
+  v(o.jobs.state_dir, "state-dir", "DIR", "folder of qvl's state (the default job store)")
+      .unset("$QVL_STATE_DIR, else $XDG_STATE_HOME/qvl, else ~/.local/state/qvl");
   v(o.jobs.lease_s, "job-lease", "SECONDS",
     "a running job's lease: a job whose server stops renewing it is run again after this long")
       .range(1, 3600);

@@ -14,11 +14,11 @@ json job_status_json(const JobRecord& job, const std::optional<LiveProgress>& li
     return j;
   }
   j["status"] = job_state_name(job.state);
+  if (job.attempts > 1) j["attempts"] = job.attempts;  // run again after its server died
   switch (job.state) {
     case JobState::Running:
       j["progress"] = live ? json{{"tokens", live->tokens}, {"text", live->text}}
                            : json{{"tokens", job.progress_tokens}, {"text", job.progress_text}};
-      if (job.attempts > 1) j["attempts"] = job.attempts;
       break;
     case JobState::Succeeded: j["result"] = job.result; break;
     case JobState::Failed:

@@ -5,7 +5,8 @@
 // runs them; the scheduler and the engine know nothing of the store.
 //
 // Backends (open_job_store, job_store_open.h): "memory" (one process, gone
-// with it), "sqlite:PATH" (the default: survives restarts and kill -9).
+// with it), "sqlite:PATH" (the default, job_store_sqlite.h: survives
+// restarts and kill -9).
 //
 // Lifecycle of one job: queued -> running (claimed by a runner, which holds
 // a lease it renews with heartbeats) -> succeeded | failed | cancelled |
@@ -64,7 +65,7 @@ struct BatchRecord {
 };
 
 struct JobStoreOptions {
-  std::string url = "memory";            // "memory" | "sqlite:PATH"
+  std::string url;  // "memory" | "sqlite:PATH"; empty: sqlite at state_dir/jobs.db
   std::string state_dir;                 // empty: default_state_dir()
   double ttl_s = 600;                    // a finished job's result is kept this long
   int max_jobs = 256;                    // jobs kept at once, any state

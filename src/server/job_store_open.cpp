@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "server/job_store_memory.h"
+#include "server/job_store_sqlite.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -21,6 +22,11 @@ std::string default_state_dir() {
 std::unique_ptr<JobStore> open_job_store(const JobStoreOptions& options) {
   const std::string& url = options.url;
   if (url == "memory") return std::make_unique<MemoryJobStore>(options);
+  if (url.empty()) {
+    const std::string dir = options.state_dir.empty() ? default_state_dir() : options.state_dir;
+    return open_sqlite_job_store(dir + "/jobs.db", options);
+  }
+  if (url.rfind("sqlite:", 0) == 0 && url.size() > 7) return open_sqlite_job_store(url.substr(7), options);
   throw Error(cat("--jobs-db '", url, "': not a job store qvl knows (memory, sqlite:PATH)"));
 }
 

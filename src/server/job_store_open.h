@@ -12,7 +12,8 @@ namespace qvl {
 // else $XDG_STATE_HOME/qvl, else ~/.local/state/qvl.
 std::string default_state_dir();
 
-// "memory"; throws Error naming the URL when it is not one qvl knows or the
+// "memory", "sqlite:PATH", or empty: sqlite at --state-dir's jobs.db
+// (default_state_dir() when none). Throws Error naming the URL when it is not one qvl knows or the
 // store cannot be opened.
 std::unique_ptr<JobStore> open_job_store(const JobStoreOptions& options);
 

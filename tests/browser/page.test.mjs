@@ -79,7 +79,7 @@ before(async () => {
     const port = await freePort();
     // One slot: a Stop that did not free it would make the next request wait until the timeout.
     server = spawn(binary, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', String(port),
-      '--parallel', '1', '--timeout', String(60 * TIME_SCALE)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      '--parallel', '1', '--timeout', String(60 * TIME_SCALE), '--jobs-db', 'memory'], { stdio: ['ignore', 'pipe', 'pipe'] });
     server.stdout.on('data', (d) => { serverLog += d; });
     server.stderr.on('data', (d) => { serverLog += d; });
     base = `http://127.0.0.1:${port}/`;

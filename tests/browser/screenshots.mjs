@@ -39,8 +39,8 @@ async function realPages() {
   const binary = process.env.QVL_BINARY || path.resolve(HERE, '../../build/qvl');
   if (!existsSync(binary)) return null;
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(binary, ['serve', '--model', path.resolve(HERE, '../fixtures/tiny-qwen3vl'), '--port', String(port)],
-    { stdio: 'ignore' });
+  const child = spawn(binary, ['serve', '--model', path.resolve(HERE, '../fixtures/tiny-qwen3vl'), '--port', String(port),
+    '--jobs-db', 'memory'], { stdio: 'ignore' });
   try {
     for (let k = 0; k < 100; k++) {
       try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch { /* not yet */ }

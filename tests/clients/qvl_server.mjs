@@ -22,7 +22,7 @@ export async function startQvl(extraArgs = []) {
   assert.ok(existsSync(binary), `qvl binary not found at ${binary} (build it, or set QVL_BINARY)`);
   // Two slots so a test's concurrent requests (n, parallel SDK calls) do not queue behind each other.
   const args = ['serve', '--model', MODEL_DIR, '--port', '0', '--threads', '1', '--parallel', '2',
-    '--api-key', API_KEY, ...extraArgs];
+    '--api-key', API_KEY, '--jobs-db', 'memory', ...extraArgs];
   const proc = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {

@@ -203,7 +203,8 @@ def main():
             log = open(f"{prefix}/replica-{p}.log", "w")
             procs.append(subprocess.Popen([args.qvl, "serve", "--model", args.model, "--host", "127.0.0.1",
                                            "--port", str(p), "--threads", "1", "--parallel", "4",
-                                           "--queue-size", "16"], stdout=log, stderr=log))
+                                           "--queue-size", "16", "--jobs-db", "memory"],
+                                          stdout=log, stderr=log))
         for p, proc in zip(ports, procs):
             wait_ready(p, proc)
         lb_port = free_port()

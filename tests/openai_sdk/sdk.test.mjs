@@ -23,7 +23,7 @@ before(async () => {
   const binary = process.env.QVL_BINARY || path.join(ROOT, 'build/qvl');
   assert.ok(existsSync(binary), `qvl binary not found at ${binary} (set QVL_BINARY)`);
   // Port 0: the server picks a free port and names it on its first line.
-  server = spawn(binary, ['serve', '--model', MODEL, '--port', '0', '--threads', '1', '--api-key', 'sdk-test-key'],
+  server = spawn(binary, ['serve', '--model', MODEL, '--port', '0', '--threads', '1', '--api-key', 'sdk-test-key', '--jobs-db', 'memory'],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   const port = await new Promise((resolve, reject) => {
     server.stderr.on('data', (d) => {

@@ -1,6 +1,9 @@
 // Starts the real `qvl serve` (QVL_BINARY) on a free loopback port with the
 // tiny fixture model, waits until /health says ready, and stops it with
-// SIGTERM (expecting exit 0) when the test is done. Plus small HTTP helpers.
+// SIGTERM (expecting exit 0) when the test is done. Unless the test names a
+// job store (--jobs-db, --state-dir), each server gets its own temporary
+// state folder, so servers of tests run at once never share a queue. Plus
+// small HTTP helpers.
 #pragma once
 
 #include <fcntl.h>
@@ -12,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -62,6 +67,15 @@ class ServerProcess {
  public:
   explicit ServerProcess(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
     std::vector<std::string> args = {QVL_BINARY, "serve", "--model", kTinyModel, "--port", "0", "--threads", "1"};
+    const bool own_store = std::find_if(extra.begin(), extra.end(), [](const std::string& a) {
+                             return a == "--jobs-db" || a == "--state-dir";
+                           }) != extra.end();
+    if (!own_store) {
+      char tmpl[] = "/tmp/qvl-test-state-XXXXXX";
+      if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+      state_dir_ = tmpl;
+      args.insert(args.end(), {"--state-dir", state_dir_});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     int err_pipe[2];
     if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
@@ -119,6 +133,10 @@ class ServerProcess {
     }
     if (reader_.joinable()) reader_.join();  // EOF once the server is gone
     if (err_fd_ >= 0) close(err_fd_);
+    if (!state_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(state_dir_, ec);
+    }
   }
 
   // SIGTERM, then the exit code (-1 if it had to be killed after `wait`).
@@ -175,6 +193,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   int err_fd_ = -1;
+  std::string state_dir_;  // ours to remove; empty when the test named a store
   int port_ = 0;
   bool reaped_ = false;
   std::mutex log_mutex_;
