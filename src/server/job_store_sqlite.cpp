@@ -20,11 +20,12 @@ const char* const kMigrations[] = {
     // 1: jobs and per-page batches.
     R"sql(
 CREATE TABLE jobs (
+  -- The small columns first: a row's large texts (body, result) live in
+  -- overflow pages that a query reading only the columns before them skips.
   seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- arrival order
   id TEXT NOT NULL UNIQUE,
   created INTEGER NOT NULL,               -- Unix seconds
   model TEXT NOT NULL,
-  body TEXT NOT NULL,                     -- the chat body (JSON); '' for a batch's page
   batch TEXT,                             -- the batch's id, or NULL
   page INTEGER NOT NULL DEFAULT 0,
   state TEXT NOT NULL,                    -- queued running succeeded failed cancelled expired
@@ -33,11 +34,12 @@ CREATE TABLE jobs (
   lease_until_ms INTEGER NOT NULL DEFAULT 0,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   progress_tokens INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  bytes INTEGER NOT NULL DEFAULT 0,       -- body + result, against --max-job-bytes
+  error TEXT,                             -- JSON
   progress_text TEXT NOT NULL DEFAULT '',
   result TEXT,                            -- JSON
-  error TEXT,                             -- JSON
-  finished_ms INTEGER NOT NULL DEFAULT 0,
-  bytes INTEGER NOT NULL DEFAULT 0        -- body + result, against --max-job-bytes
+  body TEXT NOT NULL                      -- the chat body (JSON); '' for a batch's page
 );
 CREATE INDEX jobs_by_state ON jobs (state, seq);
 CREATE INDEX jobs_by_batch ON jobs (batch);

@@ -133,11 +133,11 @@ TEST(JobStore, AFullStoreRefusesWith429AndRetryAfter) {
 const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, created INTEGER NOT NULL,
-  model TEXT NOT NULL, body TEXT NOT NULL, batch TEXT, page INTEGER NOT NULL DEFAULT 0,
-  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, owner TEXT,
-  lease_until_ms INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,
-  progress_tokens INTEGER NOT NULL DEFAULT 0, progress_text TEXT NOT NULL DEFAULT '',
-  result TEXT, error TEXT, finished_ms INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0);
+  model TEXT NOT NULL, batch TEXT, page INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, owner TEXT, lease_until_ms INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0, progress_tokens INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0, error TEXT,
+  progress_text TEXT NOT NULL DEFAULT '', result TEXT, body TEXT NOT NULL);
 CREATE INDEX jobs_by_state ON jobs (state, seq);
 CREATE INDEX jobs_by_batch ON jobs (batch);
 CREATE TABLE batches (id TEXT PRIMARY KEY, created INTEGER NOT NULL, model TEXT NOT NULL,
