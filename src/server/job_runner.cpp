@@ -18,7 +18,8 @@ namespace {
 
 // How often the thread looks again when nothing woke it: a queue place that
 // another client's task freed sends no signal, nor does a job another
-// process added to a shared store.
+// process added to a store that cannot be watched (sqlite shared by two
+// processes on one machine).
 constexpr auto kPollPeriod = 50ms;
 
 std::string runner_name() {
@@ -52,6 +53,10 @@ void JobRunner::Signal::wait(std::chrono::milliseconds timeout) {
 
 JobRunner::JobRunner(JobStore& store, JobRunnerHooks hooks, double lease_s)
     : store_(store), hooks_(std::move(hooks)), lease_s_(lease_s), owner_(runner_name()) {
+  store_watched_ = store_.watch([signal = signal_, changed = store_changed_] {
+    changed->store(true);
+    signal->wake();
+  });
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -71,10 +76,14 @@ void JobRunner::offer(const std::string& id, PreparedPage page) {
     offered_.emplace_back(id, std::move(page));
     if (offered_.size() > kMaxOffered) offered_.pop_front();
   }
+  store_changed_->store(true);
   signal_->wake();
 }
 
-void JobRunner::wake() { signal_->wake(); }
+void JobRunner::wake() {
+  store_changed_->store(true);
+  signal_->wake();
+}
 
 std::optional<LiveProgress> JobRunner::live(const std::string& id) {
   std::lock_guard lock(mutex_);
@@ -137,13 +146,19 @@ void JobRunner::loop() {
   while (!stopping_) {
     lock.unlock();
     store_ends();
+    const bool changed = store_changed_->exchange(false);
+    // A cancel through another replica reaches the job's runner at once.
+    if (changed && store_watched_) next_heartbeat_ = Clock::now();
     if (Clock::now() >= next_heartbeat_) {
       heartbeats();
       next_heartbeat_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(lease_s_ * 1000 / 3));
     }
     lock.lock();
     const bool started = start_waiting(lock);
-    if (!started && claiming_ && !stopping_) claim_and_start(lock);
+    const bool scan = Clock::now() >= next_store_scan_;
+    if (scan) next_store_scan_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(lease_s_ * 1000 / 3));
+    const bool ask = !store_watched_ || changed || store_may_have_work_ || scan;
+    if (!started && claiming_ && !stopping_ && ask) store_may_have_work_ = claim_and_start(lock);
     lock.unlock();
     signal_->wait(kPollPeriod);
     lock.lock();
@@ -209,12 +224,12 @@ bool JobRunner::start_waiting(std::unique_lock<std::mutex>& lock) {
   return false;
 }
 
-void JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
+bool JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
   while (claiming_ && !stopping_ && hooks_.queue_has_room()) {
     lock.unlock();
     std::optional<ClaimedJob> c = timed("claim", [&] { return store_.claim(owner_, kWindow); });
     lock.lock();
-    if (!c) return;
+    if (!c) return false;
     const std::string id = c->job.id;
     Held& h = held_[id];
     h.claim = std::move(*c);
@@ -226,6 +241,7 @@ void JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
       }
     start(lock, h);
   }
+  return true;
 }
 
 void JobRunner::start(std::unique_lock<std::mutex>& lock, Held& h) {

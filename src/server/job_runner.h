@@ -21,6 +21,7 @@
 // memory store fails them with shutting_down.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -106,7 +107,8 @@ class JobRunner {
   // Held jobs whose back-off has passed, or that were cancelled: true when
   // one was dealt with. Under mutex_ (`lock`), which it unlocks meanwhile.
   bool start_waiting(std::unique_lock<std::mutex>& lock);
-  void claim_and_start(std::unique_lock<std::mutex>& lock);
+  // Claims jobs while the queue has room; false when the store had none.
+  bool claim_and_start(std::unique_lock<std::mutex>& lock);
   // Prepares (unless prepared) and submits the job, or leaves it held to
   // try again; ends it when refused or cancelled (erasing h).
   void start(std::unique_lock<std::mutex>& lock, Held& h);
@@ -119,6 +121,13 @@ class JobRunner {
   double lease_s_;
   std::string owner_;
   std::shared_ptr<Signal> signal_ = std::make_shared<Signal>();
+  // A store that watches for changes (JobStore::watch) is asked for work
+  // only when it changed, when its last claim found some, or every lease / 3
+  // (leases that ran out send no signal), not on every turn.
+  bool store_watched_ = false;
+  std::shared_ptr<std::atomic<bool>> store_changed_ = std::make_shared<std::atomic<bool>>(true);
+  bool store_may_have_work_ = true;
+  std::chrono::steady_clock::time_point next_store_scan_{};
 
   std::mutex mutex_;  // held_, offered_ (the thread unlocks it around prepare, submit and store calls)
   std::map<std::string, Held> held_;

@@ -6,7 +6,8 @@
 //
 // Backends (open_job_store, job_store_open.h): "memory" (one process, gone
 // with it), "sqlite:PATH" (the default, job_store_sqlite.h: survives
-// restarts and kill -9).
+// restarts and kill -9), "postgresql://…" (job_store_postgres.h: one queue
+// shared by replicas).
 //
 // Lifecycle of one job: queued -> running (claimed by a runner, which holds
 // a lease it renews with heartbeats) -> succeeded | failed | cancelled |
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,7 +67,7 @@ struct BatchRecord {
 };
 
 struct JobStoreOptions {
-  std::string url;  // "memory" | "sqlite:PATH"; empty: sqlite at state_dir/jobs.db
+  std::string url;  // "memory" | "sqlite:PATH" | "postgresql://…"; empty: sqlite at state_dir/jobs.db
   std::string state_dir;                 // empty: default_state_dir()
   double ttl_s = 600;                    // a finished job's result is kept this long
   int max_jobs = 256;                    // jobs kept at once, any state
@@ -122,6 +124,14 @@ class JobStore {
   virtual JobCounts counts() = 0;
   // The responses kept for previous_response_id, in the same store.
   virtual ResponseStore& responses() = 0;
+  // Has the store call `changed`, from a thread of its own, whenever any
+  // process adds, cancels, releases or ends a job (a runner may then have
+  // work). False when it cannot tell: the runner then asks claim() on every
+  // turn of its loop.
+  virtual bool watch(std::function<void()> changed) {
+    (void)changed;
+    return false;
+  }
 };
 
 // The error of a job whose runners died `attempts` times (claim fails it).
