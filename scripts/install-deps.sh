@@ -14,6 +14,8 @@ packages=(
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
   libpoppler-cpp-dev fonts-dejavu-core           # PDF pages (src/pdf); the font stands in for unembedded Helvetica & co.
   libsqlite3-dev                                 # the default job store (src/server/job_store_sqlite.h)
+  libpq-dev                                      # the job store replicas share (src/server/job_store_postgres.h)
+  postgresql                                     # tests: a real server for that store, started in a temporary folder
   python3 python3-pil                            # reference timings in bench/ (PIL)
 )
 # Node.js and npm (bench/ and browser-test tooling): some machines carry a

@@ -171,7 +171,8 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.jobs.max_bytes, "max-job-bytes", "BYTES", "most bytes of job bodies and results kept at once")
       .range(1 << 20, int64_t{1} << 40);
   v(o.jobs.url, "jobs-db", "URL",
-    "where async jobs and stored responses are kept: sqlite:PATH, or memory (gone with the process)")
+    "where async jobs and stored responses are kept: sqlite:PATH, postgresql://USER@HOST/DB (one queue "
+    "shared by replicas), or memory (gone with the process)")
       .unset("sqlite:STATE_DIR/jobs.db")
       .env("QVL_JOBS_DB");
   v(o.jobs.state_dir, "state-dir", "DIR", "folder of qvl's state (the default job store)")

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "server/job_store_memory.h"
+#include "server/job_store_postgres.h"
 #include "server/job_store_sqlite.h"
 #include "util/error.h"
 
@@ -27,7 +28,10 @@ std::unique_ptr<JobStore> open_job_store(const JobStoreOptions& options) {
     return open_sqlite_job_store(dir + "/jobs.db", options);
   }
   if (url.rfind("sqlite:", 0) == 0 && url.size() > 7) return open_sqlite_job_store(url.substr(7), options);
-  throw Error(cat("--jobs-db '", url, "': not a job store qvl knows (memory, sqlite:PATH)"));
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    return open_postgres_job_store(url, options);
+  throw Error(cat("--jobs-db '", redact_postgres_url(url),
+                  "': not a job store qvl knows (memory, sqlite:PATH, postgresql://…)"));
 }
 
 }  // namespace qvl

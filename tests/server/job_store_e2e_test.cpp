@@ -1,14 +1,18 @@
-// The durable job store (sqlite, the default): jobs queued, running and
+// The durable job stores. sqlite (the default): jobs queued, running and
 // finished when the server is killed (-9) are all accounted for after a
 // restart on the same state folder; a job whose server keeps dying fails
 // after three attempts; a full store refuses with 429 and Retry-After; a
-// schema from an older qvl is migrated on open.
+// schema from an older qvl is migrated on open. postgresql: two servers on
+// one database are one service: either answers the other's jobs, a cancel
+// through one stops the job the other runs, and a job whose server was
+// killed is finished by the other once its lease runs out.
 #include <sqlite3.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
 
+#include "postgres_server.h"
 #include "server_process.h"
 
 namespace qvl::test {
@@ -182,6 +186,75 @@ TEST(JobStore, AnOlderSchemaIsMigratedAndItsJobsRun) {
   const QvlResult newer = run_qvl({"serve", "--model", kTinyModel, "--port", "0", "--jobs-db", "sqlite:" + path});
   EXPECT_NE(newer.code, 0);
   EXPECT_NE(newer.err.find("schema version 99 is newer"), std::string::npos) << newer.err;
+}
+
+// Two replicas of `qvl serve` sharing one PostgreSQL database.
+class PostgresJobs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!postgres_.available()) GTEST_SKIP() << "PostgreSQL: " << postgres_.why_not();
+    url_ = postgres_.fresh_database();
+  }
+  std::vector<std::string> replica_args() const {
+    return {"--jobs-db", url_, "--parallel", "1", "--queue-size", "1", "--job-lease", "1"};
+  }
+  PostgresServer postgres_;
+  std::string url_;
+};
+
+TEST_F(PostgresJobs, EitherReplicaAnswersAJobTheOtherAccepted) {
+  ServerProcess a(replica_args()), b(replica_args());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(submit(i % 2 ? a : b, chat_body("Count to " + std::to_string(i), "", 6)));
+  for (const std::string& id : ids) {
+    const json from_a = wait_ended(a, id);
+    EXPECT_EQ(from_a["status"], "succeeded") << from_a.dump().substr(0, 300);
+    EXPECT_EQ(job(b, id)["result"], from_a["result"]) << "both replicas give the one stored answer";
+  }
+  // A stored response continues through the other replica.
+  auto ca = a.client(), cb = b.client();
+  auto r = post_json(ca, "/v1/responses", {{"model", "m"}, {"input", "Hello"}, {"max_output_tokens", 4}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string rid = json::parse(r->body)["id"];
+  auto g = cb.Get(("/v1/responses/" + rid).c_str());
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->status, 200) << g->body;
+  auto next = post_json(cb, "/v1/responses",
+                        {{"model", "m"}, {"input", "And then?"}, {"previous_response_id", rid}, {"max_output_tokens", 4}});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200) << next->body;
+  EXPECT_EQ(a.stop(), 0) << a.log();
+  EXPECT_EQ(b.stop(), 0) << b.log();
+}
+
+TEST_F(PostgresJobs, ACancelThroughOneReplicaStopsTheJobTheOtherRuns) {
+  ServerProcess a(replica_args());
+  const std::string id = submit(a, chat_body("Describe this image at great length.", png_data_uri(), 3000));
+  ASSERT_TRUE(eventually([&] { return job(a, id)["status"] == "running"; }, 20000));
+  ServerProcess b(replica_args());  // started after a took the job
+  EXPECT_EQ(job(b, id)["status"], "running");
+  auto cb = b.client();
+  auto d = cb.Delete(("/v1/jobs/" + id).c_str());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->status, 200) << d->body;
+  const json ended = wait_ended(a, id, 20000);
+  EXPECT_EQ(ended["status"], "cancelled") << ended.dump().substr(0, 300);
+  EXPECT_EQ(a.stop(), 0) << a.log();
+  EXPECT_EQ(b.stop(), 0) << b.log();
+}
+
+TEST_F(PostgresJobs, AJobWhoseReplicaIsKilledIsFinishedByTheOther) {
+  auto a = std::make_unique<ServerProcess>(replica_args());
+  const std::string id = submit(*a, chat_body("Describe this image at great length.", png_data_uri(), 400));
+  ASSERT_TRUE(eventually([&] { return job(*a, id)["status"] == "running"; }, 20000));
+  a.reset();  // SIGKILL while it runs the job
+  ServerProcess b(replica_args());
+  const json ended = wait_ended(b, id, 120000);
+  EXPECT_EQ(ended["status"], "succeeded") << ended.dump().substr(0, 300);
+  EXPECT_EQ(ended["attempts"], 2) << ended.dump().substr(0, 300);
+  EXPECT_EQ(b.metric("qvl_job_leases_taken_over_total"), 1);
+  EXPECT_EQ(b.stop(), 0) << b.log();
 }
 
 }  // namespace

@@ -1,0 +1,617 @@
+#include "server/job_store_postgres.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "util/error.h"
+
+namespace qvl {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// Each step takes the schema from version i to i + 1 (index i).
+const char* const kMigrations[] = {
+    // 1: jobs, per-page batches, and the responses kept for previous_response_id.
+    R"sql(
+CREATE TABLE qvl_jobs (
+  seq bigserial PRIMARY KEY,               -- arrival order
+  id text NOT NULL UNIQUE,
+  created bigint NOT NULL,                 -- Unix seconds
+  model text NOT NULL,
+  batch text,                              -- the batch's id, or NULL
+  page integer NOT NULL DEFAULT 0,
+  state text NOT NULL,                     -- queued running succeeded failed cancelled expired
+  attempts integer NOT NULL DEFAULT 0,
+  owner text,                              -- the runner holding the lease
+  lease_until_ms bigint NOT NULL DEFAULT 0,
+  cancel_requested boolean NOT NULL DEFAULT false,
+  progress_tokens bigint NOT NULL DEFAULT 0,
+  finished_ms bigint NOT NULL DEFAULT 0,
+  bytes bigint NOT NULL DEFAULT 0,         -- body + result, against --max-job-bytes
+  error text,                              -- JSON
+  progress_text text NOT NULL DEFAULT '',
+  result text,                             -- JSON
+  body text NOT NULL                       -- the chat body (JSON); '' for a batch's page
+);
+CREATE INDEX qvl_jobs_by_state ON qvl_jobs (state, seq);
+CREATE INDEX qvl_jobs_by_batch ON qvl_jobs (batch);
+CREATE TABLE qvl_batches (
+  id text PRIMARY KEY,
+  created bigint NOT NULL,
+  model text NOT NULL,
+  plan text NOT NULL,                      -- page_batch_plan_text()
+  job_ids text NOT NULL,                   -- JSON array, in page order
+  bytes bigint NOT NULL
+);
+CREATE TABLE qvl_responses (
+  seq bigserial PRIMARY KEY,
+  id text NOT NULL UNIQUE,
+  items text NOT NULL,                     -- JSON array: the conversation it ends
+  response text NOT NULL,                  -- the Response object
+  bytes bigint NOT NULL
+);
+CREATE TABLE qvl_response_items (
+  item_id text NOT NULL,
+  response_seq bigint NOT NULL REFERENCES qvl_responses (seq) ON DELETE CASCADE
+);
+CREATE INDEX qvl_response_items_by_id ON qvl_response_items (item_id);
+)sql",
+};
+static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
+
+// Advisory lock keys (pg_advisory_xact_lock): one for migrations, one that
+// serialises add() across replicas so the store's bounds hold.
+constexpr const char* kMigrateLock = "7415166061";
+constexpr const char* kAddLock = "7415166062";
+constexpr const char* kResponsesLock = "7415166063";
+constexpr const char* kChannel = "qvl_jobs";
+
+// The database's clock in Unix ms: every replica reads the same one.
+#define NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+#define ENDED "('succeeded','failed','cancelled','expired')"
+
+std::string i64s(int64_t v) { return std::to_string(v); }
+
+// One result; PQclear when it goes.
+class Result {
+ public:
+  explicit Result(PGresult* r) : r_(r) {}
+  ~Result() { PQclear(r_); }
+  Result(Result&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  Result(const Result&) = delete;
+  Result& operator=(const Result&) = delete;
+
+  ExecStatusType status() const { return PQresultStatus(r_); }
+  int rows() const { return PQntuples(r_); }
+  bool null(int row, int col) const { return PQgetisnull(r_, row, col); }
+  std::string text(int row, int col) const {
+    return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
+  }
+  int64_t i64(int row, int col) const { return null(row, col) ? 0 : std::stoll(text(row, col)); }
+  bool boolean(int row, int col) const { return text(row, col) == "t"; }
+  json json_at(int row, int col) const { return null(row, col) ? json() : json::parse(text(row, col)); }
+  int64_t affected() const {
+    const char* n = PQcmdTuples(r_);
+    return n && *n ? std::stoll(n) : 0;
+  }
+
+ private:
+  PGresult* r_;
+};
+
+// A parameter: text, or NULL.
+using Param = std::optional<std::string>;
+
+// Lost the server (as opposed to a statement it refused): worth one retry
+// on a fresh connection.
+struct ConnectionLost : Error {
+  using Error::Error;
+};
+
+// One connection. Not thread-safe: the store's mutex guards it.
+class Connection {
+ public:
+  Connection(const std::string& url, std::string shown) : url_(url), shown_(std::move(shown)) { connect(); }
+  ~Connection() { PQfinish(conn_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  PGconn* raw() { return conn_; }
+  const std::string& shown() const { return shown_; }
+
+  // Runs one statement with text parameters ($1, $2, …).
+  Result exec(const char* sql, std::initializer_list<Param> params = {}) {
+    std::vector<const char*> values;
+    for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+    // Without parameters, PQexec: it takes several statements at once (the migrations).
+    Result r(values.empty() ? PQexec(conn_, sql)
+                            : PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                                           nullptr, nullptr, 0));
+    const ExecStatusType s = r.status();
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
+    const std::string why = trimmed(PQerrorMessage(conn_));
+    if (PQstatus(conn_) != CONNECTION_OK) throw ConnectionLost(cat("job store ", shown_, ": connection lost: ", why));
+    throw Error(cat("job store ", shown_, ": ", why, " (in: ", std::string(sql).substr(0, 80), ")"));
+  }
+  void reconnect() {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    connect();
+  }
+
+ private:
+  static std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+  void connect() {
+    conn_ = PQconnectdb(url_.c_str());
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+      const std::string why = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
+      PQfinish(conn_);
+      conn_ = nullptr;
+      throw ConnectionLost(cat("job store ", shown_, ": cannot connect: ", why));
+    }
+    // The server's notices (e.g. "relation already exists, skipping") are not the user's business.
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  }
+
+  std::string url_, shown_;
+  PGconn* conn_ = nullptr;
+};
+
+// BEGIN … COMMIT, or ROLLBACK when left by an exception.
+class Transaction {
+ public:
+  explicit Transaction(Connection& c) : c_(c) { c_.exec("BEGIN"); }
+  ~Transaction() {
+    if (!done_) {
+      try {
+        c_.exec("ROLLBACK");
+      } catch (...) {  // the connection is gone: the server rolled back
+      }
+    }
+  }
+  void commit() {
+    c_.exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  Connection& c_;
+  bool done_ = false;
+};
+
+constexpr const char* kJobColumns =
+    "id, created, model, body, batch, page, state, attempts, owner, lease_until_ms, cancel_requested, "
+    "progress_tokens, progress_text, result, error, finished_ms";
+
+JobRecord job_at(const Result& r, int row) {
+  JobRecord j;
+  j.id = r.text(row, 0);
+  j.created = r.i64(row, 1);
+  j.model = r.text(row, 2);
+  j.body = r.text(row, 3);
+  j.batch = r.text(row, 4);
+  j.page = static_cast<int>(r.i64(row, 5));
+  j.state = job_state_named(r.text(row, 6)).value_or(JobState::Failed);
+  j.attempts = static_cast<int>(r.i64(row, 7));
+  j.owner = r.text(row, 8);
+  j.lease_until_ms = r.i64(row, 9);
+  j.cancel_requested = r.boolean(row, 10);
+  j.progress_tokens = r.i64(row, 11);
+  j.progress_text = r.text(row, 12);
+  j.result = r.json_at(row, 13);
+  j.error = r.json_at(row, 14);
+  j.finished_ms = r.i64(row, 15);
+  return j;
+}
+
+// LISTEN on a connection of its own, on a thread of its own: calls
+// `changed` for every NOTIFY, and once after a reconnect (a notification
+// may have been missed meanwhile).
+class Listener {
+ public:
+  Listener(std::string url, std::string shown, std::function<void()> changed)
+      : url_(std::move(url)), shown_(std::move(shown)), changed_(std::move(changed)), stop_fd_(eventfd(0, EFD_CLOEXEC)) {
+    if (stop_fd_ < 0) throw Error(cat("job store ", shown_, ": eventfd failed"));
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Listener() {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof one);
+    thread_.join();
+    close(stop_fd_);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+ private:
+  // Waits for the connection's socket (or the stop signal) up to `ms`; false when stopping.
+  bool wait(int fd, int ms) {
+    pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {fd, POLLIN, 0}};
+    poll(fds, fd >= 0 ? 2 : 1, ms);
+    return !(fds[0].revents & POLLIN);
+  }
+  void run() {
+    while (true) {
+      std::optional<Connection> c;
+      try {
+        c.emplace(url_, shown_);
+        c->exec(cat("LISTEN ", kChannel).c_str());
+      } catch (const Error&) {
+        if (!wait(-1, 1000)) return;  // the server is away: try again in a second
+        continue;
+      }
+      changed_();  // whatever happened while nobody listened
+      while (PQstatus(c->raw()) == CONNECTION_OK) {
+        if (!wait(PQsocket(c->raw()), 60000)) return;
+        if (!PQconsumeInput(c->raw())) break;
+        bool any = false;
+        while (PGnotify* n = PQnotifies(c->raw())) {
+          PQfreemem(n);
+          any = true;
+        }
+        if (any) changed_();
+      }
+    }
+  }
+
+  std::string url_, shown_;
+  std::function<void()> changed_;
+  int stop_fd_;
+  std::thread thread_;
+};
+
+class PostgresResponseStore;
+
+class PostgresJobStore final : public JobStore {
+ public:
+  PostgresJobStore(const std::string& url, const JobStoreOptions& options);
+  ~PostgresJobStore() override;
+
+  std::string name() const override { return "postgresql"; }
+  bool durable() const override { return true; }
+  bool add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) override;
+  std::optional<ClaimedJob> claim(const std::string& owner, int window) override;
+  bool heartbeat(const std::string& id, const std::string& owner, int64_t tokens, const std::string& text) override;
+  bool finish(const std::string& id, const std::string& owner, JobState state, const json& result,
+              const json& error) override;
+  void release(const std::string& id, const std::string& owner) override;
+  std::optional<JobRecord> cancel(const std::string& id) override;
+  std::optional<JobRecord> get(const std::string& id) override;
+  std::optional<BatchRecord> batch(const std::string& id) override;
+  JobCounts counts() override;
+  ResponseStore& responses() override;
+  bool watch(std::function<void()> changed) override;
+
+  // Runs f(connection) under the mutex; a lost connection is made again and
+  // f run once more (f is one transaction: it either committed or not; a
+  // commit whose reply was lost makes the retry of an add() fail on the
+  // unique id rather than add twice).
+  template <typename F>
+  auto locked(F&& f) {
+    std::lock_guard lock(mutex_);
+    try {
+      return f(conn_);
+    } catch (const ConnectionLost&) {
+      conn_.reconnect();
+      return f(conn_);
+    }
+  }
+
+ private:
+  void migrate(Connection& c);
+  void purge(Connection& c);
+  std::optional<JobRecord> get_in(Connection& c, const std::string& id);
+  std::optional<BatchRecord> batch_in(Connection& c, const std::string& id);
+  std::string ttl_ms() const { return i64s(static_cast<int64_t>(options_.ttl_s * 1000)); }
+  std::string lease_ms() const { return i64s(static_cast<int64_t>(options_.lease_s * 1000)); }
+
+  JobStoreOptions options_;
+  std::string url_, shown_;
+  std::mutex mutex_;
+  Connection conn_;
+  std::atomic<int64_t> taken_over_{0};
+  int64_t last_purge_ms_ = 0;  // under mutex_, this process's clock
+  std::unique_ptr<PostgresResponseStore> responses_;
+  std::unique_ptr<Listener> listener_;
+};
+
+class PostgresResponseStore final : public ResponseStore {
+ public:
+  explicit PostgresResponseStore(PostgresJobStore& store) : store_(store) {}
+
+  void put(Entry entry) override {
+    const std::string items = entry.items.dump(), response = entry.response.dump();
+    const auto bytes = static_cast<int64_t>(items.size() + response.size());
+    if (bytes > static_cast<int64_t>(kMaxBytes)) return;  // could never be held
+    store_.locked([&](Connection& c) {
+      Transaction t(c);
+      c.exec(cat("SELECT pg_advisory_xact_lock(", kResponsesLock, ")").c_str());  // the bounds hold across replicas
+      c.exec("DELETE FROM qvl_responses WHERE id = $1", {entry.id});
+      const Result r = c.exec("INSERT INTO qvl_responses (id, items, response, bytes) VALUES ($1, $2, $3, $4) RETURNING seq",
+                              {entry.id, items, response, i64s(bytes)});
+      const std::string seq = r.text(0, 0);
+      for (const ojson& item : entry.items)
+        if (auto id = item.find("id"); id != item.end() && id->is_string())
+          c.exec("INSERT INTO qvl_response_items (item_id, response_seq) VALUES ($1, $2)", {id->get<std::string>(), seq});
+      // The oldest go first, past either bound.
+      for (;;) {
+        const Result q = c.exec("SELECT count(*), coalesce(sum(bytes), 0), min(seq) FROM qvl_responses");
+        if (q.i64(0, 0) <= static_cast<int64_t>(kMaxEntries) && q.i64(0, 1) <= static_cast<int64_t>(kMaxBytes)) break;
+        c.exec("DELETE FROM qvl_responses WHERE seq = $1", {q.text(0, 2)});  // its items go by cascade
+      }
+      t.commit();
+      return 0;
+    });
+  }
+  std::shared_ptr<const Entry> get(const std::string& id) const override {
+    return store_.locked([&](Connection& c) -> std::shared_ptr<const Entry> {
+      const Result r = c.exec("SELECT items, response FROM qvl_responses WHERE id = $1", {id});
+      if (r.rows() == 0) return nullptr;
+      auto e = std::make_shared<Entry>();
+      e->id = id;
+      e->items = ojson::parse(r.text(0, 0));
+      e->response = ojson::parse(r.text(0, 1));
+      return e;
+    });
+  }
+  std::optional<ojson> find_item(const std::string& item_id) const override {
+    return store_.locked([&](Connection& c) -> std::optional<ojson> {
+      const Result r = c.exec(
+          "SELECT r.items FROM qvl_response_items i JOIN qvl_responses r ON r.seq = i.response_seq "
+          "WHERE i.item_id = $1 ORDER BY r.seq DESC LIMIT 1",
+          {item_id});
+      if (r.rows() == 0) return std::nullopt;
+      for (const ojson& item : ojson::parse(r.text(0, 0)))
+        if (auto id = item.find("id"); id != item.end() && id->is_string() && *id == item_id) return item;
+      return std::nullopt;
+    });
+  }
+  bool erase(const std::string& id) override {
+    return store_.locked(
+        [&](Connection& c) { return c.exec("DELETE FROM qvl_responses WHERE id = $1", {id}).affected() > 0; });
+  }
+  size_t size() const override {
+    return store_.locked(
+        [&](Connection& c) { return static_cast<size_t>(c.exec("SELECT count(*) FROM qvl_responses").i64(0, 0)); });
+  }
+
+ private:
+  PostgresJobStore& store_;
+};
+
+PostgresJobStore::PostgresJobStore(const std::string& url, const JobStoreOptions& options)
+    : options_(options), url_(url), shown_(redact_postgres_url(url)), conn_(url, shown_) {
+  migrate(conn_);
+  responses_ = std::make_unique<PostgresResponseStore>(*this);
+}
+
+PostgresJobStore::~PostgresJobStore() { listener_.reset(); }
+
+ResponseStore& PostgresJobStore::responses() { return *responses_; }
+
+bool PostgresJobStore::watch(std::function<void()> changed) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::make_unique<Listener>(url_, shown_, std::move(changed));
+  return true;
+}
+
+void PostgresJobStore::migrate(Connection& c) {
+  Transaction t(c);
+  c.exec(cat("SELECT pg_advisory_xact_lock(", kMigrateLock, ")").c_str());
+  c.exec("CREATE TABLE IF NOT EXISTS qvl_schema (version integer NOT NULL)");
+  const Result r = c.exec("SELECT version FROM qvl_schema");
+  const int version = r.rows() ? static_cast<int>(r.i64(0, 0)) : 0;
+  if (version > kPostgresSchemaVersion)
+    throw Error(cat("job store ", shown_, ": schema version ", version, " is newer than this qvl's (",
+                    kPostgresSchemaVersion, "): run the newer qvl, or point --jobs-db elsewhere"));
+  for (int v = version; v < kPostgresSchemaVersion; ++v) c.exec(kMigrations[v]);
+  if (r.rows() == 0) c.exec("INSERT INTO qvl_schema (version) VALUES ($1)", {i64s(kPostgresSchemaVersion)});
+  else c.exec("UPDATE qvl_schema SET version = $1", {i64s(kPostgresSchemaVersion)});
+  t.commit();
+}
+
+void PostgresJobStore::purge(Connection& c) {
+  const Result r = c.exec("DELETE FROM qvl_jobs WHERE state IN " ENDED " AND finished_ms <= " NOW_MS " - $1", {ttl_ms()});
+  if (r.affected() > 0)
+    c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
+  last_purge_ms_ = unix_ms();
+}
+
+bool PostgresJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) {
+  int64_t bytes = batch ? static_cast<int64_t>(batch->plan.size()) : 0;
+  for (const JobRecord& j : jobs) bytes += static_cast<int64_t>(j.body.size());
+  if (static_cast<int64_t>(jobs.size()) > options_.max_jobs || bytes > options_.max_bytes) return false;
+  return locked([&](Connection& c) {
+    Transaction t(c);
+    c.exec(cat("SELECT pg_advisory_xact_lock(", kAddLock, ")").c_str());
+    purge(c);
+    for (;;) {
+      const Result q = c.exec(
+          "SELECT (SELECT count(*) FROM qvl_jobs), (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
+          "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches)");
+      if (q.i64(0, 0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs && q.i64(0, 1) + bytes <= options_.max_bytes)
+        break;
+      const Result o = c.exec("SELECT seq FROM qvl_jobs WHERE state IN " ENDED " ORDER BY finished_ms LIMIT 1");
+      if (o.rows() == 0) return false;  // full of unfinished jobs (the transaction rolls back)
+      c.exec("DELETE FROM qvl_jobs WHERE seq = $1", {o.text(0, 0)});
+      c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
+    }
+    if (batch)
+      c.exec("INSERT INTO qvl_batches (id, created, model, plan, job_ids, bytes) VALUES ($1, $2, $3, $4, $5, $6)",
+             {batch->id, i64s(batch->created), batch->model, batch->plan, json(batch->job_ids).dump(),
+              i64s(static_cast<int64_t>(batch->plan.size()))});
+    for (const JobRecord& j : jobs)
+      c.exec(
+          "INSERT INTO qvl_jobs (id, created, model, body, batch, page, state, bytes) "
+          "VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)",
+          {j.id, i64s(j.created), j.model, j.body, j.batch.empty() ? Param() : Param(j.batch), i64s(j.page),
+           i64s(static_cast<int64_t>(j.body.size()))});
+    c.exec("SELECT pg_notify($1, 'added')", {std::string(kChannel)});
+    t.commit();
+    return true;
+  });
+}
+
+std::optional<ClaimedJob> PostgresJobStore::claim(const std::string& owner, int window) {
+  return locked([&](Connection& c) -> std::optional<ClaimedJob> {
+    Transaction t(c);
+    if (unix_ms() - last_purge_ms_ >= 1000) purge(c);
+    c.exec(
+        "UPDATE qvl_jobs SET state = 'failed', error = $1, finished_ms = " NOW_MS ", owner = NULL "
+        "WHERE state = 'running' AND lease_until_ms < " NOW_MS " AND attempts >= $2",
+        {attempts_exhausted_error(options_.max_attempts).dump(), i64s(options_.max_attempts)});
+    // SKIP LOCKED: a row another replica is claiming right now is not waited for, nor taken twice.
+    const Result pick = c.exec(
+        "SELECT id, state FROM qvl_jobs j WHERE "
+        "(state = 'queued' AND (batch IS NULL OR "
+        "  (SELECT count(*) FROM qvl_jobs r WHERE r.batch = j.batch AND r.state = 'running') < $1)) "
+        "OR (state = 'running' AND lease_until_ms < " NOW_MS ") ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+        {i64s(window)});
+    if (pick.rows() == 0) {
+      t.commit();
+      return std::nullopt;
+    }
+    const std::string id = pick.text(0, 0);
+    const bool taken_over = pick.text(0, 1) == "running";
+    const Result r = c.exec(cat("UPDATE qvl_jobs SET state = 'running', owner = $2, lease_until_ms = " NOW_MS
+                                " + $3, attempts = attempts + 1, progress_tokens = 0, progress_text = '' "
+                                "WHERE id = $1 RETURNING ",
+                                kJobColumns)
+                                .c_str(),
+                            {id, owner, lease_ms()});
+    ClaimedJob claimed{job_at(r, 0), std::nullopt, taken_over};
+    if (!claimed.job.batch.empty()) claimed.batch = batch_in(c, claimed.job.batch);
+    t.commit();
+    if (taken_over) ++taken_over_;
+    return claimed;
+  });
+}
+
+bool PostgresJobStore::heartbeat(const std::string& id, const std::string& owner, int64_t tokens,
+                                 const std::string& text) {
+  return locked([&](Connection& c) {
+    return c.exec("UPDATE qvl_jobs SET lease_until_ms = " NOW_MS " + $3, progress_tokens = $4, progress_text = $5 "
+                  "WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT cancel_requested",
+                  {id, owner, lease_ms(), i64s(tokens), text})
+               .affected() > 0;
+  });
+}
+
+bool PostgresJobStore::finish(const std::string& id, const std::string& owner, JobState state, const json& result,
+                              const json& error) {
+  const Param result_text = result.is_null() ? Param() : Param(result.dump());
+  const Param error_text = error.is_null() ? Param() : Param(error.dump());
+  const int64_t result_bytes = result_text ? static_cast<int64_t>(result_text->size()) : 0;
+  return locked([&](Connection& c) {
+    Transaction t(c);
+    const bool mine = c.exec("UPDATE qvl_jobs SET state = $3, result = $4, error = $5, owner = NULL, progress_text = '', "
+                             "finished_ms = " NOW_MS ", bytes = bytes + $6 "
+                             "WHERE id = $1 AND owner = $2 AND state = 'running'",
+                             {id, owner, std::string(job_state_name(state)), result_text, error_text, i64s(result_bytes)})
+                          .affected() > 0;
+    // A batch's next page may be claimable now.
+    if (mine) c.exec("SELECT pg_notify($1, 'ended')", {std::string(kChannel)});
+    t.commit();
+    return mine;
+  });
+}
+
+void PostgresJobStore::release(const std::string& id, const std::string& owner) {
+  locked([&](Connection& c) {
+    Transaction t(c);
+    c.exec("UPDATE qvl_jobs SET state = 'queued', owner = NULL, attempts = attempts - 1 "
+           "WHERE id = $1 AND owner = $2 AND state = 'running'",
+           {id, owner});
+    c.exec("SELECT pg_notify($1, 'released')", {std::string(kChannel)});
+    t.commit();
+    return 0;
+  });
+}
+
+std::optional<JobRecord> PostgresJobStore::cancel(const std::string& id) {
+  return locked([&](Connection& c) {
+    Transaction t(c);
+    c.exec("UPDATE qvl_jobs SET state = 'cancelled', finished_ms = " NOW_MS " WHERE id = $1 AND state = 'queued'", {id});
+    // The replica running it sees this at its next heartbeat.
+    c.exec("UPDATE qvl_jobs SET cancel_requested = true WHERE id = $1 AND state = 'running'", {id});
+    c.exec("SELECT pg_notify($1, 'cancelled')", {std::string(kChannel)});
+    std::optional<JobRecord> j = get_in(c, id);
+    t.commit();
+    return j;
+  });
+}
+
+std::optional<JobRecord> PostgresJobStore::get_in(Connection& c, const std::string& id) {
+  const Result r = c.exec(cat("SELECT ", kJobColumns,
+                              " FROM qvl_jobs WHERE id = $1 AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2)")
+                              .c_str(),
+                          {id, ttl_ms()});
+  if (r.rows() == 0) return std::nullopt;
+  return job_at(r, 0);
+}
+
+std::optional<JobRecord> PostgresJobStore::get(const std::string& id) {
+  return locked([&](Connection& c) { return get_in(c, id); });
+}
+
+std::optional<BatchRecord> PostgresJobStore::batch_in(Connection& c, const std::string& id) {
+  const Result r = c.exec(
+      "SELECT id, created, model, plan, job_ids FROM qvl_batches b WHERE id = $1 AND EXISTS (SELECT 1 FROM qvl_jobs "
+      "WHERE qvl_jobs.batch = b.id AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2))",
+      {id, ttl_ms()});
+  if (r.rows() == 0) return std::nullopt;
+  return BatchRecord{r.text(0, 0), r.i64(0, 1), r.text(0, 2), r.text(0, 3),
+                     json::parse(r.text(0, 4)).get<std::vector<std::string>>()};
+}
+
+std::optional<BatchRecord> PostgresJobStore::batch(const std::string& id) {
+  return locked([&](Connection& c) { return batch_in(c, id); });
+}
+
+JobCounts PostgresJobStore::counts() {
+  return locked([&](Connection& c) {
+    JobCounts counts;
+    for (JobState s : kJobStates) counts.jobs[s] = 0;
+    const Result r = c.exec(
+        "SELECT state, count(*) FROM qvl_jobs WHERE finished_ms = 0 OR finished_ms > " NOW_MS " - $1 GROUP BY state",
+        {ttl_ms()});
+    for (int i = 0; i < r.rows(); ++i)
+      if (auto s = job_state_named(r.text(i, 0))) counts.jobs[*s] = r.i64(i, 1);
+    counts.bytes = c.exec(
+                        "SELECT (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
+                        "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches)")
+                       .i64(0, 0);
+    counts.leases_taken_over = taken_over_;
+    return counts;
+  });
+}
+
+}  // namespace
+
+std::string redact_postgres_url(const std::string& url) {
+  // postgresql://user:secret@host → postgresql://user:***@host; password=secret → password=***
+  static const std::regex userinfo(R"(^(postgres(?:ql)?://[^:/@?]*):[^@/?]*@)");
+  static const std::regex param(R"((password=)[^&\s]*)");
+  return std::regex_replace(std::regex_replace(url, userinfo, "$1:***@"), param, "$1***");
+}
+
+std::unique_ptr<JobStore> open_postgres_job_store(const std::string& url, const JobStoreOptions& options) {
+  return std::make_unique<PostgresJobStore>(url, options);
+}
+
+}  // namespace qvl

@@ -1,0 +1,36 @@
+// The "postgresql://…" job store: one queue that any number of replicas
+// share (Debian's libpq). Any replica accepts a job and answers any poll or
+// cancel; a replica claims a queued job only when its scheduler has a free
+// place (SELECT … FOR UPDATE SKIP LOCKED, so two replicas never take the
+// same row and neither waits on the other); NOTIFY on every change a runner
+// may act on wakes the idle replicas' LISTEN connections instead of having
+// them poll; a running job whose replica died is claimed again once its
+// lease (renewed by heartbeats) runs out.
+//
+// Leases, TTLs and finish times are read from the database's clock, so
+// replicas whose clocks disagree still agree on whose lease ran out.
+//
+// The tables are qvl_*; the schema is created and migrated by qvl on open,
+// step by step (qvl_schema.version: kPostgresSchemaVersion), with an
+// advisory lock so replicas starting together migrate once; a schema from a
+// newer qvl is refused rather than misread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "server/job_store.h"
+
+namespace qvl {
+
+constexpr int kPostgresSchemaVersion = 1;
+
+// Connects (a libpq URL: postgresql://user:password@host:port/db?…) and
+// migrates, or throws Error naming the server (never the password).
+std::unique_ptr<JobStore> open_postgres_job_store(const std::string& url, const JobStoreOptions& options);
+
+// The URL with its password (user:PASSWORD@ or password=…) replaced by ***,
+// for logs and errors.
+std::string redact_postgres_url(const std::string& url);
+
+}  // namespace qvl
