@@ -41,7 +41,10 @@ struct JobRecord {
   std::string id;       // "job-" + 32 hex digits
   int64_t created = 0;  // Unix seconds (the status object's "created")
   std::string model;
-  std::string body;   // the chat body as JSON text; empty for a batch's page (the batch holds it)
+  // The chat body as JSON text; empty for a batch's page (the batch holds
+  // it). claim() gives it whole; a durable store's get() gives it as stored,
+  // its media cut out (job_media.h): a poll has no use for them.
+  std::string body;
   std::string batch;  // a per-page batch's id, or empty
   int page = 0;       // the page (1-based) of a batch's job
   JobState state = JobState::Queued;
@@ -119,7 +122,7 @@ class JobStore {
   // unknown or forgotten.
   virtual std::optional<JobRecord> cancel(const std::string& id) = 0;
   virtual std::optional<JobRecord> get(const std::string& id) = 0;
-  // The batch while any of its jobs is kept.
+  // The batch while any of its jobs is kept (its plan as stored, as get()'s body).
   virtual std::optional<BatchRecord> batch(const std::string& id) = 0;
   virtual JobCounts counts() = 0;
   // The responses kept for previous_response_id, in the same store.

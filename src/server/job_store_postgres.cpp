@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <regex>
 #include <thread>
 
+#include "server/job_media.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -67,6 +69,21 @@ CREATE TABLE qvl_response_items (
   response_seq bigint NOT NULL REFERENCES qvl_responses (seq) ON DELETE CASCADE
 );
 CREATE INDEX qvl_response_items_by_id ON qvl_response_items (item_id);
+-- Media once (job_media.h): each data: URL of a job's body or a batch's plan
+-- by its hash, and where it goes back.
+CREATE TABLE qvl_media (
+  hash text PRIMARY KEY,                   -- SHA-256 of the data: URL
+  data text NOT NULL,
+  bytes bigint NOT NULL
+);
+CREATE TABLE qvl_media_refs (
+  seq bigserial PRIMARY KEY,
+  owner text NOT NULL,                     -- a job's or a batch's id
+  pointer text NOT NULL,                   -- JSON pointer into its body or plan
+  hash text NOT NULL
+);
+CREATE INDEX qvl_media_refs_by_owner ON qvl_media_refs (owner);
+CREATE INDEX qvl_media_refs_by_hash ON qvl_media_refs (hash);
 )sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
@@ -81,6 +98,11 @@ constexpr const char* kChannel = "qvl_jobs";
 // The database's clock in Unix ms: every replica reads the same one.
 #define NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 #define ENDED "('succeeded','failed','cancelled','expired')"
+
+// Jobs kept, and the bytes of bodies, results, plans and media (each file once).
+constexpr const char* kStoredJobsAndBytes =
+    "SELECT (SELECT count(*) FROM qvl_jobs), (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
+    "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches) + (SELECT coalesce(sum(bytes), 0) FROM qvl_media)";
 
 std::string i64s(int64_t v) { return std::to_string(v); }
 
@@ -315,6 +337,11 @@ class PostgresJobStore final : public JobStore {
  private:
   void migrate(Connection& c);
   void purge(Connection& c);
+  // Batches without jobs, and media no job or batch refers to, go.
+  static void drop_unowned(Connection& c);
+  static void store_media(Connection& c, const std::string& owner, const DetachedMedia& d);
+  // `text` (owner's body or plan as stored) with its media put back.
+  static std::string attached(Connection& c, const std::string& owner, const std::string& text);
   std::optional<JobRecord> get_in(Connection& c, const std::string& id);
   std::optional<BatchRecord> batch_in(Connection& c, const std::string& id);
   std::string ttl_ms() const { return i64s(static_cast<int64_t>(options_.ttl_s * 1000)); }
@@ -427,40 +454,73 @@ void PostgresJobStore::migrate(Connection& c) {
 
 void PostgresJobStore::purge(Connection& c) {
   const Result r = c.exec("DELETE FROM qvl_jobs WHERE state IN " ENDED " AND finished_ms <= " NOW_MS " - $1", {ttl_ms()});
-  if (r.affected() > 0)
-    c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
+  if (r.affected() > 0) drop_unowned(c);
   last_purge_ms_ = unix_ms();
 }
 
+void PostgresJobStore::drop_unowned(Connection& c) {
+  c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
+  c.exec("DELETE FROM qvl_media_refs r WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.id = r.owner) "
+         "AND NOT EXISTS (SELECT 1 FROM qvl_batches WHERE qvl_batches.id = r.owner)");
+  c.exec("DELETE FROM qvl_media m WHERE NOT EXISTS (SELECT 1 FROM qvl_media_refs r WHERE r.hash = m.hash)");
+}
+
+void PostgresJobStore::store_media(Connection& c, const std::string& owner, const DetachedMedia& d) {
+  for (const auto& [hash, data] : d.blobs)
+    c.exec("INSERT INTO qvl_media (hash, data, bytes) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
+           {hash, data, i64s(static_cast<int64_t>(data.size()))});
+  for (const MediaRef& r : d.refs)
+    c.exec("INSERT INTO qvl_media_refs (owner, pointer, hash) VALUES ($1, $2, $3)", {owner, r.pointer, r.hash});
+}
+
+std::string PostgresJobStore::attached(Connection& c, const std::string& owner, const std::string& text) {
+  const Result r = c.exec(
+      "SELECT r.pointer, r.hash, m.data FROM qvl_media_refs r JOIN qvl_media m ON m.hash = r.hash "
+      "WHERE r.owner = $1 ORDER BY r.seq",
+      {owner});
+  std::vector<MediaRef> refs;
+  std::map<std::string, std::string> blobs;
+  for (int i = 0; i < r.rows(); ++i) {
+    refs.push_back({r.text(i, 0), r.text(i, 1)});
+    blobs.try_emplace(r.text(i, 1), r.text(i, 2));
+  }
+  return attach_media(text, refs, blobs);
+}
+
 bool PostgresJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) {
-  int64_t bytes = batch ? static_cast<int64_t>(batch->plan.size()) : 0;
-  for (const JobRecord& j : jobs) bytes += static_cast<int64_t>(j.body.size());
+  const DetachedAdd detached = detach_add(jobs, batch);
+  const int64_t bytes = detached.bytes;
   if (static_cast<int64_t>(jobs.size()) > options_.max_jobs || bytes > options_.max_bytes) return false;
   return locked([&](Connection& c) {
     Transaction t(c);
     c.exec(cat("SELECT pg_advisory_xact_lock(", kAddLock, ")").c_str());
     purge(c);
     for (;;) {
-      const Result q = c.exec(
-          "SELECT (SELECT count(*) FROM qvl_jobs), (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
-          "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches)");
+      const Result q = c.exec(kStoredJobsAndBytes);
       if (q.i64(0, 0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs && q.i64(0, 1) + bytes <= options_.max_bytes)
         break;
       const Result o = c.exec("SELECT seq FROM qvl_jobs WHERE state IN " ENDED " ORDER BY finished_ms LIMIT 1");
       if (o.rows() == 0) return false;  // full of unfinished jobs (the transaction rolls back)
       c.exec("DELETE FROM qvl_jobs WHERE seq = $1", {o.text(0, 0)});
-      c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
+      drop_unowned(c);
     }
-    if (batch)
+    if (batch) {
+      const std::string& plan = detached.plan->text;
       c.exec("INSERT INTO qvl_batches (id, created, model, plan, job_ids, bytes) VALUES ($1, $2, $3, $4, $5, $6)",
-             {batch->id, i64s(batch->created), batch->model, batch->plan, json(batch->job_ids).dump(),
-              i64s(static_cast<int64_t>(batch->plan.size()))});
-    for (const JobRecord& j : jobs)
+             {batch->id, i64s(batch->created), batch->model, plan, json(batch->job_ids).dump(),
+              i64s(static_cast<int64_t>(plan.size()))});
+      store_media(c, batch->id, *detached.plan);
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const JobRecord& j = jobs[i];
+      const std::string& body = detached.bodies[i].text;
       c.exec(
           "INSERT INTO qvl_jobs (id, created, model, body, batch, page, state, bytes) "
           "VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)",
-          {j.id, i64s(j.created), j.model, j.body, j.batch.empty() ? Param() : Param(j.batch), i64s(j.page),
-           i64s(static_cast<int64_t>(j.body.size()))});
+          {j.id, i64s(j.created), j.model, body, j.batch.empty() ? Param() : Param(j.batch), i64s(j.page),
+           i64s(static_cast<int64_t>(body.size()))});
+      store_media(c, j.id, detached.bodies[i]);
+    }
     c.exec("SELECT pg_notify($1, 'added')", {std::string(kChannel)});
     t.commit();
     return true;
@@ -495,7 +555,9 @@ std::optional<ClaimedJob> PostgresJobStore::claim(const std::string& owner, int 
                                 .c_str(),
                             {id, owner, lease_ms()});
     ClaimedJob claimed{job_at(r, 0), std::nullopt, taken_over};
-    if (!claimed.job.batch.empty()) claimed.batch = batch_in(c, claimed.job.batch);
+    claimed.job.body = attached(c, id, claimed.job.body);
+    if (!claimed.job.batch.empty() && (claimed.batch = batch_in(c, claimed.job.batch)))
+      claimed.batch->plan = attached(c, claimed.batch->id, claimed.batch->plan);
     t.commit();
     if (taken_over) ++taken_over_;
     return claimed;
@@ -592,10 +654,7 @@ JobCounts PostgresJobStore::counts() {
         {ttl_ms()});
     for (int i = 0; i < r.rows(); ++i)
       if (auto s = job_state_named(r.text(i, 0))) counts.jobs[*s] = r.i64(i, 1);
-    counts.bytes = c.exec(
-                        "SELECT (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
-                        "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches)")
-                       .i64(0, 0);
+    counts.bytes = c.exec(kStoredJobsAndBytes).i64(0, 1);
     counts.leases_taken_over = taken_over_;
     return counts;
   });

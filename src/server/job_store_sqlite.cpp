@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "server/job_media.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -67,10 +68,31 @@ CREATE TABLE response_items (
 );
 CREATE INDEX response_items_by_id ON response_items (item_id);
 )sql",
+    // 3: media once (job_media.h): each data: URL of a job's body or a
+    // batch's plan by its hash, and where it goes back.
+    R"sql(
+CREATE TABLE media (
+  hash TEXT PRIMARY KEY,                  -- SHA-256 of the data: URL
+  data TEXT NOT NULL,
+  bytes INTEGER NOT NULL
+);
+CREATE TABLE media_refs (
+  owner TEXT NOT NULL,                    -- a job's or a batch's id
+  pointer TEXT NOT NULL,                  -- JSON pointer into its body or plan
+  hash TEXT NOT NULL
+);
+CREATE INDEX media_refs_by_owner ON media_refs (owner);
+CREATE INDEX media_refs_by_hash ON media_refs (hash);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSqliteSchemaVersion);
 
 constexpr const char* kEnded = "('succeeded','failed','cancelled','expired')";
+
+// Jobs kept, and the bytes of bodies, results, plans and media (each file once).
+constexpr const char* kStoredJobsAndBytes =
+    "SELECT (SELECT count(*) FROM jobs), (SELECT coalesce(sum(bytes), 0) FROM jobs) + "
+    "(SELECT coalesce(sum(bytes), 0) FROM batches) + (SELECT coalesce(sum(bytes), 0) FROM media)";
 
 // One connection, its statements prepared once. Not thread-safe: the
 // store's mutex guards it.
@@ -248,6 +270,11 @@ class SqliteJobStore final : public JobStore {
  private:
   void migrate();
   void purge(int64_t now_ms);  // under mutex_
+  // Batches without jobs, and media no job or batch refers to, go.
+  void drop_unowned();
+  void store_media(const std::string& owner, const DetachedMedia& d);
+  // `text` (owner's body or plan as stored) with its media put back.
+  std::string attached(const std::string& owner, const std::string& text);
   std::optional<JobRecord> get_locked(const std::string& id, int64_t now_ms);
   std::optional<BatchRecord> batch_locked(const std::string& id);
 
@@ -383,14 +410,51 @@ void SqliteJobStore::purge(int64_t now_ms) {
   const auto ttl_ms = static_cast<int64_t>(options_.ttl_s * 1000);
   static const std::string del = sql({"DELETE FROM jobs WHERE state IN ", kEnded, " AND finished_ms <= ?1"});
   Query(db_, del.c_str()).bind(1, now_ms - ttl_ms).run();
-  if (db_.changes() > 0)
-    Query(db_, "DELETE FROM batches WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.batch = batches.id)").run();
+  if (db_.changes() > 0) drop_unowned();
   last_purge_ms_ = now_ms;
 }
 
+void SqliteJobStore::drop_unowned() {
+  Query(db_, "DELETE FROM batches WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.batch = batches.id)").run();
+  Query(db_,
+        "DELETE FROM media_refs WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = media_refs.owner) "
+        "AND NOT EXISTS (SELECT 1 FROM batches WHERE batches.id = media_refs.owner)")
+      .run();
+  Query(db_, "DELETE FROM media WHERE NOT EXISTS (SELECT 1 FROM media_refs WHERE media_refs.hash = media.hash)").run();
+}
+
+void SqliteJobStore::store_media(const std::string& owner, const DetachedMedia& d) {
+  for (const auto& [hash, data] : d.blobs)
+    Query(db_, "INSERT OR IGNORE INTO media (hash, data, bytes) VALUES (?1, ?2, ?3)")
+        .bind(1, hash)
+        .bind(2, data)
+        .bind(3, static_cast<int64_t>(data.size()))
+        .run();
+  for (const MediaRef& r : d.refs)
+    Query(db_, "INSERT INTO media_refs (owner, pointer, hash) VALUES (?1, ?2, ?3)")
+        .bind(1, owner)
+        .bind(2, r.pointer)
+        .bind(3, r.hash)
+        .run();
+}
+
+std::string SqliteJobStore::attached(const std::string& owner, const std::string& text) {
+  std::vector<MediaRef> refs;
+  std::map<std::string, std::string> blobs;
+  Query q(db_,
+          "SELECT r.pointer, r.hash, m.data FROM media_refs r JOIN media m ON m.hash = r.hash "
+          "WHERE r.owner = ?1 ORDER BY r.rowid");
+  q.bind(1, owner);
+  while (q.step()) {
+    refs.push_back({q.text(0), q.text(1)});
+    blobs.try_emplace(q.text(1), q.text(2));
+  }
+  return attach_media(text, refs, blobs);
+}
+
 bool SqliteJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) {
-  int64_t bytes = batch ? static_cast<int64_t>(batch->plan.size()) : 0;
-  for (const JobRecord& j : jobs) bytes += static_cast<int64_t>(j.body.size());
+  const DetachedAdd detached = detach_add(jobs, batch);
+  const int64_t bytes = detached.bytes;
   if (static_cast<int64_t>(jobs.size()) > options_.max_jobs || bytes > options_.max_bytes) return false;
   std::lock_guard lock(mutex_);
   Transaction t(db_);
@@ -398,34 +462,37 @@ bool SqliteJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord* 
   static const std::string oldest_ended =
       sql({"SELECT seq FROM jobs WHERE state IN ", kEnded, " ORDER BY finished_ms LIMIT 1"});
   for (;;) {
-    Query q(db_,
-            "SELECT (SELECT count(*) FROM jobs), (SELECT coalesce(sum(bytes), 0) FROM jobs) + "
-            "(SELECT coalesce(sum(bytes), 0) FROM batches)");
+    Query q(db_, kStoredJobsAndBytes);
     q.step();
     if (q.i64(0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs && q.i64(1) + bytes <= options_.max_bytes)
       break;
     Query o(db_, oldest_ended.c_str());
     if (!o.step()) return false;  // full of unfinished jobs (the transaction rolls back)
     Query(db_, "DELETE FROM jobs WHERE seq = ?1").bind(1, o.i64(0)).run();
-    Query(db_, "DELETE FROM batches WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.batch = batches.id)").run();
+    drop_unowned();
   }
-  if (batch)
+  if (batch) {
     Query(db_, "INSERT INTO batches (id, created, model, plan, job_ids, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
         .bind(1, batch->id)
         .bind(2, batch->created)
         .bind(3, batch->model)
-        .bind(4, batch->plan)
+        .bind(4, detached.plan->text)
         .bind(5, json(batch->job_ids).dump())
-        .bind(6, static_cast<int64_t>(batch->plan.size()))
+        .bind(6, static_cast<int64_t>(detached.plan->text.size()))
         .run();
-  for (const JobRecord& j : jobs) {
+    store_media(batch->id, *detached.plan);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobRecord& j = jobs[i];
+    const std::string& body = detached.bodies[i].text;
+    store_media(j.id, detached.bodies[i]);
     Query q(db_,
             "INSERT INTO jobs (id, created, model, body, batch, page, state, bytes) "
             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7)");
-    q.bind(1, j.id).bind(2, j.created).bind(3, j.model).bind(4, j.body).bind(6, j.page);
+    q.bind(1, j.id).bind(2, j.created).bind(3, j.model).bind(4, body).bind(6, j.page);
     if (j.batch.empty()) q.bind_null(5);
     else q.bind(5, j.batch);
-    q.bind(7, static_cast<int64_t>(j.body.size())).run();
+    q.bind(7, static_cast<int64_t>(body.size())).run();
   }
   t.commit();
   return true;
@@ -467,7 +534,8 @@ std::optional<ClaimedJob> SqliteJobStore::claim(const std::string& owner, int wi
       .bind(3, now + static_cast<int64_t>(options_.lease_s * 1000))
       .run();
   ClaimedJob c{*get_locked(id, now), std::nullopt, taken_over};
-  if (!c.job.batch.empty()) c.batch = batch_locked(c.job.batch);
+  c.job.body = attached(id, c.job.body);
+  if (!c.job.batch.empty() && (c.batch = batch_locked(c.job.batch))) c.batch->plan = attached(c.batch->id, c.batch->plan);
   t.commit();
   if (taken_over) ++taken_over_;
   return c;
@@ -562,9 +630,9 @@ JobCounts SqliteJobStore::counts() {
     while (q.step())
       if (auto s = job_state_named(q.text(0))) c.jobs[*s] = q.i64(1);
   }
-  Query q(db_, "SELECT (SELECT coalesce(sum(bytes), 0) FROM jobs) + (SELECT coalesce(sum(bytes), 0) FROM batches)");
+  Query q(db_, kStoredJobsAndBytes);
   q.step();
-  c.bytes = q.i64(0);
+  c.bytes = q.i64(1);
   c.leases_taken_over = taken_over_;
   return c;
 }

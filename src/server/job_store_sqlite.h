@@ -16,7 +16,7 @@
 
 namespace qvl {
 
-constexpr int kSqliteSchemaVersion = 2;
+constexpr int kSqliteSchemaVersion = 3;
 
 // Opens (creating the file and its folder when missing) or throws Error
 // naming the path.

@@ -201,7 +201,7 @@ TEST_P(JobStoreContract, AFullStoreDropsFinishedJobsFirstAndThenRefuses) {
   JobStoreOptions small;
   small.max_bytes = 100;
   auto tight = open(small);
-  EXPECT_FALSE(tight->add({queued_job(std::string(200, 'x'))}, nullptr)) << "bytes are bounded too";
+  EXPECT_FALSE(tight->add({queued_job(json{{"text", std::string(200, 'x')}}.dump())}, nullptr)) << "bytes are bounded too";
 }
 
 TEST_P(JobStoreContract, AFinishedJobIsForgottenAfterItsTtl) {
@@ -287,6 +287,64 @@ TEST_P(JobStoreContract, ADurableStoreKeepsEverythingAcrossAReopen) {
   EXPECT_EQ(store->get(queued.id)->state, JobState::Queued);
   EXPECT_EQ(store->claim("r2", 2)->job.id, queued.id);
   ASSERT_TRUE(store->responses().get("resp_kept"));
+}
+
+// A chat body with `image` as its one image_url.
+std::string body_with_image(const std::string& image, const std::string& text) {
+  return json{{"messages",
+               {{{"role", "user"},
+                 {"content", {{{"type", "image_url"}, {"image_url", {{"url", image}}}}, {{"type", "text"}, {"text", text}}}}}}}}
+      .dump();
+}
+
+TEST_P(JobStoreContract, MediaAreStoredOnceAndGivenBackWholeToTheRunner) {
+  if (!durable()) GTEST_SKIP() << "media once is the durable stores' (the memory store holds bodies as sent)";
+  JobStoreOptions o;
+  o.ttl_s = 0.2;
+  auto store = open(o);
+  const std::string image = "data:image/png;base64," + std::string(20000, 'A');
+  const JobRecord a = queued_job(body_with_image(image, "first")), b = queued_job(body_with_image(image, "second"));
+  ASSERT_TRUE(store->add({a}, nullptr));
+  ASSERT_TRUE(store->add({b}, nullptr));
+  const int64_t bytes = store->counts().bytes;
+  EXPECT_GE(bytes, static_cast<int64_t>(image.size()));
+  EXPECT_LT(bytes, static_cast<int64_t>(image.size() + 2000)) << "the image is kept once for both jobs";
+  EXPECT_EQ(store->get(a.id)->body.find(std::string(100, 'A')), std::string::npos) << "a poll reads no media";
+
+  for (const JobRecord* j : {&a, &b}) {
+    auto c = store->claim("r", 2);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(json::parse(c->job.body), json::parse(j->body)) << "the runner gets the body as sent";
+    ASSERT_TRUE(store->finish(j->id, "r", JobState::Succeeded, json::object(), nullptr));
+  }
+  std::this_thread::sleep_for(350ms);
+  ASSERT_TRUE(store->add({queued_job()}, nullptr));  // purges the forgotten jobs, and their media with them
+  EXPECT_LT(store->counts().bytes, 1000);
+}
+
+TEST_P(JobStoreContract, ABatchPlansPdfIsGivenBackWithEachPage) {
+  if (!durable()) GTEST_SKIP() << "media once is the durable stores'";
+  auto store = open();
+  const std::string pdf = "data:application/pdf;base64," + std::string(5000, 'B');
+  const std::string plan = json{{"body", json::parse(body_with_image(pdf, "pages"))}, {"pages", {1, 2}}}.dump();
+  BatchRecord batch{"batch-" + std::string(32, 'b'), unix_ms() / 1000, "tiny", plan, {}};
+  std::vector<JobRecord> pages;
+  for (int p = 1; p <= 2; ++p) {
+    JobRecord j = queued_job("");
+    j.batch = batch.id;
+    j.page = p;
+    batch.job_ids.push_back(j.id);
+    pages.push_back(j);
+  }
+  ASSERT_TRUE(store->add(pages, &batch));
+  EXPECT_LT(store->counts().bytes, static_cast<int64_t>(pdf.size() + 1000));
+  for (int p = 1; p <= 2; ++p) {
+    auto c = store->claim("r", 2);
+    ASSERT_TRUE(c && c->batch);
+    EXPECT_EQ(c->job.body, "");
+    EXPECT_EQ(json::parse(c->batch->plan), json::parse(plan));
+  }
+  EXPECT_EQ(store->batch(batch.id)->job_ids, batch.job_ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JobStoreContract, ::testing::Values("memory", "sqlite", "postgresql"),
