@@ -17,6 +17,7 @@ packages=(
   libpq-dev                                      # the job store replicas share (src/server/job_store_postgres.h)
   postgresql                                     # tests: a real server for that store, started in a temporary folder
   python3 python3-pil                            # reference timings in bench/ (PIL)
+  python3-jinja2                                 # tools/render_thinking_cases.py: chat-template fixtures rendered as transformers does
 )
 # Node.js and npm (bench/ and browser-test tooling): some machines carry a
 # nodesource nodejs that bundles npm, so ask for the commands, not the packages.

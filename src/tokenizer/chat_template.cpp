@@ -1,4 +1,4 @@
-// Decision: qvl renders Qwen3-VL-Instruct's template natively instead of
+// Decision: qvl renders Qwen3-VL's templates natively instead of
 // embedding a Jinja interpreter. The template is a fixed program (a few
 // concatenations per message); a native renderer is exact, small and fast, and
 // from_source() refuses any template whose text differs, so a model folder with
@@ -20,9 +20,14 @@ namespace {
 struct Known {
   uint64_t hash;
   const char* name;
+  ChatTemplate::Kind kind;
 };
+// Qwen3-VL-Thinking: chat_template.json of the Qwen/Qwen3-VL-*-Thinking
+// folders (one text for the whole family); its copy and source are in
+// tests/fixtures/templates/ (README.md there).
 constexpr Known kKnown[] = {
-    {0x8229f4da71981fe1ULL, "Qwen3-VL-Instruct"},
+    {0x8229f4da71981fe1ULL, "Qwen3-VL-Instruct", ChatTemplate::Kind::Instruct},
+    {0xf48d33092b5ff8b6ULL, "Qwen3-VL-Thinking", ChatTemplate::Kind::Thinking},
 };
 
 // Lines trimmed of surrounding whitespace, empty lines dropped, joined by \n.
@@ -92,6 +97,56 @@ void append_content(std::string& out, const ChatMessage& m) {
   }
 }
 
+// Python's str.strip/lstrip/rstrip('\n').
+std::string_view strip_newlines(std::string_view s, bool left, bool right) {
+  while (left && !s.empty() && s.front() == '\n') s.remove_prefix(1);
+  while (right && !s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+// The Thinking template's last user query: the last user message whose text
+// is not a wrapped tool response; without one, the last message.
+size_t last_query_index(const std::vector<ChatMessage>& messages) {
+  for (size_t i = messages.size(); i-- > 0;) {
+    const ChatMessage& m = messages[i];
+    if (m.role != "user") continue;
+    std::string content;
+    append_content(content, m);
+    const std::string_view c = content;
+    if (!(c.starts_with("<tool_response>") && c.ends_with("</tool_response>"))) return i;
+  }
+  return messages.size() - 1;
+}
+
+// An assistant turn of the Thinking template: its reasoning (the message's
+// own, or what its text holds before "</think>", which then leaves the text)
+// shown after the last query when there is some or the turn is the last.
+// Returns the text the tool calls follow (the template tests that one).
+std::string append_thinking_assistant(std::string& out, const ChatMessage& m, size_t index, bool after_query,
+                                      bool last) {
+  std::string content;
+  append_text_only(content, m, index);
+  std::string reasoning;
+  if (m.reasoning) {
+    reasoning = *m.reasoning;
+  } else if (size_t end = content.find("</think>"); end != std::string::npos) {
+    std::string_view before = strip_newlines(std::string_view(content).substr(0, end), false, true);
+    if (size_t open = before.rfind("<think>"); open != std::string_view::npos) before.remove_prefix(open + 7);
+    reasoning = strip_newlines(before, true, false);
+    content = strip_newlines(std::string_view(content).substr(content.rfind("</think>") + 8), true, false);
+  }
+  out += "<|im_start|>assistant\n";
+  if (after_query && (last || !reasoning.empty())) {
+    out += "<think>\n";
+    out += strip_newlines(reasoning, true, true);
+    out += "\n</think>\n\n";
+    out += strip_newlines(content, true, false);
+  } else {
+    out += content;
+  }
+  return content;
+}
+
 }  // namespace
 
 uint64_t ChatTemplate::fingerprint(const std::string& source) { return fnv1a(normalise(source)); }
@@ -99,7 +154,7 @@ uint64_t ChatTemplate::fingerprint(const std::string& source) { return fnv1a(nor
 ChatTemplate ChatTemplate::from_source(const std::string& source) {
   uint64_t h = fingerprint(source);
   for (const Known& k : kKnown)
-    if (k.hash == h) return ChatTemplate();
+    if (k.hash == h) return ChatTemplate(k.kind);
   std::string names;
   for (const Known& k : kKnown) names += (names.empty() ? "" : ", ") + std::string(k.name);
   fail("chat template not recognised (fingerprint ", std::hex, h, std::dec,
@@ -110,8 +165,8 @@ ChatTemplate ChatTemplate::from_source(const std::string& source) {
 // Transcribes the template's branches with add_vision_id unset. With tools,
 // the system turn is the first system message's text (if any) and "\n\n",
 // then the "# Tools" block; without, the first system message alone. Then
-// each user/assistant/tool message; a system message is rendered only in
-// first position, as in the template.
+// each user/assistant/tool message; a later system message is rendered
+// only by the Thinking template, as a turn of its own.
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const std::vector<std::string>& tools,
                                  bool add_generation_prompt) const {
   if (messages.empty()) fail("chat template: no messages to render");
@@ -137,6 +192,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
     append_text_only(out, messages[0], 0);
     out += "<|im_end|>\n";
   }
+  const size_t last_query = thinking() ? last_query_index(messages) : 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (!m.tool_calls.empty() && m.role != "assistant")
@@ -146,13 +202,19 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
       append_content(out, m);
       out += "<|im_end|>\n";
     } else if (m.role == "assistant") {
-      out += "<|im_start|>assistant\n";
-      const size_t content_begin = out.size();
-      append_text_only(out, m, i);
-      // `message.content` is truthy: qvl cannot tell a string from a list of
-      // parts, so it takes "has text" (a list of empty text parts, truthy in
-      // Jinja, is the one case rendered differently).
-      const bool has_content = out.size() > content_begin;
+      // `message.content` (or the Thinking template's `content`, the text
+      // after its reasoning) is truthy: qvl cannot tell a string from a list
+      // of parts, so it takes "has text" (a list of empty text parts, truthy
+      // in Jinja, is the one case rendered differently).
+      bool has_content = false;
+      if (thinking()) {
+        has_content = !append_thinking_assistant(out, m, i, i > last_query, i + 1 == messages.size()).empty();
+      } else {
+        out += "<|im_start|>assistant\n";
+        const size_t content_begin = out.size();
+        append_text_only(out, m, i);
+        has_content = out.size() > content_begin;
+      }
       for (size_t k = 0; k < m.tool_calls.size(); ++k) {
         if ((k == 0 && has_content) || k > 0) out += '\n';
         out += "<tool_call>\n{\"name\": \"";
@@ -170,8 +232,12 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
       out += "\n</tool_response>";
       if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
     } else if (m.role == "system") {
-      if (i != 0) {
-        // Rendered as nothing by the template; still checked for images.
+      if (i != 0 && thinking()) {
+        out += "<|im_start|>system\n";
+        append_text_only(out, m, i);
+        out += "<|im_end|>\n";
+      } else if (i != 0) {
+        // Rendered as nothing by the Instruct template; still checked for images.
         std::string ignored;
         append_text_only(ignored, m, i);
       }
@@ -179,7 +245,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
       fail("chat template: message ", i, " has role \"", m.role, "\"; expected system, user, assistant or tool");
     }
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  if (add_generation_prompt) out += thinking() ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n";
   return out;
 }
 

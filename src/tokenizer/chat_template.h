@@ -1,4 +1,5 @@
-// Qwen3-VL-Instruct's chat template, rendered natively (no Jinja engine). A
+// Qwen3-VL's chat templates (Instruct and Thinking), rendered natively (no
+// Jinja engine). A
 // model folder whose template this code does not recognise (by a fingerprint
 // of its text) is refused (from_source throws) rather than rendered
 // differently from Hugging Face. render() follows the template's branches for
@@ -8,9 +9,17 @@
 // throws on an unknown role, on an image in a system or assistant message or a
 // tool call outside an assistant message (the template would drop them
 // silently), on a tool that is not JSON and on an empty conversation.
+//
+// The Thinking template differs in four places: the answer opens with
+// "<think>\n" (the generation prompt); an assistant turn after the last user
+// query shows its reasoning as "<think>\n…\n</think>\n\n" before its text,
+// one before it drops the reasoning; the reasoning is the message's
+// reasoning_content or, without one, what its text holds before "</think>";
+// and a system message after the first is rendered as a turn of its own.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,12 +46,20 @@ struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
   std::vector<ChatPart> parts;
   std::vector<ChatToolCall> tool_calls;  // assistant messages only
+  // Assistant messages of the history: the client's reasoning_content (the
+  // Thinking template renders it; the Instruct one has no place for it).
+  std::optional<std::string> reasoning;
 };
 
 class ChatTemplate {
  public:
+  enum class Kind { Instruct, Thinking };
   // `source`: the Jinja text from the model folder.
   static ChatTemplate from_source(const std::string& source);
+  Kind kind() const { return kind_; }
+  // The Thinking variant: the answer starts inside a think block, which the
+  // model closes with "</think>" before the reply.
+  bool thinking() const { return kind_ == Kind::Thinking; }
   // What from_source() recognises a template by: a hash of its text with
   // every line trimmed and empty lines dropped.
   static uint64_t fingerprint(const std::string& source);
@@ -57,6 +74,10 @@ class ChatTemplate {
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const {
     return render(messages, {}, add_generation_prompt);
   }
+
+ private:
+  explicit ChatTemplate(Kind kind) : kind_(kind) {}
+  Kind kind_ = Kind::Instruct;
 };
 
 }  // namespace qvl

@@ -131,38 +131,84 @@ TEST(ChatTemplate, ToolResultsShareOneUserTurn) {
             "\n<tool_response>\nr2\n</tool_response><|im_end|>\n");
 }
 
+// A fixture case's messages as the server passes them: each tool as JSON
+// text in the fixture's key order; an object `arguments` serialised
+// Python-style, a string one as is; reasoning_content when it is a string.
+std::vector<ChatMessage> case_messages(const nlohmann::ordered_json& c) {
+  using nlohmann::ordered_json;
+  std::vector<ChatMessage> messages;
+  for (const ordered_json& m : c["messages"]) {
+    ChatMessage msg{m["role"], {}, {}};
+    if (m["content"].is_string()) {
+      msg.parts.push_back({ChatPart::Kind::Text, m["content"], 0});
+    } else {
+      for (const ordered_json& p : m["content"])
+        msg.parts.push_back(p["type"] == "image" ? ChatPart{ChatPart::Kind::Image, "", 0}
+                                                 : ChatPart{ChatPart::Kind::Text, p["text"], 0});
+    }
+    if (m.contains("tool_calls")) {
+      for (const ordered_json& tc : m["tool_calls"]) {
+        const ordered_json& f = tc["function"];
+        const ordered_json& a = f["arguments"];
+        msg.tool_calls.push_back({f["name"], a.is_string() ? a.get<std::string>() : python_json_dumps(a)});
+      }
+    }
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) msg.reasoning = m["reasoning_content"];
+    messages.push_back(std::move(msg));
+  }
+  return messages;
+}
+
+std::vector<std::string> case_tools(const nlohmann::ordered_json& c) {
+  std::vector<std::string> tools;
+  for (const nlohmann::ordered_json& t : c["tools"]) tools.push_back(t.dump());
+  return tools;
+}
+
+const ChatTemplate& thinking_template() {
+  static const ChatTemplate t = ChatTemplate::from_source(
+      json::parse(read_file(fixture_path("templates/qwen3vl_thinking_chat_template.json")))["chat_template"]
+          .get<std::string>());
+  return t;
+}
+
+// tests/fixtures/templates/thinking_cases.json: the Thinking template
+// rendered by jinja2 as transformers does (tools/render_thinking_cases.py).
+TEST(ChatTemplate, GoldenThinkingPrompts) {
+  using nlohmann::ordered_json;
+  ASSERT_TRUE(thinking_template().thinking());
+  EXPECT_FALSE(qwen_template().thinking());
+  const ordered_json golden = ordered_json::parse(read_file(fixture_path("templates/thinking_cases.json")));
+  ASSERT_EQ(golden["cases"].size(), 8u);
+  for (const ordered_json& c : golden["cases"])
+    EXPECT_EQ(thinking_template().render(case_messages(c), case_tools(c), c["add_generation_prompt"].get<bool>()),
+              c["prompt"].get<std::string>())
+        << c["name"];
+}
+
+TEST(ChatTemplate, ThinkingSplitsReasoningOutOfHistoryText) {
+  // Several think tags: the reasoning is between the last <think> before the
+  // first </think> and it; the text is what follows the last </think>.
+  std::vector<ChatMessage> m = {{"user", {text("q")}},
+                                {"assistant", {text("<think>a<think>\nb\n</think>c</think>\n\nd")}}};
+  EXPECT_EQ(thinking_template().render(m, false),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nb\n</think>\n\nd<|im_end|>\n");
+  // Before the last query the whole turn loses its reasoning.
+  m.push_back({"user", {text("r")}});
+  EXPECT_EQ(thinking_template().render(m),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\nd<|im_end|>\n<|im_start|>user\nr<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
+  EXPECT_THROW(thinking_template().render({{"user", {text("x")}}, {"system", {image(1)}}}), Error);
+}
+
 // tests/fixtures/templates/tool_cases.json: prompts jinja2 rendered as
-// transformers does. Each tool goes in as JSON text in the fixture's key
-// order; an object `arguments` as the server passes it, serialised
-// Python-style; a string one as is.
+// transformers does.
 TEST(ChatTemplate, GoldenToolPrompts) {
   using nlohmann::ordered_json;
   const ordered_json golden = ordered_json::parse(read_file(fixture_path("templates/tool_cases.json")));
   ASSERT_EQ(golden["cases"].size(), 4u);
-  for (const ordered_json& c : golden["cases"]) {
-    std::vector<std::string> tools;
-    for (const ordered_json& t : c["tools"]) tools.push_back(t.dump());
-    std::vector<ChatMessage> messages;
-    for (const ordered_json& m : c["messages"]) {
-      ChatMessage msg{m["role"], {}, {}};
-      if (m["content"].is_string()) {
-        msg.parts.push_back({ChatPart::Kind::Text, m["content"], 0});
-      } else {
-        for (const ordered_json& p : m["content"])
-          msg.parts.push_back(p["type"] == "image" ? ChatPart{ChatPart::Kind::Image, "", 0}
-                                                   : ChatPart{ChatPart::Kind::Text, p["text"], 0});
-      }
-      if (m.contains("tool_calls")) {
-        for (const ordered_json& tc : m["tool_calls"]) {
-          const ordered_json& f = tc["function"];
-          const ordered_json& a = f["arguments"];
-          msg.tool_calls.push_back({f["name"], a.is_string() ? a.get<std::string>() : python_json_dumps(a)});
-        }
-      }
-      messages.push_back(std::move(msg));
-    }
-    EXPECT_EQ(qwen_template().render(messages, tools), c["prompt"].get<std::string>()) << c["name"];
-  }
+  for (const ordered_json& c : golden["cases"])
+    EXPECT_EQ(qwen_template().render(case_messages(c), case_tools(c)), c["prompt"].get<std::string>()) << c["name"];
 }
 
 ChatToolCall call(std::string name, std::string args) { return {std::move(name), std::move(args)}; }
