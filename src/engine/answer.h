@@ -32,6 +32,10 @@ struct Answer {
   // The grammar in force: the whole answer's, or a tool-call block's while one is open.
   std::optional<GrammarMatcher> matcher;
   std::vector<int32_t> also_allowed;  // EOS when the whole answer's value is complete
+  // A Thinking model's answer is in its reasoning until it takes "</think>":
+  // free text, no grammar (the constraint starts after it).
+  bool reasoning = false;
+  int64_t reasoning_tokens = 0;
   TokenLogprob logprob;               // the last token's, when asked for
   bool done = false;
   // Jump-forward: the tokens the grammar forces after the last one decided,

@@ -45,6 +45,12 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
   vision_budget = text_matmul_flops_per_token(model->config().text) *
                   static_cast<double>(std::max(p.interleave_batch, kMinPrefillPiece));
   tool_call_open = tokenizer.token_id("<tool_call>");
+  if (chat_template.thinking()) {
+    think_close = tokenizer.token_id("</think>");
+    if (think_close < 0)
+      fail("model folder ", p.model_dir, ": the chat template is Qwen3-VL-Thinking's but tokenizer.json has no "
+           "</think> token to end the reasoning with");
+  }
   eos = f.generation.eos_token_ids;
   if (eos.empty()) {
     for (const char* t : {"<|im_end|>", "<|endoftext|>"})
@@ -54,6 +60,7 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
   info.model_dir = p.model_dir;
   info.weights = p.weights;
   info.fast_matmul = model->fast_matmul();
+  info.thinking = chat_template.thinking();
   info.kv_type = p.resolved_kv_type();
   info.threads = pool.size();
   info.slots = static_cast<int>(slots.size());
@@ -181,7 +188,8 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
   for (auto& a : r.answers) {
     a->context = r.prompt.ids;
     a->cache = &slot.cache;
-    if (r.constraint && r.constraint->whole) a->matcher.emplace(r.constraint->whole);
+    a->reasoning = m.info.thinking;  // the constraint starts after "</think>" (take())
+    if (r.constraint && r.constraint->whole && !a->reasoning) a->matcher.emplace(r.constraint->whole);
   }
   return run;
 }
@@ -268,6 +276,14 @@ void Engine::validate(const GenerateRequest& r) {
     for (size_t j = 0; j < i; ++j)
       if (r.tools[j].name == r.tools[i].name)
         throw FieldError(cat("tools[", i, "].function.name"), cat("two tools are named '", r.tools[i].name, "'"));
+  }
+  if (r.reasoning_budget) {
+    if (!impl_->info.thinking)
+      throw FieldError("reasoning_budget", "'reasoning_budget' needs a Thinking model; this model's chat template "
+                                           "is not Qwen3-VL-Thinking's, so its answers have no reasoning");
+    if (*r.reasoning_budget < 0)
+      throw FieldError("reasoning_budget",
+                       cat("'reasoning_budget' must be a non-negative integer, got ", *r.reasoning_budget));
   }
   if (r.tool_choice != ToolChoice::Auto && r.tool_choice != ToolChoice::None && r.tools.empty())
     throw FieldError("tool_choice", "tool_choice asks for a tool call but the request has no tools");

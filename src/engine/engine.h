@@ -93,6 +93,9 @@ struct Message {
   std::string role;  // "system", "user", "assistant", "tool"
   std::vector<MessagePart> parts;
   std::vector<ToolCall> tool_calls;  // assistant messages of the history
+  // Assistant messages of the history: the client's reasoning_content, which
+  // a Thinking model's template renders (tokenizer/chat_template.h).
+  std::optional<std::string> reasoning;
 };
 
 // A function the model may call. `definition` is the tool object as the
@@ -140,6 +143,9 @@ struct GenerateRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits before sampling
   int top_logprobs = -1;  // -1: no logprobs; 0..20: each token's logprob and that many alternatives
   bool jump_forward = true;  // false: this request's forced tokens take a step each (EngineParams::no_jump_forward)
+  // Thinking models only (EngineInfo::thinking): after this many reasoning
+  // tokens "</think>" is forced, so the reply starts. Unset: no limit.
+  std::optional<int64_t> reasoning_budget;
 };
 
 // TokenLogprob (sampler.h): what top_logprobs reports per token.
@@ -201,8 +207,11 @@ const char* finish_reason_name(FinishReason r);  // OpenAI's names: "stop", "len
 // One answer to the prompt.
 struct Choice {
   // The answer's text; with tools, the text around the tool-call blocks
-  // (the calls are in tool_calls).
+  // (the calls are in tool_calls). A Thinking model's: its reply, after "</think>".
   std::string text;
+  // A Thinking model's reasoning, before "</think>" (engine/reasoning.h); ""
+  // for other models.
+  std::string reasoning;
   std::vector<int32_t> token_ids;  // the completion (EOS excluded)
   FinishReason finish_reason = FinishReason::Length;
   int64_t repetition_period = 0;
@@ -243,6 +252,10 @@ struct EngineInfo {
   size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache
   double load_ms = 0;
   std::vector<std::string> unused_tensors;  // checkpoint tensors the model does not read
+  // The model folder's chat template is a Thinking one: every answer starts
+  // with reasoning, which "</think>" ends; response_format and tools
+  // constrain only what follows it.
+  bool thinking = false;
 };
 
 // A prompt's size before it runs: its tokens, and how many of them stand for images.

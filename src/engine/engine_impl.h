@@ -78,6 +78,7 @@ struct Engine::Impl {
   uint64_t key_seed;  // image keys are hashed with a per-engine secret (image_cache.h)
   std::vector<int32_t> eos;
   int32_t tool_call_open = -1;  // the <tool_call> token (Qwen's added token), -1 if the tokenizer has none
+  int32_t think_close = -1;     // the </think> token a Thinking model ends its reasoning with
   // Multiply-adds ×2 a Vision step may spend among other runs: about one
   // prefill piece of interleave_batch tokens, so an image holds the other
   // streams up no longer than a long prompt does.

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "engine/engine_impl.h"
+#include "engine/reasoning.h"
 #include "engine/tool_calls.h"
 #include "util/error.h"
 
@@ -162,6 +163,13 @@ int32_t Engine::Impl::decide(Run& r, Answer& a, float* logits) {
     if (!r.constraint->block && a.matcher->complete()) a.also_allowed.assign(eos.begin(), eos.end());
     step.also_allowed = a.also_allowed;
     forced = forced_token(r, *a.matcher);
+  } else if (a.reasoning) {
+    // Free text until "</think>", which the budget forces once spent. With a
+    // value to produce after it, the answer may not end inside the reasoning.
+    const std::optional<int64_t>& budget = req.reasoning_budget;
+    if (budget && a.reasoning_tokens >= *budget) forced = think_close;
+    else if (r.constraint && r.constraint->whole && logits)
+      for (int32_t e : eos) logits[e] = -std::numeric_limits<float>::infinity();
   } else if (r.constraint && r.constraint->no_calls && tool_call_open >= 0) {
     logits[tool_call_open] = -std::numeric_limits<float>::infinity();
   }
@@ -198,7 +206,14 @@ bool Engine::Impl::take(Run& r, Answer& a, int32_t token) {
   bool value_complete = false;
   const bool constrained = a.matcher.has_value();
   const EngineClock::time_point ta = EngineClock::now();
-  if (a.matcher) {
+  if (a.reasoning) {
+    if (token == think_close) {
+      a.reasoning = false;  // the reply starts: under the whole answer's constraint, if any
+      if (r.constraint && r.constraint->whole) a.matcher.emplace(r.constraint->whole);
+    } else {
+      ++a.reasoning_tokens;
+    }
+  } else if (a.matcher) {
     if (!a.matcher->accept(token))
       fail("constrained decoding: the sampler chose token ", token, ", which the grammar refuses");
     if (a.matcher->complete() && !a.matcher->can_continue()) {
@@ -412,6 +427,7 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
 }
 
 GenerateResult Engine::end(Run& r) {
+  const bool thinking = impl_->info.thinking;
   const bool decoded = r.stage == Run::Stage::Decode || r.stage == Run::Stage::Done;
   if (decoded && r.decode_start != EngineClock::time_point{}) r.result.timings.decode_ms = ms_since(r.decode_start);
   GenerateResult res = std::move(r.result);
@@ -422,6 +438,11 @@ GenerateResult Engine::end(Run& r) {
     if (!a.done) a.choice.finish_reason = FinishReason::Cancelled;  // abandoned before it was done
     Choice c = std::move(a.choice);
     c.text = a.stops.text();
+    if (thinking) {
+      ReasoningSplitter::Pieces p = split_reasoning(c.text);
+      c.reasoning = std::move(p.reasoning);
+      c.text = std::move(p.content);
+    }
     if (!r.request->tools.empty()) {
       // The calls the answer made, and the text around them.
       ToolCallParser parser;

@@ -40,6 +40,7 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
       cm.parts.push_back(std::move(cp));
     }
     for (const ToolCall& call : m.tool_calls) cm.tool_calls.push_back({call.name, call.arguments});
+    cm.reasoning = m.reasoning;
     chat.push_back(std::move(cm));
   }
   std::vector<std::string> definitions;
