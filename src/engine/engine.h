@@ -209,9 +209,10 @@ struct Choice {
   // The answer's text; with tools, the text around the tool-call blocks
   // (the calls are in tool_calls). A Thinking model's: its reply, after "</think>".
   std::string text;
-  // A Thinking model's reasoning, before "</think>" (engine/reasoning.h); ""
-  // for other models.
-  std::string reasoning;
+  // A Thinking model's reasoning, before "</think>" (engine/reasoning.h);
+  // unset for other models.
+  std::optional<std::string> reasoning;
+  int64_t reasoning_tokens = 0;  // the tokens before "</think>"
   std::vector<int32_t> token_ids;  // the completion (EOS excluded)
   FinishReason finish_reason = FinishReason::Length;
   int64_t repetition_period = 0;

@@ -438,6 +438,7 @@ GenerateResult Engine::end(Run& r) {
     if (!a.done) a.choice.finish_reason = FinishReason::Cancelled;  // abandoned before it was done
     Choice c = std::move(a.choice);
     c.text = a.stops.text();
+    c.reasoning_tokens = a.reasoning_tokens;
     if (thinking) {
       ReasoningSplitter::Pieces p = split_reasoning(c.text);
       c.reasoning = std::move(p.reasoning);

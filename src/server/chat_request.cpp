@@ -22,14 +22,14 @@ using json = nlohmann::ordered_json;
 // store, service_tier, safety_identifier, prompt_cache_key: qvl keeps no
 // stored completions and has one tier; its prefix cache needs no key;
 // modalities and verbosity only with their defaults).
-constexpr std::array<std::string_view, 36> kAccepted = {
+constexpr std::array<std::string_view, 37> kAccepted = {
     "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "top_p",
     "seed", "stop", "presence_penalty", "frequency_penalty", "n", "response_format", "tools", "tool_choice",
     "parallel_tool_calls", "logprobs", "top_logprobs", "logit_bias", "user", "metadata", "store", "service_tier",
     "safety_identifier", "prompt_cache_key", "modalities", "verbosity",
     // qvl's extensions
     "top_k", "min_p", "repetition_penalty", "min_pixels", "max_pixels", "repetition_guard", "repetition_guard_repeats",
-    "jump_forward"};
+    "jump_forward", "reasoning_budget"};
 // OpenAI fields qvl cannot honour: refused whenever set (not null), each with
 // its reason (refuse_unsupported).
 constexpr std::array<std::string_view, 6> kRefused = {"reasoning_effort", "audio",     "prediction",
@@ -551,6 +551,9 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   if (auto r = integer(body, "repetition_guard_repeats", 2, 1000)) g.repetition_guard.min_repeats = static_cast<int>(*r);
   // qvl's extension: false decodes forced tokens one step each (same answer; to compare speed).
   g.jump_forward = boolean(body, "jump_forward", "jump_forward", true);
+  // qvl's extension, Thinking models only (the engine refuses it otherwise):
+  // reasoning tokens after which "</think>" is forced.
+  if (auto b = integer(body, "reasoning_budget", 0, 1 << 24)) g.reasoning_budget = *b;
 
   auto mt = integer(body, "max_completion_tokens", 1, 1 << 24);
   if (!mt) mt = integer(body, "max_tokens", 1, 1 << 24);
@@ -613,7 +616,13 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
     Message msg{r, {}, {}};
     const json* c = field(m, "content");
     if (r == "assistant") {
-      only_keys(m, p, {"role", "content", "name", "tool_calls", "refusal"});
+      only_keys(m, p, {"role", "content", "name", "tool_calls", "refusal", "reasoning_content"});
+      // A Thinking model's earlier reasoning (as its answers returned it);
+      // the template keeps it after the last user query and drops it before.
+      if (const json* rc = field(m, "reasoning_content")) {
+        if (!rc->is_string()) wrong_type(p + ".reasoning_content", "a string", *rc);
+        msg.reasoning = rc->get<std::string>();
+      }
       if (field(m, "refusal")) unsupported(p + ".refusal", "an assistant turn's 'refusal' is not supported (send it as content)");
       if (const json* tcs = field(m, "tool_calls")) msg.tool_calls = tool_calls(*tcs, p + ".tool_calls");
       if (c) msg.parts = parts.content(*c, p + ".content", false);

@@ -92,6 +92,8 @@ json completion_json(const Task& task, const ResponseMeta& meta) {
     // OpenAI's content is null for an answer that is only tool calls.
     message["content"] = c.text.empty() && !c.tool_calls.empty() ? json(nullptr) : json(c.text);
     message["refusal"] = nullptr;
+    // A Thinking model's reasoning, beside the reply (vLLM's and llama.cpp's field).
+    if (c.reasoning) message["reasoning_content"] = *c.reasoning;
     if (!c.tool_calls.empty()) message["tool_calls"] = tool_calls_json(c.tool_calls);
     choices.push_back({{"index", i},
                        {"message", std::move(message)},

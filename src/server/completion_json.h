@@ -25,7 +25,8 @@ struct ResponseMeta {
 
 nlohmann::json usage_json(const GenerateResult& r, const ResponseMeta& meta);
 nlohmann::json timings_json(const Task& task, const ResponseMeta& meta);
-// The whole answer: choices[i] with message (content, tool_calls), logprobs
+// The whole answer: choices[i] with message (content, a Thinking model's
+// reasoning_content, tool_calls), logprobs
 // (null unless the request asked) and finish_reason, usage over every choice.
 nlohmann::json completion_json(const Task& task, const ResponseMeta& meta);
 // One entry of logprobs.content: {"token", "logprob", "bytes", "top_logprobs"}.

@@ -54,9 +54,22 @@ ojson function_call_item_json(const std::string& id, const ToolCall& call, const
           {"arguments", call.arguments},  {"status", status}};
 }
 
+ojson reasoning_item_json(const std::string& id, const std::string& text, const char* status) {
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", ojson::array()},
+          {"content", ojson::array({{{"type", "reasoning_text"}, {"text", text}}})},
+          {"status", status}};
+}
+
 ojson output_json(const GenerateResult& r, OutputIds& ids, bool logprobs, const TokenText& token_text) {
   const char* status = response_end(r).status;
   ojson out = ojson::array();
+  // The reasoning is complete once a reply follows it; else it ended as the
+  // answer did. None (as streamed): no item.
+  if (r.reasoning && !r.reasoning->empty())
+    out.push_back(reasoning_item_json(ids.reasoning, *r.reasoning,
+                                      r.text.empty() && r.tool_calls.empty() ? status : "completed"));
   if (!r.text.empty() || r.tool_calls.empty()) {
     // With calls the logprobs cover the whole answer, blocks included: they
     // belong to no one part, so they are left out.
@@ -78,7 +91,7 @@ ojson responses_usage_json(const GenerateResult& r) {
   return {{"input_tokens", r.prompt_tokens},
           {"input_tokens_details", {{"cached_tokens", r.cached_tokens}}},
           {"output_tokens", r.completion_tokens},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}},
           {"total_tokens", r.prompt_tokens + r.completion_tokens}};
 }
 

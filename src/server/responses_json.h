@@ -25,6 +25,7 @@ struct ResponsesMeta {
 struct OutputIds {
   std::function<std::string()> make;  // a fresh random hex id
   std::string message;                // "msg_…"
+  std::string reasoning;              // "rs_…"
   std::vector<std::string> calls;     // "fc_…", one per call
   const std::string& call(size_t i);  // made on first use
 };
@@ -47,8 +48,11 @@ nlohmann::ordered_json output_text_json(const std::string& text, const std::vect
                                         const TokenText& token_text = {});
 nlohmann::ordered_json message_item_json(const std::string& id, const char* status, nlohmann::ordered_json content);
 nlohmann::ordered_json function_call_item_json(const std::string& id, const ToolCall& call, const char* status);
-// The output items of a finished answer: a message when there is text or
-// no call, then the calls.
+// OpenAI's reasoning item for a Thinking model's reasoning: no summary, the
+// text as one reasoning_text part.
+nlohmann::ordered_json reasoning_item_json(const std::string& id, const std::string& text, const char* status);
+// The output items of a finished answer: a Thinking model's reasoning, a
+// message when there is text or no call, then the calls.
 nlohmann::ordered_json output_json(const GenerateResult& r, OutputIds& ids, bool logprobs, const TokenText& token_text);
 
 nlohmann::ordered_json responses_usage_json(const GenerateResult& r);

@@ -1,6 +1,7 @@
 #include "server/responses_request.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "util/error.h"
@@ -51,7 +52,8 @@ const std::string& string_field(const ojson& obj, const char* name, const std::s
 const char* const kSameFields[] = {"model", "temperature", "top_p", "parallel_tool_calls",
                                    "seed", "top_k", "min_p", "repetition_penalty",
                                    "presence_penalty", "frequency_penalty", "stop", "min_pixels",
-                                   "max_pixels", "repetition_guard", "repetition_guard_repeats"};
+                                   "max_pixels", "repetition_guard", "repetition_guard_repeats",
+                                   "reasoning_budget"};
 // Fields that change nothing here (billing, caching and routing hints of
 // OpenAI's service, or accepted and echoed).
 const char* const kHarmless[] = {"service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
@@ -94,8 +96,13 @@ struct Conversation {
   ojson messages = ojson::array();
   std::vector<ResponsesRequest::Source> sources;
   bool open_calls = false;  // the last message is an assistant message that function_call items may extend
+  // A reasoning item's text, for the assistant message that follows it (a
+  // Thinking model's template renders it as reasoning_content).
+  std::optional<std::string> reasoning;
 
   void add(ojson m, std::string path, bool tool_output = false) {
+    if (m["role"] == "assistant" && reasoning) m["reasoning_content"] = *reasoning;
+    reasoning.reset();
     messages.push_back(std::move(m));
     sources.push_back({std::move(path), tool_output, {}});
     open_calls = false;
@@ -131,6 +138,22 @@ struct Conversation {
       if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
       m["tool_calls"].push_back({{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}});
       sources.back().calls.push_back(p);
+    } else if (t == "reasoning") {
+      // As a response returned it: its reasoning_text parts (the summary is a
+      // rewording, never produced here).
+      std::string text;
+      if (const ojson* c = field(it, "content")) {
+        if (!c->is_array()) wrong_type(p + ".content", "an array of reasoning_text parts", *c);
+        for (size_t k = 0; k < c->size(); ++k) {
+          const std::string pk = cat(p, ".content[", k, "]");
+          if (!(*c)[k].is_object()) wrong_type(pk, "an object", (*c)[k]);
+          if (string_field((*c)[k], "type", pk + ".type") != "reasoning_text")
+            bad_request(pk + ".type", "a reasoning item's content parts must be reasoning_text");
+          text += string_field((*c)[k], "text", pk + ".text");
+        }
+      }
+      reasoning = std::move(text);
+      open_calls = false;
     } else if (t == "function_call_output") {
       const std::string& call_id = string_field(it, "call_id", p + ".call_id");
       const ojson* out = field(it, "output");
@@ -142,7 +165,7 @@ struct Conversation {
       add(std::move(m), p, true);
     } else {
       bad_request(p + ".type", cat("unsupported input item type '", t,
-                                   "' (message, function_call, function_call_output and item_reference are supported)"));
+                                   "' (message, reasoning, function_call, function_call_output and item_reference are supported)"));
     }
   }
 };

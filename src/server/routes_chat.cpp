@@ -3,7 +3,8 @@
 // stream. A client that goes away cancels its task.
 //
 // A stream carries each choice's pieces as OpenAI does: a first chunk per
-// choice with the role, then content (and, with tools, delta.tool_calls as a
+// choice with the role, then (a Thinking model's) delta.reasoning_content
+// until "</think>", as vLLM and llama.cpp stream it, then content (and, with tools, delta.tool_calls as a
 // ToolCallParser splits the raw text: the call's id and name once, then its
 // arguments piece by piece), each chunk with the logprobs of the tokens it
 // holds, then each choice's finish reason, the usage chunk if asked, [DONE].
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <optional>
 
+#include "engine/reasoning.h"
 #include "engine/tool_calls.h"
 #include "server/server_core.h"
 #include "util/error.h"
@@ -30,9 +32,11 @@ constexpr auto kHeartbeat = 10s;
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-// One choice of a stream: its tool-call parser (when the model may call
-// tools) and the logprobs of tokens that showed no text yet.
+// One choice of a stream: its reasoning splitter (a Thinking model's), its
+// tool-call parser (when the model may call tools) and the logprobs of
+// tokens that showed no text yet.
 struct ChoiceStream {
+  std::optional<ReasoningSplitter> splitter;
   std::optional<ToolCallParser> parser;
   json logprobs = json::array();
 };
@@ -42,14 +46,17 @@ struct ChoiceStream {
 struct ChoiceChunks {
   std::vector<json> deltas;
 
-  void content(const std::string& text) {
+  // Text under `key` ("content", "reasoning_content"), merged into the last delta if it is one of those.
+  void text(const char* key, const std::string& text) {
     if (text.empty()) return;
-    if (!deltas.empty() && deltas.back().contains("content")) {
-      deltas.back()["content"] = deltas.back()["content"].get<std::string>() + text;
+    if (!deltas.empty() && deltas.back().contains(key)) {
+      deltas.back()[key] = deltas.back()[key].get<std::string>() + text;
       return;
     }
-    deltas.push_back({{"content", text}});
+    deltas.push_back({{key, text}});
   }
+  void reasoning(const std::string& t) { text("reasoning_content", t); }
+  void content(const std::string& t) { text("content", t); }
   void call_begin(int index, const std::string& id, const std::string& name) {
     deltas.push_back({{"tool_calls", json::array({{{"index", index},
                                                    {"id", id},
@@ -75,6 +82,27 @@ struct ChoiceChunks {
         case ToolCallParser::Event::Kind::CallArguments: call_arguments(e.index, e.text); break;
       }
     }
+  }
+  // The reply's text (after a Thinking model's reasoning): content, or the
+  // tool-call parser's events.
+  void after_reasoning(ChoiceStream& cs, const std::string& text) {
+    if (cs.parser) events(cs.parser->push(text));
+    else content(text);
+  }
+  // A piece of the raw answer: reasoning, then the reply.
+  void piece(ChoiceStream& cs, const std::string& text) {
+    if (!cs.splitter) return after_reasoning(cs, text);
+    ReasoningSplitter::Pieces p = cs.splitter->push(text);
+    reasoning(p.reasoning);
+    after_reasoning(cs, p.content);
+  }
+  void finish(ChoiceStream& cs) {
+    if (cs.splitter) {
+      ReasoningSplitter::Pieces p = cs.splitter->finish();
+      reasoning(p.reasoning);
+      after_reasoning(cs, p.content);
+    }
+    if (cs.parser) events(cs.parser->finish());
   }
 };
 
@@ -239,8 +267,10 @@ void ServerCore::register_chat_routes() {
       st->include_usage = cr.include_usage;
       st->logprobs = cr.logprobs && meta.tokenizer;
       st->choices.resize(n);
-      if (may_call)
-        for (ChoiceStream& cs : st->choices) cs.parser.emplace();
+      for (ChoiceStream& cs : st->choices) {
+        if (may_call) cs.parser.emplace();
+        if (engine->info().thinking) cs.splitter.emplace();
+      }
       st->client_gone = req.client_gone;
       st->rec = rec;
       st->request_id = rec->id;
@@ -272,13 +302,11 @@ void ServerCore::register_chat_routes() {
             for (const TaskDelta& d : deltas) {
               if (d.choice < 0 || d.choice >= static_cast<int>(st->choices.size())) continue;
               ChoiceStream& cs = st->choices[d.choice];
-              if (cs.parser) chunks[d.choice].events(cs.parser->push(d.text));
-              else chunks[d.choice].content(d.text);
+              chunks[d.choice].piece(cs, d.text);
               if (st->logprobs && d.logprob) cs.logprobs.push_back(logprob_json(*d.logprob, *st->meta.tokenizer));
             }
-            if (succeeded)  // what a parser held back (a block that never closed is content)
-              for (size_t i = 0; i < st->choices.size(); ++i)
-                if (st->choices[i].parser) chunks[i].events(st->choices[i].parser->finish());
+            if (succeeded)  // what a splitter or parser held back (a block that never closed is content)
+              for (size_t i = 0; i < st->choices.size(); ++i) chunks[i].finish(st->choices[i]);
             for (size_t i = 0; i < st->choices.size(); ++i) {
               ChoiceStream& cs = st->choices[i];
               for (json& delta : chunks[i].deltas) {

@@ -80,6 +80,7 @@ void ServerCore::register_info_routes() {
                 {"context_size", info.slot_ctx},
                 {"kv_type", kv_type_name(info.kv_type)},
                 {"matmul_precision", info.fast_matmul ? "fast" : "exact"},  // in effect (--precision)
+                {"thinking", info.thinking},  // a Thinking model: answers carry reasoning_content
                 {"default_max_tokens", info.default_max_tokens},
                 {"repetition_guard", options.repetition_guard.window},
                 {"repetition_guard_repeats", options.repetition_guard.min_repeats},

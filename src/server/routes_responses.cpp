@@ -5,7 +5,9 @@
 // /v1/responses/{id} read and drop the responses kept for
 // previous_response_id (response_store.h).
 #include <chrono>
+#include <optional>
 
+#include "engine/reasoning.h"
 #include "engine/tool_calls.h"
 #include "server/response_store.h"
 #include "server/responses_json.h"
@@ -35,9 +37,10 @@ ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, 
 }
 
 // The Responses event stream of one answer. The task's text is the model's
-// raw answer; with tools it goes through ToolCallParser, so text becomes a
-// message item's output_text deltas and each <tool_call> block a
-// function_call item whose arguments stream as they are written.
+// raw answer: a Thinking model's reasoning (ReasoningSplitter) becomes a
+// reasoning item's reasoning_text deltas; the rest, with tools through
+// ToolCallParser, a message item's output_text deltas and each <tool_call>
+// block a function_call item whose arguments stream as they are written.
 struct ResponsesStream {
   std::shared_ptr<Task> task;
   ResponsesMeta meta;
@@ -50,6 +53,7 @@ struct ResponsesStream {
   const ServerCore* core = nullptr;
   ResponseStore* store = nullptr;  // the job store's (outlives every request)
   OutputIds ids;
+  std::optional<ReasoningSplitter> splitter;  // a Thinking model's
   ToolCallParser parser;
 
   bool started = false;
@@ -57,7 +61,7 @@ struct ResponsesStream {
   int64_t sequence = 0;
   std::string pending;             // events not written yet
   ojson output = ojson::array();   // the items so far, as streamed
-  enum class Open { None, Message, Call } open = Open::None;
+  enum class Open { None, Reasoning, Message, Call } open = Open::None;
   size_t messages = 0, calls = 0;  // items of each kind opened
 
   void event(ojson e) {
@@ -76,6 +80,19 @@ struct ResponsesStream {
     item()["content"].push_back(output_text_json(""));
     event({{"type", "response.content_part.added"}, {"item_id", id}, {"output_index", index()}, {"content_index", 0},
            {"part", item()["content"][0]}});
+  }
+
+  void reasoning(const std::string& t) {
+    if (t.empty()) return;
+    if (open != Open::Reasoning) {
+      close("completed");
+      output.push_back(reasoning_item_json(ids.reasoning, "", "in_progress"));
+      open = Open::Reasoning;
+      event({{"type", "response.output_item.added"}, {"output_index", index()}, {"item", item()}});
+    }
+    item()["content"][0]["text"].get_ref<std::string&>() += t;
+    event({{"type", "response.reasoning_text.delta"}, {"item_id", item()["id"]}, {"output_index", index()},
+           {"content_index", 0}, {"delta", t}});
   }
 
   void text(const std::string& t) {
@@ -105,7 +122,10 @@ struct ResponsesStream {
 
   // Ends the open item with `status`.
   void close(const char* status) {
-    if (open == Open::Message) {
+    if (open == Open::Reasoning) {
+      event({{"type", "response.reasoning_text.done"}, {"item_id", item()["id"]}, {"output_index", index()},
+             {"content_index", 0}, {"text", item()["content"][0]["text"]}});
+    } else if (open == Open::Message) {
       ojson& part = item()["content"][0];
       event({{"type", "response.output_text.done"}, {"item_id", item()["id"]}, {"output_index", index()},
              {"content_index", 0}, {"text", part["text"]}, {"logprobs", ojson::array()}});
@@ -132,14 +152,26 @@ struct ResponsesStream {
     }
   }
 
-  void push(const std::string& t) {
+  void reply(const std::string& t) {
     if (parse_calls) on_events(parser.push(t));
     else text(t);
+  }
+
+  void push(const std::string& t) {
+    if (!splitter) return reply(t);
+    ReasoningSplitter::Pieces p = splitter->push(t);
+    reasoning(p.reasoning);
+    reply(p.content);
   }
 
   // The answer is complete: close what is open, add what the stream did not
   // show (calls the parser could not see), and the final Response.
   void finish(const GenerateResult& r) {
+    if (splitter) {
+      ReasoningSplitter::Pieces p = splitter->finish();
+      reasoning(p.reasoning);
+      reply(p.content);
+    }
     if (parse_calls) on_events(parser.finish());
     const ResponseEnd end = response_end(r);
     // A call cut short by max_output_tokens is not among the result's calls.
@@ -150,7 +182,7 @@ struct ResponsesStream {
       call_arguments(r.tool_calls[i].arguments);
       close("completed");
     }
-    if (output.empty()) open_message();  // an empty answer is an empty message, as unstreamed
+    if (messages == 0 && calls == 0) open_message();  // an empty answer is an empty message, as unstreamed
     close(end.status);
     for (ojson& it : output)
       if (it["type"] == "message") it["status"] = end.status;
@@ -209,7 +241,7 @@ void ServerCore::register_responses_routes() {
           return;
         }
         const GenerateResult& r = task->result();
-        OutputIds ids{make_id, "msg_" + make_id(), {}};
+        OutputIds ids{make_id, "msg_" + make_id(), "rs_" + make_id(), {}};
         const Tokenizer& tok = engine->tokenizer();
         TokenText token_text = [&tok](int32_t t) { return tok.decode(std::span<const int32_t>(&t, 1)); };
         const ResponseEnd end = response_end(r);
@@ -232,7 +264,8 @@ void ServerCore::register_responses_routes() {
       st->request_id = rec->id;
       st->core = this;
       st->store = store;
-      st->ids = OutputIds{make_id, "msg_" + make_id(), {}};
+      st->ids = OutputIds{make_id, "msg_" + make_id(), "rs_" + make_id(), {}};
+      if (engine->info().thinking) st->splitter.emplace();
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
       res.set_provider(

@@ -104,7 +104,7 @@ TEST(Thinking, WithoutTheCloseTagEverythingIsReasoning) {
   ASSERT_EQ(res.token_ids.size(), 6u);
   EXPECT_EQ(res.text, "");
   EXPECT_EQ(res.reasoning, split_reasoning(thinking_engine().tokenizer().decode(res.token_ids, true)).reasoning);
-  EXPECT_FALSE(res.reasoning.empty());
+  EXPECT_FALSE(res.reasoning->empty());
 }
 
 // The schema constrains the reply only: the reasoning is free text (the
@@ -128,7 +128,7 @@ TEST(Thinking, JsonSchemaConstrainsOnlyTheReply) {
     const json j = json::parse(res.text);  // throws unless the reply is the value
     EXPECT_TRUE(j.at("answer") == "yes" || j.at("answer") == "no") << res.text;
     EXPECT_TRUE(j.at("cats").is_boolean()) << res.text;
-    EXPECT_EQ(res.reasoning.find("</think>"), std::string::npos);
+    EXPECT_EQ(res.reasoning->find("</think>"), std::string::npos);
   }
   EXPECT_GE(finished, 3);
 }
@@ -148,6 +148,7 @@ TEST(Thinking, ReasoningBudgetIsCheckedAndNeedsAThinkingModel) {
   p.ctx_size = 256;
   auto instruct = Engine::create(p);
   EXPECT_FALSE(instruct->info().thinking);
+  EXPECT_FALSE(instruct->generate(user_request({}, "x", 2)).reasoning.has_value());
   r.reasoning_budget = 3;
   try {
     instruct->validate(r);

@@ -65,8 +65,10 @@ inline std::string png_data_uri(const std::string& name = "gradient_320x240") {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    std::vector<std::string> args = {QVL_BINARY, "serve", "--model", kTinyModel, "--port", "0", "--threads", "1"};
+  // `model`: another model folder than the tiny fixture (e.g. a Thinking one).
+  explicit ServerProcess(std::vector<std::string> extra = {}, std::vector<std::string> env = {},
+                         const std::string& model = kTinyModel) {
+    std::vector<std::string> args = {QVL_BINARY, "serve", "--model", model, "--port", "0", "--threads", "1"};
     const bool own_store = std::find_if(extra.begin(), extra.end(), [](const std::string& a) {
                              return a == "--jobs-db" || a == "--state-dir";
                            }) != extra.end();
