@@ -382,6 +382,35 @@ test('a Markdown table in an answer is rendered as a table (stream given in the 
   await ctx.close();
 });
 
+test('a Thinking model\'s reasoning streams into a collapsed "Thinking" block above the reply (stream given in the browser)', async () => {
+  const { page, ctx, errors } = await openPage();
+  await page.route('**/v1/chat/completions', async (route) => {
+    const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const body = chunk({ role: 'assistant', content: '' }) + chunk({ reasoning_content: 'Three cats, ' }) +
+      chunk({ reasoning_content: 'one dog.' }) + chunk({ content: 'There are **3** cats.' }) + chunk({}, 'stop') +
+      'data: [DONE]\n\n';
+    await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body });
+  });
+  await page.fill('#prompt', 'How many cats?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('.answer[data-state="done"]');
+  const answer = lastAnswer(page);
+  const thinking = answer.locator('details.thinking');
+  assert.ok(await thinking.isVisible());
+  assert.equal(await thinking.evaluate((d) => d.open), false);
+  assert.equal(await thinking.locator('summary').textContent(), 'Thinking');
+  assert.equal(await thinking.locator('.thinking-text').textContent(), 'Three cats, one dog.');
+  assert.equal(await answer.locator('.answer-body strong').textContent(), '3');
+  const order = await answer.evaluate((a) => [...a.querySelector('.answer-main').children]
+    .filter((e) => !e.hidden && e.textContent.trim()).map((e) => e.className));
+  assert.deepEqual(order.slice(0, 2), ['thinking', 'answer-body md']);
+  await thinking.locator('summary').click();
+  assert.ok(await thinking.locator('.thinking-text').isVisible());
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test('an answer that tries to inject HTML is rendered as text (stream given in the browser)', async () => {
   const { page, ctx, errors } = await openPage();
   const evil = 'x <script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2"> ' +

@@ -91,12 +91,13 @@ export async function fetchConfig(apiKey) {
   return { config: cfg, fromServer };
 }
 
-// Streams one chat completion. Calls onDelta(text) for each piece of the answer and
+// Streams one chat completion. Calls onReasoning(text) for each piece of a Thinking model's
+// reasoning (delta.reasoning_content), onDelta(text) for each piece of the answer and
 // onToolCalls(deltas) for each piece of its tool calls (fold them with accumulateToolCalls), and
 // resolves to {finishReason, usage, timings, error, stopped}. Aborting `signal` (the Stop button)
 // closes the connection, which makes the server cancel the work and free its slot. `sessionId` is the
 // conversation's (newSessionId).
-export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onToolCalls = () => {} }) {
+export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onReasoning = () => {}, onToolCalls = () => {} }) {
   const result = { finishReason: null, usage: null, timings: null, error: null, stopped: false };
   let res;
   try {
@@ -120,6 +121,8 @@ export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onT
     try {
       const payload = await res.json();
       const choice = payload.choices && payload.choices[0];
+      if (choice && choice.message && typeof choice.message.reasoning_content === 'string')
+        onReasoning(choice.message.reasoning_content);
       onDelta(choice && choice.message ? String(choice.message.content ?? '') : '');
       const calls = choice && choice.message && choice.message.tool_calls;
       // Whole calls, each one delta with its position as index.
@@ -142,6 +145,7 @@ export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onT
       const chunk = readChunk(data);
       if (chunk.done) { done = true; continue; }
       if (chunk.error) { result.error = describeStreamError(chunk.error); continue; }
+      if (chunk.reasoning) onReasoning(chunk.reasoning);
       if (chunk.delta) onDelta(chunk.delta);
       if (chunk.toolCalls) onToolCalls(chunk.toolCalls);
       if (chunk.finishReason) result.finishReason = chunk.finishReason;

@@ -36,8 +36,8 @@ const state = {
                     //  info: /v1/qvl/documents/pages answer, picked: Set of pages, mode: 'once'|'pages',
                     //  measuredMaxPixels}
   docMode: 'once',  // ask once (one streamed request) or page by page (a job per page); kept across PDFs
-  turns: [],        // {text, images, json, answer: {text, toolCalls, status, error, finishReason, usage,
-                    //  timings}, view}
+  turns: [],        // {text, images, json, answer: {reasoning, text, toolCalls, status, error, finishReason,
+                    //  usage, timings}, view}
   active: null,     // {controller, turn} while an answer streams
   sessionId: newSessionId(),  // X-Session-Id of this conversation; a new one when it is cleared
   health: 'connecting',
@@ -412,7 +412,7 @@ async function send(text, preset = null) {
     preset,
     format: preset && preset.format ? preset.format : 'text',
     json: preset && preset.responseFormat ? true : state.settings.answerFormat !== 'text',
-    answer: { text: '', toolCalls: [], status: 'waiting', error: '', finishReason: null, usage: null,
+    answer: { reasoning: '', text: '', toolCalls: [], status: 'waiting', error: '', finishReason: null, usage: null,
       timings: null },
   };
   state.pending = [];
@@ -441,6 +441,11 @@ async function send(text, preset = null) {
       apiKey: state.settings.apiKey,
       sessionId: state.sessionId,
       signal: controller.signal,
+      onReasoning: (d) => {
+        turn.answer.reasoning += d;
+        turn.answer.status = 'streaming';
+        scheduleRender(turn);
+      },
       onDelta: (d) => {
         turn.answer.text += d;
         turn.answer.status = 'streaming';

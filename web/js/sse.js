@@ -47,8 +47,9 @@ export class SseParser {
 }
 
 // Interprets one event of an OpenAI chat-completion stream.
-// Returns {done} | {error: {message, type, code}} | {delta, toolCalls, finishReason, usage, timings};
-// toolCalls is the chunk's delta.tool_calls (pieces of calls, see tool_calls.js) or null.
+// Returns {done} | {error: {message, type, code}} | {delta, reasoning, toolCalls, finishReason, usage, timings};
+// reasoning is a Thinking model's delta.reasoning_content ('' if none); toolCalls is the chunk's
+// delta.tool_calls (pieces of calls, see tool_calls.js) or null.
 export function readChunk(data) {
   if (data.trim() === '[DONE]') return { done: true };
   let obj;
@@ -61,6 +62,8 @@ export function readChunk(data) {
   const choice = Array.isArray(obj.choices) && obj.choices.length ? obj.choices[0] : null;
   return {
     delta: choice && choice.delta && typeof choice.delta.content === 'string' ? choice.delta.content : '',
+    reasoning: choice && choice.delta && typeof choice.delta.reasoning_content === 'string'
+      ? choice.delta.reasoning_content : '',
     toolCalls: choice && choice.delta && Array.isArray(choice.delta.tool_calls) ? choice.delta.tool_calls : null,
     finishReason: choice ? choice.finish_reason ?? null : null,
     usage: obj.usage ?? null,

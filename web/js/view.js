@@ -119,8 +119,12 @@ function qwenMarkdown(text, marks) {
 
 // The assistant side of a turn; update() re-renders it from the turn's current state. An answer
 // asked for as JSON (turn.json) is shown as a formatted code block, not through Markdown; its tool
-// calls (turn.answer.toolCalls) as one card each, after the text.
+// calls (turn.answer.toolCalls) as one card each, after the text. A Thinking model's reasoning
+// (turn.answer.reasoning) comes first, in a "Thinking" block that starts collapsed.
 export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
+  const thinkingText = h('div', { class: 'thinking-text' });
+  const thinkingLabel = h('summary', { text: 'Thinking' });
+  const thinking = h('details', { class: 'thinking', hidden: true }, thinkingLabel, thinkingText);
   const body = h('div', { class: 'answer-body md' });
   const calls = h('div', { class: 'tool-calls', hidden: true });
   const figureSlot = h('div', { class: 'figure-slot' });
@@ -143,7 +147,7 @@ export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
   const root = h('div', { class: 'answer', 'aria-busy': 'true' },
     h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon('logo')),
     // The picture first: people would rather see the boxes than read the coordinates.
-    h('div', { class: 'answer-main' }, figureSlot, body, calls, error, h('div', { class: 'answer-foot' }, meta, actions)));
+    h('div', { class: 'answer-main' }, thinking, figureSlot, body, calls, error, h('div', { class: 'answer-foot' }, meta, actions)));
   let lastText = null;
   let lastBusy = null;
   let lastBoxesKey = '';
@@ -156,6 +160,11 @@ export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
     root.dataset.state = a.status;
     root.setAttribute('aria-busy', String(busy));
     root.classList.toggle('has-calls', toolCalls.length > 0);
+    const reasoning = a.reasoning || '';
+    thinking.hidden = !reasoning;
+    if (thinkingText.textContent !== reasoning) thinkingText.textContent = reasoning;
+    // Still thinking: no reply yet.
+    thinkingLabel.textContent = busy && !a.text && !toolCalls.length ? 'Thinking…' : 'Thinking';
     if (a.text !== lastText || (turn.json && busy !== lastBusy)) {
       lastText = a.text;
       lastBusy = busy;

@@ -79,3 +79,12 @@ test('timings line and sizes', () => {
   assert.equal(formatBytes(2048), '2.0 KB');
   assert.equal(formatBytes(3 * 1024 * 1024), '3.0 MB');
 });
+
+test('chat chunks: a Thinking model\'s delta.reasoning_content is read apart from its content', () => {
+  const r = readChunk('{"choices":[{"index":0,"delta":{"reasoning_content":"Count the"},"finish_reason":null}]}');
+  assert.equal(r.reasoning, 'Count the');
+  assert.equal(r.delta, '');
+  const c = readChunk('{"choices":[{"index":0,"delta":{"content":"3"},"finish_reason":null}]}');
+  assert.equal(c.reasoning, '');
+  assert.equal(c.delta, '3');
+});
