@@ -133,6 +133,32 @@ TEST(Thinking, JsonSchemaConstrainsOnlyTheReply) {
   EXPECT_GE(finished, 3);
 }
 
+// tool_choice required: after the reasoning, the reply is tool-call blocks,
+// parsed into calls; the reasoning stays free text.
+TEST(Thinking, RequiredToolCallFollowsTheReasoning) {
+  const Tool unit{"set_unit", R"({"type":"function","function":{"name":"set_unit","parameters":{"type":"object",)"
+                              R"("properties":{"unit":{"enum":["celsius","fahrenheit"]}},"required":["unit"],)"
+                              R"("additionalProperties":false}}})",
+                  R"({"type":"object","properties":{"unit":{"enum":["celsius","fahrenheit"]}},"required":["unit"],)"
+                  R"("additionalProperties":false})"};
+  GenerateRequest r = user_request({}, "Use celsius.", 200);
+  r.ignore_eos = false;
+  r.tools = {unit};
+  r.tool_choice = ToolChoice::Required;
+  r.parallel_tool_calls = false;
+  r.reasoning_budget = 2;
+  const GenerateResult res = thinking_engine().generate(r);
+  ASSERT_GE(res.token_ids.size(), 3u);
+  EXPECT_EQ(res.token_ids[2], think_close());
+  ASSERT_EQ(res.finish_reason, FinishReason::ToolCalls) << res.text;
+  ASSERT_EQ(res.tool_calls.size(), 1u);
+  EXPECT_EQ(res.tool_calls[0].name, "set_unit");
+  const json args = json::parse(res.tool_calls[0].arguments);
+  EXPECT_TRUE(args.at("unit") == "celsius" || args.at("unit") == "fahrenheit") << res.tool_calls[0].arguments;
+  EXPECT_EQ(res.text, "");
+  EXPECT_EQ(res.reasoning_tokens, 2);
+}
+
 TEST(Thinking, ReasoningBudgetIsCheckedAndNeedsAThinkingModel) {
   GenerateRequest r = user_request({}, "x", 4);
   r.reasoning_budget = -1;
