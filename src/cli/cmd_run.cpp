@@ -133,6 +133,7 @@ int cmd_run(int argc, char** argv) {
   } else {
     nlohmann::json j;
     j["text"] = r.text;
+    if (r.reasoning) j["reasoning"] = *r.reasoning;  // a Thinking model's, before "</think>"; text is the reply
     j["token_ids"] = r.token_ids;
     j["finish_reason"] = finish_reason_name(r.finish_reason);
     j["usage"] = {{"prompt_tokens", r.prompt_tokens},

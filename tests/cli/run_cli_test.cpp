@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../engine/thinking_model.h"
+
 namespace {
 
 const std::string kFixtures = QVL_FIXTURES_DIR;
@@ -204,6 +206,20 @@ TEST(RunCli, JsonSchemaConstrainsTheAnswer) {
   EXPECT_EQ(answer.size(), 2u);
   EXPECT_TRUE(answer["a"].is_string());
   EXPECT_TRUE(answer["b"].is_boolean());
+}
+
+// A Thinking model's answer: reasoning and text are its tokens' text split at "</think>".
+TEST(RunCli, ThinkingModelJsonHasTheReasoningApart) {
+  const std::string dir = qvl::test::make_thinking_model(kFixtures, ::testing::TempDir());
+  const Outcome r = qvl("run --model " + dir + " --prompt hi --temperature 0 --max-tokens 6 --output-format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("reasoning")) << r.out;
+  EXPECT_TRUE(j["reasoning"].is_string());
+  EXPECT_EQ(j["reasoning"].get<std::string>().find("</think>"), std::string::npos);
+  const Outcome instruct = qvl("run --model " + kFixtures + "/tiny-qwen3vl --prompt hi --max-tokens 2 --output-format json");
+  ASSERT_EQ(instruct.code, 0) << instruct.err;
+  EXPECT_FALSE(nlohmann::json::parse(instruct.out).contains("reasoning"));
 }
 
 TEST(RunCli, UnenforceableSchemaIsRefusedNamingTheKeyword) {
