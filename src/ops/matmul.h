@@ -100,6 +100,15 @@ class WeightMatrix {
   WeightMatrix() = default;
   static WeightMatrix view_bf16(const uint16_t* data, int64_t rows, int64_t cols);
   static WeightMatrix view_f32(const float* data, int64_t rows, int64_t cols);
+  // A q8/q4 matrix already in the layout from_bf16 makes (quant.h), read in
+  // place (a mapped weight cache file, model/weight_cache.h): `data` is
+  // 64-byte aligned and holds storage_bytes(format, rows, cols); `keep` owns
+  // the memory (the mapping) for as long as any copy of the matrix lives.
+  static WeightMatrix view_quantized(const void* data, int64_t rows, int64_t cols, WeightFormat format,
+                                     std::shared_ptr<const void> keep);
+  // Bytes a matrix of this shape and format occupies as from_bf16 lays it out
+  // (q8/q4: the codes rounded up to 64 bytes, then the scales).
+  static size_t storage_bytes(WeightFormat format, int64_t rows, int64_t cols);
   // Converts bf16 source weights to `format` (packing/quantizing as needed).
   // `rows_read(begin, end)`, when given, is told (from any pool thread) that
   // source rows [begin, end) will not be read again, so a loader can drop
@@ -127,7 +136,7 @@ class WeightMatrix {
   int64_t rows_ = 0, cols_ = 0;
   const void* data_ = nullptr;
   size_t bytes_ = 0;
-  std::shared_ptr<void> owned_;
+  std::shared_ptr<const void> owned_;
 };
 
 // Name of the SIMD target the q8/q4 matmul runs on here (e.g. "AVX3_DL" =

@@ -166,6 +166,36 @@ WeightMatrix WeightMatrix::view_f32(const float* data, int64_t rows, int64_t col
   return w;
 }
 
+size_t WeightMatrix::storage_bytes(WeightFormat format, int64_t rows, int64_t cols) {
+  switch (format) {
+    case WeightFormat::BF16: return static_cast<size_t>(rows * cols) * 2;
+    case WeightFormat::F32: return static_cast<size_t>(rows * cols) * 4;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: {
+      const bool q8 = format == WeightFormat::Q8;
+      return static_cast<size_t>(quant::round64(quant::codes_bytes(q8, rows, cols)) + quant::scales_bytes(rows, cols));
+    }
+  }
+  return 0;
+}
+
+WeightMatrix WeightMatrix::view_quantized(const void* data, int64_t rows, int64_t cols, WeightFormat format,
+                                          std::shared_ptr<const void> keep) {
+  if (format != WeightFormat::Q8 && format != WeightFormat::Q4)
+    fail("view_quantized: format ", weight_format_name(format), " is not q8 or q4");
+  if (rows < 0 || cols < 0) fail("quantized weight view with negative shape [", rows, ", ", cols, "]");
+  if (reinterpret_cast<uintptr_t>(data) % 64 != 0) fail("quantized weight view is not 64-byte aligned");
+  WeightMatrix w;
+  w.format_ = format;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  w.data_ = data;
+  w.owned_ = std::move(keep);
+  const bool q8 = format == WeightFormat::Q8;
+  w.bytes_ = static_cast<size_t>(quant::codes_bytes(q8, rows, cols) + quant::scales_bytes(rows, cols));
+  return w;
+}
+
 WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t cols, WeightFormat format,
                                      ThreadPool* pool, const std::function<void(int64_t, int64_t)>& rows_read,
                                      HugePageArena* arena) {
@@ -177,16 +207,18 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
   switch (format) {
     case WeightFormat::BF16: {
       size_t bytes = static_cast<size_t>(rows * cols) * 2;
-      w.owned_ = allocate(bytes, "bf16", arena);
-      std::memcpy(w.owned_.get(), data, bytes);
+      std::shared_ptr<void> buf = allocate(bytes, "bf16", arena);
+      std::memcpy(buf.get(), data, bytes);
+      w.owned_ = buf;
       if (rows_read) rows_read(0, rows);
       w.bytes_ = bytes;
       break;
     }
     case WeightFormat::F32: {
       size_t bytes = static_cast<size_t>(rows * cols) * 4;
-      w.owned_ = allocate(bytes, "f32", arena);
-      float* dst = static_cast<float*>(w.owned_.get());
+      std::shared_ptr<void> buf = allocate(bytes, "f32", arena);
+      w.owned_ = buf;
+      float* dst = static_cast<float*>(buf.get());
       for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
         bf16_to_f32(data + b * cols, dst + b * cols, (e - b) * cols);
         if (rows_read) rows_read(b, e);
@@ -201,8 +233,10 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       const int64_t row_bytes = groups * quant::group_bytes(q8);
       const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
       const int64_t scales_bytes = quant::scales_bytes(rows, cols);
-      w.owned_ = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format), arena);
-      uint8_t* base = static_cast<uint8_t*>(w.owned_.get());
+      std::shared_ptr<void> buf =
+          allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format), arena);
+      w.owned_ = buf;
+      uint8_t* base = static_cast<uint8_t*>(buf.get());
       uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);
       const int64_t blocks = quant::row_blocks(rows);
       for_rows(blocks, pool, [&](int64_t b0, int64_t b1, int) {
