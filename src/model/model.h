@@ -4,12 +4,15 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <string>
 
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
+#include "model/weight_cache.h"
 #include "model/weight_prefetch.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
@@ -27,6 +30,17 @@ struct ModelLoadOptions {
   // competes with whatever the caller still does to get ready (tokenizer,
   // KV caches: +0.2 s of load measured), so callers start it when ready.
   bool prefetch = false;
+  // q8/q4 weights: map them from this weight cache when it holds them for
+  // this checkpoint, else convert and write them there. Unset: no cache.
+  std::optional<WeightCacheOptions> weight_cache;
+  std::ostream* log = nullptr;  // weight cache warnings; nullptr: std::cerr
+};
+
+// What the weight cache did at a load.
+struct WeightCacheUse {
+  enum class Outcome { Off, Loaded, Written, WriteFailed };
+  Outcome outcome = Outcome::Off;
+  std::string path;  // the cache file (Loaded/Written) or the one that could not be written
 };
 
 class Model {
@@ -49,6 +63,7 @@ class Model {
     return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_pays();
   }
   size_t file_bytes() const { return st_.total_bytes(); }
+  const WeightCacheUse& weight_cache_use() const { return cache_use_; }
   // Maps the in-place (mmap'd) weights into the page tables on a background
   // thread (weight_prefetch.h), so the first request does not take them as
   // page faults. Call once the caller is otherwise ready (end of engine
@@ -65,6 +80,7 @@ class Model {
   ModelWeights weights_;
   WeightFormat format_ = WeightFormat::BF16;
   MatmulPrecision precision_ = MatmulPrecision::Exact;
+  WeightCacheUse cache_use_;
   std::unique_ptr<VisionEncoder> vision_;
   std::unique_ptr<TextDecoder> text_;
   std::unique_ptr<WeightPrefetch> prefetch_;  // last: stopped before the mapping goes

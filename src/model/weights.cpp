@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "io/checkpoint_layout.h"
@@ -114,6 +115,10 @@ class Binder {
     return convert(t, rows, cols, options_.format);
   }
   WeightMatrix convert(const TensorView& t, int64_t rows, int64_t cols, WeightFormat format) {
+    if (std::optional<WeightMatrix> m = reused(t.name, rows, cols, format)) {
+      done_bytes_ += t.nbytes;
+      return *m;
+    }
     WeightMatrix m;
     const bool aligned_bf16 = reinterpret_cast<uintptr_t>(t.data) % alignof(uint16_t) == 0;
     const bool aligned_f32 = reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0;
@@ -150,9 +155,28 @@ class Binder {
     // matmul() reads it for bf16 only; attention_precision reads it for
     // every format (q8/q4 with --precision fast: bf16 attention).
     if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
+    record(t.name, m);
     done_bytes_ += t.nbytes;
     if (converted_ && options_.progress) options_.progress(done_bytes_, total_bytes_);
     return m;
+  }
+
+  // The matrix `name` from options_.reuse when it holds one of this format
+  // and shape (its precision set as a converted one's would be).
+  std::optional<WeightMatrix> reused(const std::string& name, int64_t rows, int64_t cols, WeightFormat format) const {
+    if (!options_.reuse) return std::nullopt;
+    auto it = options_.reuse->find(name);
+    if (it == options_.reuse->end()) return std::nullopt;
+    WeightMatrix m = it->second;
+    if (m.format() != format || m.rows() != rows || m.cols() != cols) return std::nullopt;
+    m.set_precision(options_.precision);
+    return m;
+  }
+
+  // Hands a q8/q4 matrix this load converted to options_.converted.
+  void record(const std::string& name, const WeightMatrix& m) {
+    if (options_.converted && (m.format() == WeightFormat::Q8 || m.format() == WeightFormat::Q4))
+      options_.converted->emplace(name, m);
   }
 
   // A sparse layer's router and experts. The checkpoint fuses the experts
@@ -208,6 +232,8 @@ class Binder {
   // Columns [c0, c0 + n) of expert e's [r, c] block of a 3-D tensor
   // [E, r, c], transposed: the [n, r] matrix y = x·Wᵀ reads.
   WeightMatrix transposed(const TensorView& t, int64_t e, int64_t r, int64_t c, int64_t c0, int64_t n) {
+    const std::string name = cat(t.name, "#", e, ":", c0);
+    if (std::optional<WeightMatrix> m = reused(name, n, r, options_.format)) return *m;
     const size_t esize = dtype_size(t.dtype);
     const uint8_t* block = t.data + static_cast<size_t>(e * r * c) * esize;
     // Element (i, j) of the result is block[j][c0 + i]; memcpy since the
@@ -241,6 +267,7 @@ class Binder {
     // matmul() reads it for bf16 only; attention_precision reads it for
     // every format (q8/q4 with --precision fast: bf16 attention).
     if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
+    record(name, m);
     converted_ = true;
     return m;
   }

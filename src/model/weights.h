@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,6 +114,10 @@ struct TextWeights {
   WeightMatrix lm_head;     // [vocab, hidden]; the embedding table when tied
 };
 
+// Converted matrices by name: a tensor's name, or for an expert of a fused
+// tensor "<tensor>#<expert>:<first column>".
+using MatrixTable = std::map<std::string, WeightMatrix>;
+
 struct WeightLoadOptions {
   WeightFormat format = WeightFormat::BF16;
   // Given to every BF16 matrix (prefill/vision products, matmul.h); other
@@ -122,6 +127,13 @@ struct WeightLoadOptions {
   // Called after each converted matrix with (bytes done, bytes total) of
   // source weights; lets the CLI print progress for slow conversions.
   std::function<void(size_t, size_t)> progress;
+  // q8/q4 matrices an earlier load made (a mapped weight cache file,
+  // model/weight_cache.h): one with the asked format and shape is used as is
+  // instead of being converted again (the same bytes).
+  const MatrixTable* reuse = nullptr;
+  // When set, receives every matrix this load converted to q8/q4, so the
+  // caller can keep them in the weight cache.
+  MatrixTable* converted = nullptr;
 };
 
 struct ModelWeights {
