@@ -1,29 +1,28 @@
 // `qvl models`: the models in the Hugging Face cache, with revisions, sizes
-// and whether each snapshot holds everything qvl needs.
+// and whether each snapshot holds everything qvl needs; then the q8/q4 files
+// of the weight cache (model/weight_cache.h).
+#include <ctime>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/hub_cache.h"
 #include "io/hub_progress.h"
+#include "model/weight_cache.h"
 #include "util/args.h"
 #include "util/error.h"
 
 namespace qvl::cli {
 
-int cmd_models(int argc, char** argv) {
-  Args args("models", "[options]",
-            "List the models in the Hugging Face cache (shared with Python tools): repo, revision -> commit,\n"
-            "size on disk, and whether the snapshot is complete.");
-  std::string dir;
-  args(dir, "cache-dir", "DIR", "cache folder").unset("HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub");
-  if (!args.parse(argc, argv)) return 0;
-  if (!args.positional().empty()) throw UsageError("models: takes no arguments (see qvl models --help)");
-  if (!args.has("cache-dir")) dir = hub::default_cache_dir();
+namespace {
+
+void list_hub_models(const std::string& dir) {
   std::vector<hub::CachedModel> models = hub::scan_cache(dir);
   if (models.empty()) {
     std::cout << "no models in " << dir << "\n";
-    return 0;
+    return;
   }
   size_t repo_w = 4;
   for (const auto& m : models) repo_w = std::max(repo_w, m.repo_id.size());
@@ -44,6 +43,47 @@ int cmd_models(int argc, char** argv) {
     }
   }
   std::cout << "cache: " << dir << "\n";
+}
+
+void list_weight_cache(const WeightCache& cache) {
+  std::vector<WeightCacheFile> files = cache.list();
+  std::cout << "\n";
+  if (files.empty()) {
+    std::cout << "no q8/q4 weights in " << cache.dir() << "\n";
+    return;
+  }
+  std::cout << std::left << std::setw(14) << "WEIGHTS" << std::setw(8) << "FORMAT" << std::setw(10) << "SIZE"
+            << std::setw(18) << "LAST USED" << "MADE FROM\n";
+  uint64_t total = 0;
+  for (const WeightCacheFile& f : files) {
+    total += f.bytes;
+    char used[32] = "-";
+    std::tm tm{};
+    if (f.last_used > 0 && localtime_r(&f.last_used, &tm)) std::strftime(used, sizeof used, "%Y-%m-%d %H:%M", &tm);
+    const std::string name = std::filesystem::path(f.path).filename().string().substr(0, 12);
+    std::cout << std::left << std::setw(14) << name << std::setw(8) << (f.valid ? f.format : "?") << std::setw(10)
+              << hub::format_bytes(f.bytes) << std::setw(18) << used
+              << (f.valid ? f.source : "unusable (" + f.problem + "), rebuilt at next use") << "\n";
+  }
+  std::cout << "weight cache: " << cache.dir() << " (" << hub::format_bytes(total) << ")\n";
+}
+
+}  // namespace
+
+int cmd_models(int argc, char** argv) {
+  Args args("models", "[options]",
+            "List the models in the Hugging Face cache (shared with Python tools): repo, revision -> commit,\n"
+            "size on disk, and whether the snapshot is complete; then the files of the q8/q4 weight cache\n"
+            "(qvl quantize): format, size, last use and the model folder each was made from.");
+  std::string dir;
+  args(dir, "cache-dir", "DIR", "cache folder").unset("HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub");
+  WeightCacheOptions weight_cache;
+  visit_options(weight_cache, args);
+  if (!args.parse(argc, argv)) return 0;
+  if (!args.positional().empty()) throw UsageError("models: takes no arguments (see qvl models --help)");
+  if (!args.has("cache-dir")) dir = hub::default_cache_dir();
+  list_hub_models(dir);
+  list_weight_cache(WeightCache(weight_cache));
   return 0;
 }
 

@@ -18,5 +18,6 @@ int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_pull(int argc, char** argv);
 int cmd_models(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 
 }  // namespace qvl::cli

@@ -21,7 +21,8 @@ constexpr Command kCommands[] = {
     {"tokenize", "text -> token ids (or ids -> text with --decode)", qvl::cli::cmd_tokenize},
     {"bench", "measure load, vision, prefill and decode speed", qvl::cli::cmd_bench},
     {"pull", "download a model into the Hugging Face cache", qvl::cli::cmd_pull},
-    {"models", "list models in the Hugging Face cache", qvl::cli::cmd_models},
+    {"models", "list models in the Hugging Face cache and the q8/q4 weight cache", qvl::cli::cmd_models},
+    {"quantize", "make a model's q8/q4 weights once, into the weight cache", qvl::cli::cmd_quantize},
 };
 
 void print_help() {

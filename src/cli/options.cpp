@@ -32,6 +32,9 @@ void visit_options(EngineParams& p, Args& v) {
   v(p.weights, "weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4")
       .choices({WeightFormat::BF16, WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}, weight_format_name)
       .env("QVL_WEIGHTS");
+  v(p.no_weight_cache, "no-weight-cache", "q8/q4: quantize at load without reading or writing the weight cache")
+      .env("QVL_NO_WEIGHT_CACHE");
+  visit_options(p.weight_cache, v);
   v(p.precision, "precision", "MODE",
     "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
     "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); with bf16, q8 or q4 weights fast also puts "
@@ -61,6 +64,16 @@ void visit_options(EngineParams& p, Args& v) {
     "give each token a constraint forces (its grammar's only continuation) a decode step of its own instead of "
     "feeding it with the token before it; the same answers, only slower (to compare)")
       .env("QVL_NO_JUMP_FORWARD");
+}
+
+void visit_options(WeightCacheOptions& c, Args& v) {
+  v(c.dir, "weight-cache", "DIR", "folder of the q8/q4 weight cache (qvl quantize, docs/weight-cache.md)")
+      .unset("$QVL_WEIGHT_CACHE, else qvl-weights beside the Hugging Face cache");
+  v(c.max_bytes, "weight-cache-max-gb", "GB",
+    "size bound of the weight cache folder (least recently used files removed past it)")
+      .range(1, 1 << 20)
+      .unit(1 << 30)
+      .env("QVL_WEIGHT_CACHE_MAX_GB");
 }
 
 void visit_options(RepetitionGuardOptions& g, Args& v) {
@@ -200,13 +213,18 @@ void visit_options(ServerOptions& o, Args& v) {
 EngineParams engine_params(const ModelChoice& model, EngineParams p) {
   if (model.model.empty()) throw UsageError("--model is required (a model folder or a Hugging Face repo id)");
   p.model_dir = resolve_model(model.model, model.source);
+  p.load_progress = conversion_progress(p.weights);
+  return p;
+}
+
+std::function<void(size_t, size_t)> conversion_progress(WeightFormat weights) {
   // Conversion progress: silent when it is quick, one updating line otherwise.
   auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   auto last = std::make_shared<int>(-1);
-  const std::string format = weight_format_name(p.weights);
+  const std::string format = weight_format_name(weights);
   // A terminal gets one line redrawn in place; a log gets a line per quarter.
   const bool tty = isatty(STDERR_FILENO);
-  p.load_progress = [start, last, format, tty](size_t done, size_t total) {
+  return [start, last, format, tty](size_t done, size_t total) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
     if (s < 1.0 || total == 0) return;
     const int pct = static_cast<int>(100.0 * done / total);
@@ -217,7 +235,6 @@ EngineParams engine_params(const ModelChoice& model, EngineParams p) {
     else std::fprintf(stderr, "converting weights to %s: %d%%\n", format.c_str(), step);
     std::fflush(stderr);
   };
-  return p;
 }
 
 }  // namespace qvl::cli

@@ -10,6 +10,7 @@
 // cmd_*.cpp the same way.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ void visit_options(ModelChoice& m, Args& v);
 // --weights, --precision, --threads, --ctx-size, --kv-type, --batch,
 // --min-pixels, --max-pixels, --image-cache-mb.
 void visit_options(EngineParams& p, Args& v);
+// --weight-cache, --weight-cache-max-gb.
+void visit_options(WeightCacheOptions& c, Args& v);
 // --repetition-guard, --repetition-guard-repeats: the CLI's setting for its
 // answers, and the server's default for requests that set none.
 void visit_options(RepetitionGuardOptions& g, Args& v);
@@ -61,5 +64,9 @@ void visit_options(ServerOptions& o, Args& v);
 // weight-conversion progress line on stderr when it takes > 1 s. Throws
 // UsageError without --model.
 EngineParams engine_params(const ModelChoice& model, EngineParams requested);
+
+// A weight-conversion progress callback: one line on stderr (redrawn on a
+// terminal) once conversion has taken over 1 s.
+std::function<void(size_t, size_t)> conversion_progress(WeightFormat weights);
 
 }  // namespace qvl::cli

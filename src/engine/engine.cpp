@@ -214,6 +214,7 @@ std::unique_ptr<Engine> Engine::create(const EngineParams& params) {
   const EngineClock::time_point t = EngineClock::now();
   ModelLoadOptions mo;
   mo.format = params.weights;
+  if (!params.no_weight_cache) mo.weight_cache = params.weight_cache;
   mo.precision = params.precision;
   mo.max_batch = std::clamp<int64_t>(params.batch, 1, params.ctx_size);
   mo.progress = params.load_progress;

@@ -25,6 +25,7 @@
 #include "engine/repetition_guard.h"
 #include "engine/sampler.h"
 #include "image/image.h"
+#include "model/weight_cache_options.h"
 #include "util/formats.h"
 
 namespace qvl {
@@ -34,6 +35,11 @@ class Tokenizer;
 struct EngineParams {
   std::string model_dir;  // a local model folder
   WeightFormat weights = WeightFormat::BF16;
+  // q8/q4 weights are mapped from this cache when it holds them for the
+  // checkpoint, else converted and written there (model/weight_cache.h),
+  // unless no_weight_cache.
+  WeightCacheOptions weight_cache;
+  bool no_weight_cache = false;
   MatmulPrecision precision = MatmulPrecision::Exact;  // prefill/vision products of bf16 weights (ops/matmul.h)
   int threads = 0;          // 0: physical cores
   int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
