@@ -74,7 +74,11 @@ typedef enum qvl_weights {
   QVL_WEIGHTS_BF16 = 0, /* as stored, zero-copy */
   QVL_WEIGHTS_F32 = 1,
   QVL_WEIGHTS_Q8 = 2,   /* 8-bit, about half the memory of bf16 and faster decoding */
-  QVL_WEIGHTS_Q4 = 3
+  QVL_WEIGHTS_Q4 = 3,
+  /* bf16 if the checkpoint takes at most half the machine's memory, else q8 if
+   * that does, else q4: the rule qvl run and qvl serve apply too
+   * (docs/weights.md). qvl_model_weights tells which it chose. */
+  QVL_WEIGHTS_AUTO = 4
 } qvl_weights;
 
 typedef enum qvl_response_format {
@@ -105,7 +109,7 @@ QVL_API const char* qvl_status_name(qvl_status status);
 /* ---- model ---- */
 
 typedef struct qvl_model_params {
-  int32_t weights;            /* qvl_weights; default QVL_WEIGHTS_BF16 */
+  int32_t weights;            /* qvl_weights; default QVL_WEIGHTS_AUTO */
   int32_t threads;            /* compute threads; 0: physical cores */
   int64_t ctx_size;           /* KV cache capacity in tokens; default 8192 */
   int64_t min_pixels;         /* image area bounds after resizing; 0: the model's */
@@ -124,6 +128,8 @@ QVL_API qvl_model_params qvl_model_default_params(void);
  * status is QVL_ERR_IO (no such folder, download failed) or QVL_ERR_MODEL. */
 QVL_API qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* params, qvl_model** out);
 QVL_API void qvl_model_free(qvl_model* model); /* NULL is fine */
+/* The weight format the model was loaded in (QVL_WEIGHTS_AUTO resolved). */
+QVL_API qvl_weights qvl_model_weights(const qvl_model* model);
 
 /* ---- request ---- */
 

@@ -354,9 +354,11 @@ def _nan(x):
 class Model:
     """A loaded model: a local folder or a Hugging Face repo id (downloaded into the HF cache).
 
-    weights: "q8" (default), "bf16", "f32" or "q4"; threads: 0 for the physical cores."""
+    weights: "auto" (default: bf16 if the checkpoint takes at most half the machine's memory, else q8 if
+    that does, else q4, the rule of qvl run and qvl serve too; the weights property tells which), "bf16",
+    "f32", "q8" or "q4"; threads: 0 for the physical cores."""
 
-    def __init__(self, path_or_repo, weights="q8", threads=0, ctx_size=8192, min_pixels=0, max_pixels=0,
+    def __init__(self, path_or_repo, weights="auto", threads=0, ctx_size=8192, min_pixels=0, max_pixels=0,
                  image_cache_mb=256, revision=None, offline=False, progress=True):
         lib = _library()
         self._lib = lib
@@ -376,6 +378,12 @@ class Model:
         p.offline = 1 if offline else 0
         p.progress = 1 if progress else 0
         _check(lib.qvl_model_load(_b(os.fspath(path_or_repo)), ctypes.byref(p), ctypes.byref(self._handle)))
+
+    @property
+    def weights(self):
+        """The weight format the model was loaded in ("bf16", "f32", "q8" or "q4")."""
+        code = self._lib.qvl_model_weights(self._handle)
+        return next(name for name, c in _capi.WEIGHTS.items() if c == code)
 
     def close(self):
         """Frees the model (its weights and caches). Idempotent."""

@@ -18,7 +18,7 @@ QVL_ERR_CANCELLED = 5
 QVL_ERR_OUT_OF_MEMORY = 6
 QVL_ERR_INTERNAL = 7
 
-WEIGHTS = {"bf16": 0, "f32": 1, "q8": 2, "q4": 3}
+WEIGHTS = {"bf16": 0, "f32": 1, "q8": 2, "q4": 3, "auto": 4}
 FORMAT_TEXT, FORMAT_JSON_OBJECT, FORMAT_JSON_SCHEMA = 0, 1, 2
 TOOL_CHOICE = {"auto": 0, "none": 1, "required": 2, "function": 3}
 
@@ -169,6 +169,7 @@ def _declare(lib):
     fn("qvl_model_default_params", ModelParams)
     fn("qvl_model_load", ctypes.c_int, c_char_p, P(ModelParams), P(c_void_p))
     fn("qvl_model_free", None, c_void_p)
+    fn("qvl_model_weights", ctypes.c_int, c_void_p)
     fn("qvl_request_default_params", RequestParams)
     fn("qvl_request_init", ctypes.c_int, P(RequestParams), P(c_void_p))
     fn("qvl_request_free", None, c_void_p)

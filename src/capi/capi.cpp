@@ -300,7 +300,7 @@ const char* qvl_status_name(qvl_status status) {
 qvl_model_params qvl_model_default_params(void) {
   qvl_model_params p;
   std::memset(&p, 0, sizeof p);
-  p.weights = QVL_WEIGHTS_BF16;
+  p.weights = QVL_WEIGHTS_AUTO;
   p.threads = 0;
   p.ctx_size = 8192;
   p.image_cache_bytes = int64_t{256} << 20;
@@ -322,6 +322,7 @@ qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* para
       case QVL_WEIGHTS_F32: ep.weights = qvl::WeightFormat::F32; break;
       case QVL_WEIGHTS_Q8: ep.weights = qvl::WeightFormat::Q8; break;
       case QVL_WEIGHTS_Q4: ep.weights = qvl::WeightFormat::Q4; break;
+      case QVL_WEIGHTS_AUTO: break;  // Engine::create applies default_weight_format
       default: fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("weights: unknown qvl_weights value ", p.weights));
     }
     require(p.threads >= 0 && p.threads <= 1024, "threads: must be in [0, 1024]");
@@ -358,6 +359,17 @@ qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* para
 }
 
 void qvl_model_free(qvl_model* model) { delete model; }
+
+qvl_weights qvl_model_weights(const qvl_model* model) {
+  if (!model) return QVL_WEIGHTS_AUTO;
+  switch (model->engine->info().weights) {
+    case qvl::WeightFormat::BF16: return QVL_WEIGHTS_BF16;
+    case qvl::WeightFormat::F32: return QVL_WEIGHTS_F32;
+    case qvl::WeightFormat::Q8: return QVL_WEIGHTS_Q8;
+    case qvl::WeightFormat::Q4: return QVL_WEIGHTS_Q4;
+  }
+  return QVL_WEIGHTS_AUTO;
+}
 
 qvl_request_params qvl_request_default_params(void) {
   qvl_request_params p;

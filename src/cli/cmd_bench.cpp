@@ -294,7 +294,7 @@ int cmd_bench(int argc, char** argv) {
   std::unique_ptr<Engine> engine = Engine::create(params);
   Model& model = EngineInternals::model(*engine);
   ThreadPool& pool = EngineInternals::pool(*engine);
-  j["weights"] = weight_format_name(params.weights);
+  j["weights"] = weight_format_name(engine->info().weights);
   j["precision"] = matmul_precision_name(params.precision);
   j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16 or AMX)
   j["kv_type"] = kv_type_name(params.resolved_kv_type());

@@ -31,6 +31,7 @@ void visit_options(ModelChoice& m, Args& v) {
 void visit_options(EngineParams& p, Args& v) {
   v(p.weights, "weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4")
       .choices({WeightFormat::BF16, WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}, weight_format_name)
+      .unset("bf16 if the checkpoint takes at most half the memory, else q8 if that does, else q4")
       .env("QVL_WEIGHTS");
   v(p.no_weight_cache, "no-weight-cache", "q8/q4: quantize at load without reading or writing the weight cache")
       .env("QVL_NO_WEIGHT_CACHE");
@@ -213,7 +214,8 @@ void visit_options(ServerOptions& o, Args& v) {
 EngineParams engine_params(const ModelChoice& model, EngineParams p) {
   if (model.model.empty()) throw UsageError("--model is required (a model folder or a Hugging Face repo id)");
   p.model_dir = resolve_model(model.model, model.source);
-  p.load_progress = conversion_progress(p.weights);
+  p.weights = p.resolved_weights();
+  p.load_progress = conversion_progress(*p.weights);
   return p;
 }
 

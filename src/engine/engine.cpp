@@ -12,6 +12,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/engine_internals.h"
+#include "model/default_weights.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -58,7 +59,7 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
   }
 
   info.model_dir = p.model_dir;
-  info.weights = p.weights;
+  info.weights = model->format();
   info.fast_matmul = model->fast_matmul();
   info.thinking = chat_template.thinking();
   info.kv_type = p.resolved_kv_type();
@@ -207,13 +208,18 @@ GenerateRequest greedy_request(std::vector<Message> messages, int64_t max_tokens
   return r;
 }
 
-std::unique_ptr<Engine> Engine::create(const EngineParams& params) {
+WeightFormat EngineParams::resolved_weights() const {
+  return weights ? *weights : default_weight_format(model_dir);
+}
+
+std::unique_ptr<Engine> Engine::create(const EngineParams& asked) {
+  const EngineParams params = asked.resolved();
   if (params.ctx_size < 16) fail("--ctx-size ", params.ctx_size, " is too small (minimum 16)");
   if (params.slots < 1 || params.ctx_size / params.slots < 16)
     fail("--ctx-size ", params.ctx_size, " shared by ", params.slots, " slots leaves under 16 tokens each");
   const EngineClock::time_point t = EngineClock::now();
   ModelLoadOptions mo;
-  mo.format = params.weights;
+  mo.format = *params.weights;
   if (!params.no_weight_cache) mo.weight_cache = params.weight_cache;
   mo.precision = params.precision;
   mo.max_batch = std::clamp<int64_t>(params.batch, 1, params.ctx_size);

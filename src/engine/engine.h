@@ -34,7 +34,9 @@ class Tokenizer;
 
 struct EngineParams {
   std::string model_dir;  // a local model folder
-  WeightFormat weights = WeightFormat::BF16;
+  // Unset: default_weight_format (model/default_weights.h), the one rule of
+  // every front end; Engine::create resolves it.
+  std::optional<WeightFormat> weights;
   // q8/q4 weights are mapped from this cache when it holds them for the
   // checkpoint, else converted and written there (model/weight_cache.h),
   // unless no_weight_cache.
@@ -48,6 +50,15 @@ struct EngineParams {
   std::optional<KvType> kv_type;
   KvType resolved_kv_type() const {
     return kv_type.value_or(weights == WeightFormat::Q8 || weights == WeightFormat::Q4 ? KvType::F16 : KvType::F32);
+  }
+  // `weights` as Engine::create resolves it: as asked, else
+  // default_weight_format for the model in model_dir on this machine.
+  WeightFormat resolved_weights() const;
+  // A copy with `weights` resolved (and so resolved_kv_type() final).
+  EngineParams resolved() const {
+    EngineParams p = *this;
+    p.weights = resolved_weights();
+    return p;
   }
   int slots = 1;            // sequences that may be in flight at once (begin/step/end)
   int64_t batch = 512;      // prefill chunk

@@ -562,6 +562,30 @@ static void test_json_schema_choices(void) {
   qvl_request_free(r);
 }
 
+/* No format asked for: the rule qvl run applies too (docs/weights.md), bf16
+ * for the 22.5 MB fixture unless the memory is small; QVL_MEMORY_BYTES stands
+ * in for a small machine. */
+static void test_default_weights(const char* path) {
+  qvl_model_params mp = qvl_model_default_params();
+  qvl_model* m = NULL;
+  CHECK(mp.weights == QVL_WEIGHTS_AUTO);
+  mp.threads = 2;
+  mp.ctx_size = 256;
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_OK);
+  CHECK(qvl_model_weights(m) == QVL_WEIGHTS_BF16);
+  qvl_model_free(m);
+  setenv("QVL_MEMORY_BYTES", "30000000", 1);
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_OK);
+  CHECK(qvl_model_weights(m) == QVL_WEIGHTS_Q8);
+  qvl_model_free(m);
+  unsetenv("QVL_MEMORY_BYTES");
+  mp.weights = QVL_WEIGHTS_Q4;
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_OK);
+  CHECK(qvl_model_weights(m) == QVL_WEIGHTS_Q4);
+  qvl_model_free(m);
+  CHECK(qvl_model_weights(NULL) == QVL_WEIGHTS_AUTO);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s FIXTURES_DIR\n", argv[0]);
@@ -573,6 +597,7 @@ int main(int argc, char** argv) {
   CHECK(strcmp(qvl_status_name(QVL_ERR_IO), "QVL_ERR_IO") == 0);
 
   test_errors(argv[1]);
+  test_default_weights(path);
   qvl_model_params mp = qvl_model_default_params();
   mp.threads = 2;
   mp.ctx_size = 4096;

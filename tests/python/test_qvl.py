@@ -276,6 +276,25 @@ class ModelTest(unittest.TestCase):
         self.assertEqual("".join(pieces), r.text)
 
 
+class DefaultWeightsTest(unittest.TestCase):
+    # No format asked for: the rule of qvl run and the C API (docs/weights.md); QVL_MEMORY_BYTES stands
+    # in for a machine too small for the 22.5 MB fixture in bf16.
+    def test_default_follows_the_one_rule(self):
+        with qvl.Model(TINY, threads=2, ctx_size=256) as m:
+            self.assertEqual(m.weights, "bf16")
+        os.environ["QVL_MEMORY_BYTES"] = "30000000"
+        try:
+            with qvl.Model(TINY, threads=2, ctx_size=256) as m:
+                self.assertEqual(m.weights, "q8")
+            run = subprocess.run([QVL_BINARY, "run", "--model", TINY, "--threads", "2", "--prompt", "hi",
+                                  "--max-tokens", "1", "--verbose"], check=True, capture_output=True, text=True)
+            self.assertIn("(q8", run.stderr)
+        finally:
+            del os.environ["QVL_MEMORY_BYTES"]
+        with qvl.Model(TINY, weights="q4", threads=2, ctx_size=256) as m:
+            self.assertEqual(m.weights, "q4")
+
+
 class ErrorTest(unittest.TestCase):
     def test_bad_path_names_it(self):
         with self.assertRaises(qvl.IoError) as cm:
