@@ -4,6 +4,7 @@
 //
 //   make_random_model --out /tmp/qwen3vl-2b-random
 //   make_random_model --out DIR --config other/config.json --untied --seed 7
+//   make_random_model --out /tmp/qwen3vl-8b-random --size 8b
 #include <climits>
 #include <filesystem>
 #include <iostream>
@@ -18,10 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The fixture folder whose tokenizer files are copied: relative to the working
-// directory (the source tree) or to this executable (build-*/ inside it).
-std::string default_like_dir(const char* argv0) {
-  const fs::path rel = fs::path("tests") / "fixtures" / "tiny-qwen3vl";
+// A folder of tests/fixtures (the tokenizer files to copy, the family's
+// configs): relative to the working directory (the source tree) or to this
+// executable (build-*/ inside it).
+std::string fixture_dir(const char* argv0, const std::string& name) {
+  const fs::path rel = fs::path("tests") / "fixtures" / name;
   std::error_code ec;
   if (fs::is_directory(rel, ec)) return rel.string();
   fs::path exe = fs::canonical("/proc/self/exe", ec);
@@ -36,16 +38,22 @@ int run(int argc, char** argv) {
                  "Write a Qwen3-VL folder with random bf16 weights in the shapes of a config.");
   std::string out, config_path;
   qvl::RandomModelOptions opt;
-  opt.like_dir = default_like_dir(argv[0]);
+  opt.like_dir = fixture_dir(argv[0], "tiny-qwen3vl");
   args(out, "out", "DIR", "folder to write (created if needed)");
   args(config_path, "config", "FILE", "config.json to take the shapes from").unset("Qwen3-VL-2B-Instruct's");
+  std::string size;
+  args(size, "size", "NAME", "a family member's real shapes (tests/fixtures/configs): instead of --config")
+      .choices({"2b", "4b", "8b", "32b", "30b-a3b"});
   args(opt.like_dir, "like", "DIR", "copy tokenizer/template/preprocessor/generation files from this folder");
   args(opt.untied, "untied", "untie the embeddings: write lm_head.weight");
   args(opt.seed, "seed", "N", "random seed").range(0, LONG_MAX);
   args(opt.threads, "threads", "N", "generator threads (0: every core)").range(0, 1024);
   if (!args.parse(argc, argv)) return 0;
   if (!args.has("out")) throw qvl::UsageError("make_random_model: --out DIR is required");
-  const std::string config = args.has("config") ? qvl::read_file(config_path) : qvl::qwen3vl_2b_config_json();
+  if (args.has("config") && args.has("size")) throw qvl::UsageError("make_random_model: give --config or --size, not both");
+  if (args.has("size") && size != "2b")
+    config_path = (fs::path(fixture_dir(argv[0], "configs")) / ("qwen3-vl-" + size) / "config.json").string();
+  const std::string config = !config_path.empty() ? qvl::read_file(config_path) : qvl::qwen3vl_2b_config_json();
 
   qvl::RandomModelStats s = qvl::make_random_model(out, config, opt);
   nlohmann::ordered_json j = {{"out", out},
