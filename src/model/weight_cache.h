@@ -60,8 +60,9 @@ std::string default_weight_cache_dir();
 // safetensors header (names, dtypes, shapes, offsets).
 //
 // A file's identity is (device, inode, size, mtime ns, ctime ns), not a hash
-// of its bytes: hashing a 4 GB checkpoint costs seconds (SHA-256 ~0.5 GB/s
-// here), more than the whole cached start may take. It is still safe:
+// of its bytes: hashing a 4 GB checkpoint costs seconds to a minute
+// (qvl's SHA-256 read 0.09 GB/s on one core of the shared development VM),
+// more than the whole cached start may take. It is still safe:
 // writing a file's bytes sets its mtime and ctime, and ctime cannot be set
 // back from user space (utimensat sets only atime and mtime), so a
 // checkpoint rewritten in place keeps neither; one replaced by a new file
