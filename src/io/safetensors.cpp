@@ -23,6 +23,7 @@ size_t dtype_size(DType t) {
     case DType::BF16: return 2;
     case DType::I64: return 8;
     case DType::I32: return 4;
+    case DType::F8_E4M3: return 1;
   }
   return 0;
 }
@@ -34,12 +35,13 @@ const char* dtype_name(DType t) {
     case DType::BF16: return "BF16";
     case DType::I64: return "I64";
     case DType::I32: return "I32";
+    case DType::F8_E4M3: return "F8_E4M3";
   }
   return "?";
 }
 
 std::optional<DType> dtype_from_name(const std::string& name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32})
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::F8_E4M3})
     if (name == dtype_name(t)) return t;
   return std::nullopt;
 }
@@ -140,7 +142,7 @@ void SafeTensors::add_file(const std::string& path) {
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) fail(where, ": missing or non-string \"dtype\"");
     const std::string dtype_str = entry["dtype"].get<std::string>();
     std::optional<DType> dtype = dtype_from_name(dtype_str);
-    if (!dtype) fail(where, " has dtype ", dtype_str, ", which qvl does not support (BF16, F16, F32, I64, I32)");
+    if (!dtype) fail(where, " has dtype ", dtype_str, ", which qvl does not support (BF16, F16, F32, F8_E4M3, I64, I32)");
 
     if (!entry.contains("shape") || !entry["shape"].is_array()) fail(where, ": missing or non-array \"shape\"");
     const json& jshape = entry["shape"];

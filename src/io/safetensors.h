@@ -19,11 +19,13 @@
 
 namespace qvl {
 
-enum class DType { F32, F16, BF16, I64, I32 };
+// F8_E4M3: OCP FP8 E4M3 ("e4m3fn": bias 7, no infinities, 0x7F/0xFF NaN,
+// max 448), the weights of fine-grained FP8 checkpoints (model/fp8_weights.h).
+enum class DType { F32, F16, BF16, I64, I32, F8_E4M3 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32", "BF16", ... as in safetensors headers
-// The DType for a header's dtype string; nullopt for any other (F64, F8_E4M3, ...).
+// The DType for a header's dtype string; nullopt for any other (F64, F8_E5M2, ...).
 std::optional<DType> dtype_from_name(const std::string& name);
 
 struct TensorView {

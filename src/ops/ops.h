@@ -22,6 +22,14 @@ float f16_to_f32(uint16_t v);
 void f32_to_f16(const float* src, uint16_t* dst, int64_t n);
 void f16_to_f32(const uint16_t* src, float* dst, int64_t n);
 
+// OCP FP8 E4M3 ("e4m3fn", the FP8 of fine-grained FP8 checkpoints): sign,
+// 4 exponent bits of bias 7, 3 mantissa bits; exponent 0 is subnormal
+// (m · 2^-9); no infinities; 0x7F and 0xFF are NaN; largest finite ±448.
+// Exact (every E4M3 value is an f32). Spec: OCP 8-bit Floating Point
+// Specification (OFP8) rev 1.0, table 1.
+float e4m3_to_f32(uint8_t v);
+inline bool e4m3_is_nan(uint8_t v) { return (v & 0x7f) == 0x7f; }
+
 // out[i, :] = table[ids[i], :] for a bf16 table [vocab, dim].
 void embed_bf16(const uint16_t* table, int64_t dim, const int32_t* ids, int64_t n, float* out);
 

@@ -81,11 +81,12 @@ TEST(SafeTensors, RoundTripEveryDtype) {
   std::vector<TensorInfo> infos = {{"f32", DType::F32, {2, 3}},     {"bf16", DType::BF16, {4}},
                                    {"f16", DType::F16, {1, 2}},     {"i64", DType::I64, {3}},
                                    {"i32", DType::I32, {2, 1, 1}},  {"scalar", DType::F32, {}},
-                                   {"empty", DType::F32, {0, 5}}};
+                                   {"empty", DType::F32, {0, 5}},   {"f8", DType::F8_E4M3, {3}}};
   float scalar = 42.0f;
+  const std::vector<uint8_t> f8 = {0x38, 0xb8, 0x7e};  // 1, -1, 448 (FP8 checkpoints' weights)
   std::vector<std::vector<uint8_t>> data = {bytes_of(f32.data(), 24), bytes_of(bf16.data(), 8), bytes_of(f16.data(), 4),
                                             bytes_of(i64.data(), 24), bytes_of(i32.data(), 8),  bytes_of(&scalar, 4),
-                                            {}};
+                                            {},                         f8};
   write_safetensors(dir / "t.safetensors", infos, data);
   EXPECT_FALSE(fs::exists(dir / "t.safetensors.tmp"));
 
@@ -107,6 +108,9 @@ TEST(SafeTensors, RoundTripEveryDtype) {
   EXPECT_EQ(dtype_size(DType::I64), 8u);
   EXPECT_EQ(dtype_from_name("BF16"), DType::BF16);
   EXPECT_FALSE(dtype_from_name("F64").has_value());
+  EXPECT_EQ(dtype_from_name("F8_E4M3"), DType::F8_E4M3);
+  EXPECT_EQ(dtype_size(DType::F8_E4M3), 1u);
+  EXPECT_FALSE(dtype_from_name("F8_E5M2").has_value());
 }
 
 TEST(SafeTensors, StreamedWriteAcrossChunks) {
@@ -256,8 +260,8 @@ TEST(SafeTensors, CorruptFilesFailWithOneLine) {
       {"no dtype", raw_file(header_with(R"(,"b":{"shape":[1],"data_offsets":[24,28]})"), 28), {"'b'", "dtype"}},
       {"dtype F64", raw_file(header_with(R"(,"b":{"dtype":"F64","shape":[1],"data_offsets":[24,32]})"), 32),
        {"'b'", "F64", "not support"}},
-      {"dtype F8", raw_file(header_with(R"(,"b":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[24,25]})"), 25),
-       {"'b'", "F8_E4M3"}},
+      {"dtype F8_E5M2", raw_file(header_with(R"(,"b":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[24,25]})"), 25),
+       {"'b'", "F8_E5M2", "not support"}},
       {"negative dim", raw_file(header_with(R"(,"b":{"dtype":"F32","shape":[2,-3],"data_offsets":[24,48]})"), 48),
        {"'b'", "dimension 1", "negative"}},
       {"float dim", raw_file(header_with(R"(,"b":{"dtype":"F32","shape":[2.5],"data_offsets":[24,34]})"), 34),
