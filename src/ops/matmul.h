@@ -120,6 +120,13 @@ class WeightMatrix {
                                 const std::function<void(int64_t, int64_t)>& rows_read = {},
                                 HugePageArena* arena = nullptr);
 
+  // The same from f32 source weights (an FP8 checkpoint dequantized at
+  // load: fp8 × block scale needs up to 11 significant bits, more than bf16
+  // holds): f32 copied, bf16 rounded to nearest even, q8/q4 quantized from
+  // the f32 values by the scalar specification (quant.h).
+  static WeightMatrix from_f32(const float* data, int64_t rows, int64_t cols, WeightFormat format,
+                               ThreadPool* pool = nullptr, HugePageArena* arena = nullptr);
+
   WeightFormat format() const { return format_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -137,6 +144,10 @@ class WeightMatrix {
   const void* data_ = nullptr;
   size_t bytes_ = 0;
   std::shared_ptr<const void> owned_;
+
+  template <typename Src>
+  static void quantize_into(WeightMatrix& w, const Src* data, ThreadPool* pool,
+                            const std::function<void(int64_t, int64_t)>& rows_read, HugePageArena* arena);
 };
 
 // Name of the SIMD target the q8/q4 matmul runs on here (e.g. "AVX3_DL" =

@@ -120,6 +120,10 @@ inline uint16_t f16_ceil(float v) {
 // (simd_quant.h) give bit-identical bytes and scales for finite input.
 void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
+// The same from f32 weights (WeightMatrix::from_f32: FP8 checkpoints
+// dequantized at load); no SIMD twin, they run once at load.
+void quantize_rows_q8_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
+void quantize_rows_q4_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 
 // Activations quantized for the integer dot products of q8/q4 weights, one
 // row of x [k]: per group of 32, d = max|x| / 127 (f32), code =

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -36,16 +37,22 @@ void for_rows(int64_t rows, ThreadPool* pool, const std::function<void(int64_t, 
     fn(0, rows, 0);
 }
 
-// One group of bf16 weights -> int8 codes in [-127, 127] and the f16 scale
+// The source weights of a conversion: bf16 (as published) or f32 (an FP8
+// checkpoint dequantized at load, whose values bf16 cannot hold).
+inline float widen(uint16_t w) { return bf16_to_f32(w); }
+inline float widen(float w) { return w; }
+
+// One group of weights -> int8 codes in [-127, 127] and the f16 scale
 // d (see quant.h); |w - d·q| <= d/2 since d >= max|w| / 127.
-uint16_t quantize_group_q8(const uint16_t* w, int64_t count, int8_t* q) {
+template <typename Src>
+uint16_t quantize_group_q8(const Src* w, int64_t count, int8_t* q) {
   float amax = 0;
-  for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(bf16_to_f32(w[j])));
+  for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(widen(w[j])));
   const uint16_t h = quant::f16_ceil(amax / 127.0f);
   const float d = quant::f16_to_f32(h);
   const float inv = d > 0 ? 1.0f / d : 0.0f;
   for (int64_t j = 0; j < quant::kGroup; ++j) {
-    float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
+    float v = j < count ? widen(w[j]) * inv : 0.0f;
     q[j] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, std::nearbyint(v))));
   }
   return h;
@@ -55,10 +62,11 @@ uint16_t quantize_group_q8(const uint16_t* w, int64_t count, int8_t* q) {
 // magnitude e maps to -8 (up to the f16 rounding of d = e / -8, which only
 // grows |d|), so all 16 levels are used; packed two per byte: byte j holds
 // element j (low nibble) and element j + 16 (high nibble), each as q + 8.
-uint16_t quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
+template <typename Src>
+uint16_t quantize_group_q4(const Src* w, int64_t count, uint8_t* packed) {
   float amax = 0, extreme = 0;
   for (int64_t j = 0; j < count; ++j) {
-    float v = bf16_to_f32(w[j]);
+    float v = widen(w[j]);
     if (std::fabs(v) > amax) {
       amax = std::fabs(v);
       extreme = v;
@@ -70,7 +78,7 @@ uint16_t quantize_group_q4(const uint16_t* w, int64_t count, uint8_t* packed) {
   const float inv = d != 0 ? 1.0f / d : 0.0f;
   int codes[quant::kGroup];
   for (int64_t j = 0; j < quant::kGroup; ++j) {
-    float v = j < count ? bf16_to_f32(w[j]) * inv : 0.0f;
+    float v = j < count ? widen(w[j]) * inv : 0.0f;
     codes[j] = static_cast<int>(std::max(-8.0f, std::min(7.0f, std::nearbyint(v)))) + 8;
   }
   for (int64_t j = 0; j < quant::kGroup / 2; ++j)
@@ -105,7 +113,8 @@ void interleave_block(bool q8, int64_t groups, int64_t block, const uint8_t* cod
 
 namespace quant {
 
-void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+template <typename Src>
+void quantize_rows_q8_any(const Src* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
@@ -114,12 +123,26 @@ void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, ui
                             reinterpret_cast<int8_t*>(quants + r * q8_row_bytes(cols) + g * kGroup));
 }
 
-void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+template <typename Src>
+void quantize_rows_q4_any(const Src* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
       scales[r * groups + g] = quantize_group_q4(src + r * cols + g * kGroup, std::min<int64_t>(kGroup, cols - g * kGroup),
                                                  quants + r * q4_row_bytes(cols) + g * (kGroup / 2));
+}
+
+void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  quantize_rows_q8_any(src, rows, cols, quants, scales);
+}
+void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  quantize_rows_q4_any(src, rows, cols, quants, scales);
+}
+void quantize_rows_q8_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  quantize_rows_q8_any(src, rows, cols, quants, scales);
+}
+void quantize_rows_q4_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  quantize_rows_q4_any(src, rows, cols, quants, scales);
 }
 
 void quantize_x_scalar(const float* x, int64_t k, const XRow& out) {
@@ -227,35 +250,82 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
       break;
     }
     case WeightFormat::Q8:
-    case WeightFormat::Q4: {
-      const bool q8 = format == WeightFormat::Q8;
-      const int64_t groups = quant::groups(cols);
-      const int64_t row_bytes = groups * quant::group_bytes(q8);
-      const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
-      const int64_t scales_bytes = quant::scales_bytes(rows, cols);
-      std::shared_ptr<void> buf =
-          allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(format), arena);
+    case WeightFormat::Q4:
+      quantize_into(w, data, pool, rows_read, arena);
+      break;
+  }
+  w.data_ = w.owned_.get();
+  return w;
+}
+
+
+// Quantizes [rows, cols] source weights into w (format, rows, cols set):
+// row-major a block of rows at a time, then interleaved (quant.h).
+template <typename Src>
+void WeightMatrix::quantize_into(WeightMatrix& w, const Src* data, ThreadPool* pool,
+                                 const std::function<void(int64_t, int64_t)>& rows_read, HugePageArena* arena) {
+  const int64_t rows = w.rows_, cols = w.cols_;
+  const bool q8 = w.format_ == WeightFormat::Q8;
+  const int64_t groups = quant::groups(cols);
+  const int64_t row_bytes = groups * quant::group_bytes(q8);
+  const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
+  const int64_t scales_bytes = quant::scales_bytes(rows, cols);
+  std::shared_ptr<void> buf = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(w.format_), arena);
+  w.owned_ = buf;
+  uint8_t* base = static_cast<uint8_t*>(buf.get());
+  uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);
+  const int64_t blocks = quant::row_blocks(rows);
+  for_rows(blocks, pool, [&](int64_t b0, int64_t b1, int) {
+    std::vector<uint8_t> tmp_codes(static_cast<size_t>(quant::kBlockRows * row_bytes));
+    std::vector<uint16_t> tmp_scales(static_cast<size_t>(quant::kBlockRows * groups));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * quant::kBlockRows, count = std::min(quant::kBlockRows, rows - r0);
+      if constexpr (std::is_same_v<Src, uint16_t>) {
+        if (q8)
+          simd::quantize_rows_q8(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+        else
+          simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+      } else if (q8) {
+        quant::quantize_rows_q8_scalar(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+      } else {
+        quant::quantize_rows_q4_scalar(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+      }
+      interleave_block(q8, groups, b, tmp_codes.data(), tmp_scales.data(), count, base, scales);
+      if (rows_read) rows_read(r0, r0 + count);
+    }
+  });
+  w.bytes_ = static_cast<size_t>(quant::codes_bytes(q8, rows, cols) + scales_bytes);
+}
+
+WeightMatrix WeightMatrix::from_f32(const float* data, int64_t rows, int64_t cols, WeightFormat format,
+                                    ThreadPool* pool, HugePageArena* arena) {
+  if (rows < 0 || cols < 0) fail("weight matrix with negative shape [", rows, ", ", cols, "]");
+  WeightMatrix w;
+  w.format_ = format;
+  w.rows_ = rows;
+  w.cols_ = cols;
+  const size_t n = static_cast<size_t>(rows * cols);
+  switch (format) {
+    case WeightFormat::F32:
+      std::shared_ptr<void> buf = allocate(n * 4, "f32", arena);
+      std::memcpy(buf.get(), data, n * 4);
       w.owned_ = buf;
-      uint8_t* base = static_cast<uint8_t*>(buf.get());
-      uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);
-      const int64_t blocks = quant::row_blocks(rows);
-      for_rows(blocks, pool, [&](int64_t b0, int64_t b1, int) {
-        // Quantized row-major a block at a time, then interleaved.
-        std::vector<uint8_t> tmp_codes(static_cast<size_t>(quant::kBlockRows * row_bytes));
-        std::vector<uint16_t> tmp_scales(static_cast<size_t>(quant::kBlockRows * groups));
-        for (int64_t b = b0; b < b1; ++b) {
-          const int64_t r0 = b * quant::kBlockRows, count = std::min(quant::kBlockRows, rows - r0);
-          if (q8)
-            simd::quantize_rows_q8(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-          else
-            simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-          interleave_block(q8, groups, b, tmp_codes.data(), tmp_scales.data(), count, base, scales);
-          if (rows_read) rows_read(r0, r0 + count);
-        }
+      w.bytes_ = n * 4;
+      break;
+    case WeightFormat::BF16: {
+      std::shared_ptr<void> buf = allocate(n * 2, "bf16", arena);
+      w.owned_ = buf;
+      uint16_t* dst = static_cast<uint16_t*>(buf.get());
+      for_rows(rows, pool, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b * cols; i < e * cols; ++i) dst[i] = f32_to_bf16(data[i]);
       });
-      w.bytes_ = static_cast<size_t>(quant::codes_bytes(q8, rows, cols) + scales_bytes);
+      w.bytes_ = n * 2;
       break;
     }
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+      quantize_into(w, data, pool, {}, arena);
+      break;
   }
   w.data_ = w.owned_.get();
   return w;
