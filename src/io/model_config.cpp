@@ -233,6 +233,38 @@ void validate(const ModelConfig& c, const std::string& file, const RopeFields& r
     if (id < 0 || id >= t.vocab_size) bad(key, cat("(", id, ") is outside the vocabulary [0, ", t.vocab_size, ")"));
 }
 
+// quantization_config: only fine-grained FP8 (E4M3 weights, one scale per
+// 128×128 block), as Qwen publishes its -FP8 checkpoints; any other method
+// would need its own kernels or dequantizer, so it is refused by name.
+Fp8Quantization parse_quantization(const Fields& q) {
+  const std::string method = q.string("quant_method");
+  if (method != "fp8")
+    q.error("quant_method", cat("is \"", method, "\"; qvl reads only fine-grained FP8 checkpoints (\"fp8\", ",
+                                "as Qwen's -FP8 releases) or unquantized ones (no quantization_config)"));
+  Fp8Quantization f;
+  const std::string fmt = q.string("fmt", "e4m3");
+  if (fmt != "e4m3") q.error("fmt", cat("is \"", fmt, "\"; qvl reads FP8 weights in \"e4m3\" only"));
+  f.activation_scheme = q.string("activation_scheme", "dynamic");
+  if (f.activation_scheme != "dynamic")
+    q.error("activation_scheme", cat("is \"", f.activation_scheme, "\"; qvl reads only \"dynamic\" FP8 ",
+                                     "checkpoints (static ones carry activation scales qvl does not apply)"));
+  if (q.has("weight_block_size")) {
+    const std::vector<int> b = q.int_list("weight_block_size");
+    // 128×128 is what every FP8 release uses and what the goldens check; a
+    // per-tensor or per-channel scale (null, other sizes) is another format.
+    if (b != std::vector<int>{128, 128}) {
+      std::string got;
+      for (size_t i = 0; i < b.size(); ++i) got += cat(i ? ", " : "", b[i]);
+      q.error("weight_block_size",
+              cat("is [", got, "]; qvl reads FP8 weights with 128×128 block scales only ([128, 128])"));
+    }
+  } else {
+    q.error("weight_block_size", "is missing; qvl reads FP8 weights with 128×128 block scales ([128, 128])");
+  }
+  if (q.has("modules_to_not_convert")) f.modules_to_not_convert = q.string_list("modules_to_not_convert");
+  return f;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
@@ -262,6 +294,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.eos_token_ids = text.int_or_list("eos_token_id");
   else if (top.has("eos_token_id"))
     c.eos_token_ids = top.int_or_list("eos_token_id");
+  if (std::optional<Fields> q = top.opt_object("quantization_config")) c.fp8 = parse_quantization(*q);
   validate(c, source, rope);
   return c;
 }

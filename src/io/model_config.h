@@ -67,6 +67,21 @@ struct TextConfig {
   bool sparse_layer(int i) const;
 };
 
+// config.json's quantization_config of a fine-grained FP8 checkpoint
+// (Qwen/Qwen3-VL-*-FP8; transformers' FineGrainedFP8Config): a quantized
+// linear X stores X.weight as F8_E4M3 [out, in] and X.weight_scale_inv
+// [⌈out/b0⌉, ⌈in/b1⌉], W[r, c] = e4m3(weight[r, c]) · scale_inv[r / b0, c / b1]
+// (model/fp8_weights.h). quant_method "fp8" and fmt "e4m3" are the only ones
+// read; activations stay f32 (activation_scheme "dynamic" is the GPU's
+// per-token FP8 rounding of a W8A8 kernel, which qvl does not imitate).
+struct Fp8Quantization {
+  std::array<int, 2> weight_block_size{128, 128};  // [rows, cols] of one scale's block
+  std::string activation_scheme = "dynamic";
+  // Modules stored unquantized (the vision tower, lm_head, embeddings,
+  // routers); informative: each tensor says by its dtype and scale.
+  std::vector<std::string> modules_to_not_convert;
+};
+
 struct ModelConfig {
   std::string model_type;  // "qwen3_vl" or "qwen3_vl_moe"
   std::vector<std::string> architectures;
@@ -82,6 +97,7 @@ struct ModelConfig {
   std::vector<int> eos_token_ids;  // config.json's eos_token_id; generation_config.json's wins
   // "transformers 4.57" (text_config.rope_scaling) or "transformers 5" (rope_parameters)
   std::string dialect;
+  std::optional<Fp8Quantization> fp8;  // a quantization_config (FP8 is the only one read)
 };
 
 struct PreprocessorConfig {

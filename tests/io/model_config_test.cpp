@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -547,6 +548,51 @@ TEST(ModelFolder, Errors) {
     FolderCopy f;
     f.edit("generation_config.json", [](json& j) { j["eos_token_id"] = 999999; });
     expect_error([&] { ModelFolder::open(f.path()); }, {"generation_config.json", "eos_token_id", "999999"});
+  }
+}
+
+}  // namespace
+}  // namespace qvl
+
+namespace qvl {
+namespace {
+
+const std::string kFp8 = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-fp8";
+
+TEST(ModelConfig, Fp8QuantizationConfig) {
+  const ModelConfig c = parse_model_config(read_file(kFp8 + "/config.json"), "config.json");
+  ASSERT_TRUE(c.fp8.has_value());
+  EXPECT_EQ(c.fp8->weight_block_size, (std::array<int, 2>{128, 128}));
+  EXPECT_EQ(c.fp8->activation_scheme, "dynamic");
+  EXPECT_EQ(c.fp8->modules_to_not_convert.size(), 34u);
+  EXPECT_EQ(c.fp8->modules_to_not_convert.back(), "model.language_model.embed_tokens");
+  EXPECT_FALSE(parse_model_config(read_file(kTiny + "/config.json"), "config.json").fp8.has_value());
+}
+
+TEST(ModelConfig, Fp8QuantizationConfigErrorsNameTheField) {
+  const json fp8 = json::parse(read_file(kFp8 + "/config.json"));
+  struct Bad {
+    const char* what;
+    std::function<void(json&)> edit;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Bad> cases = {
+      {"method", [](json& q) { q["quant_method"] = "awq"; }, {"quantization_config.quant_method", "\"awq\"", "fp8"}},
+      {"no method", [](json& q) { q.erase("quant_method"); }, {"quantization_config.quant_method", "missing"}},
+      {"fmt", [](json& q) { q["fmt"] = "e5m2"; }, {"quantization_config.fmt", "\"e5m2\"", "e4m3"}},
+      {"block", [](json& q) { q["weight_block_size"] = {64, 64}; },
+       {"quantization_config.weight_block_size", "[64, 64]", "[128, 128]"}},
+      {"no block", [](json& q) { q.erase("weight_block_size"); }, {"quantization_config.weight_block_size", "missing"}},
+      {"static", [](json& q) { q["activation_scheme"] = "static"; },
+       {"quantization_config.activation_scheme", "\"static\""}},
+  };
+  for (const Bad& b : cases) {
+    SCOPED_TRACE(b.what);
+    json c = fp8;
+    b.edit(c["quantization_config"]);
+    std::vector<std::string> needles = b.needles;
+    needles.push_back("/x/config.json: ");
+    expect_error([&] { parse_model_config(c.dump(), "/x/config.json"); }, needles);
   }
 }
 
