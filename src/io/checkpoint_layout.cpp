@@ -14,7 +14,7 @@ struct Adder {
   void operator()(const std::string& name, std::vector<int64_t> shape) { out.push_back({name, dtype, std::move(shape)}); }
 };
 
-void add_text(const TextConfig& t, bool tied, Adder& add) {
+void add_text(const TextConfig& t, bool tied, ExpertLayout experts, Adder& add) {
   const int64_t H = t.hidden_size, V = t.vocab_size, hd = t.head_dim;
   const int64_t q = t.num_attention_heads * hd, kv = t.num_key_value_heads * hd;
   const std::string lm = "model.language_model.";
@@ -36,7 +36,13 @@ void add_text(const TextConfig& t, bool tied, Adder& add) {
     }
     add(p + "self_attn.q_norm.weight", {hd});
     add(p + "self_attn.k_norm.weight", {hd});
-    for (TensorInfo& m : text_mlp_tensors(t, i, add.dtype)) add(p + m.name, std::move(m.shape));
+    std::vector<TensorInfo> mlp = text_mlp_tensors(t, i, add.dtype);
+    if (t.sparse_layer(i) && experts == ExpertLayout::PerExpert) {
+      mlp.resize(1);  // the router
+      for (int e = 0; e < t.num_experts; ++e)
+        for (TensorInfo& m : moe_expert_tensors(t, e, add.dtype)) mlp.push_back(std::move(m));
+    }
+    for (TensorInfo& m : mlp) add(p + m.name, std::move(m.shape));
   }
   if (!tied) add("lm_head.weight", {V, H});
 }
@@ -96,10 +102,16 @@ std::vector<TensorInfo> text_mlp_tensors(const TextConfig& t, int layer, DType d
           {"mlp.down_proj.weight", dtype, {H, I}}};
 }
 
-std::vector<TensorInfo> qwen3vl_checkpoint_tensors(const ModelConfig& config, DType dtype) {
+std::vector<TensorInfo> moe_expert_tensors(const TextConfig& t, int expert, DType dtype) {
+  const int64_t H = t.hidden_size, I = t.moe_intermediate_size;
+  const std::string p = "mlp.experts." + std::to_string(expert) + ".";
+  return {{p + "gate_proj.weight", dtype, {I, H}}, {p + "up_proj.weight", dtype, {I, H}}, {p + "down_proj.weight", dtype, {H, I}}};
+}
+
+std::vector<TensorInfo> qwen3vl_checkpoint_tensors(const ModelConfig& config, DType dtype, ExpertLayout experts) {
   std::vector<TensorInfo> out;
   Adder add{out, dtype};
-  add_text(config.text, config.tie_word_embeddings, add);
+  add_text(config.text, config.tie_word_embeddings, experts, add);
   add_vision(config.vision, add);
   std::sort(out.begin(), out.end(), [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
   return out;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "io/checkpoint_layout.h"
+#include "model/fp8_weights.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
@@ -35,7 +36,8 @@ void release_pages(const uint8_t* data, size_t bytes) {
 // missing (all missing names are reported together at the end).
 class Binder {
  public:
-  Binder(const SafeTensors& st, const WeightLoadOptions& options) : st_(st), options_(options) {
+  Binder(const SafeTensors& st, const ModelConfig& config, const WeightLoadOptions& options)
+      : st_(st), options_(options), fp8_(config.fp8 ? &*config.fp8 : nullptr) {
     // Qwen3-VL checkpoints as published use "model.visual." / "model.language_model.";
     // some re-exports drop the "model." of the vision tower and call the text
     // model "model.".
@@ -44,14 +46,17 @@ class Binder {
       if (!st.find("model.language_model.norm.weight") && st.find("model.norm.weight")) text_prefix_ = "model.";
     }
     for (const auto& [name, view] : st.tensors()) {
-      if (view.dtype == DType::BF16 || view.dtype == DType::F32) total_bytes_ += view.nbytes;
+      if (view.dtype == DType::BF16 || view.dtype == DType::F32 || view.dtype == DType::F8_E4M3)
+        total_bytes_ += view.nbytes;
     }
   }
 
   const std::string& vision_prefix() const { return vision_prefix_; }
   const std::string& text_prefix() const { return text_prefix_; }
 
-  const TensorView* tensor(const std::string& name, std::vector<int64_t> shape) {
+  // `matrix`: a linear's weight, which an FP8 checkpoint may store as
+  // F8_E4M3 with block scales (convert() dequantizes it).
+  const TensorView* tensor(const std::string& name, std::vector<int64_t> shape, bool matrix = false) {
     const TensorView* t = st_.find(name);
     if (!t) {
       missing_.push_back(name);
@@ -61,8 +66,21 @@ class Binder {
     if (t->shape != shape)
       fail("tensor ", name, " in ", t->file ? *t->file : "checkpoint", " has shape ", shape_str(t->shape),
            ", config.json implies ", shape_str(shape));
-    if (t->dtype != DType::BF16 && t->dtype != DType::F32)
-      fail("tensor ", name, " has dtype ", dtype_name(t->dtype), "; qvl reads BF16 and F32 checkpoints");
+    const bool fp8 = t->dtype == DType::F8_E4M3;
+    if (fp8 && !matrix)
+      fail("tensor ", name, " in ", *t->file, " is F8_E4M3; FP8 checkpoints quantize only linear weights, ",
+           "and qvl reads this one as BF16 or F32");
+    if (t->dtype != DType::BF16 && t->dtype != DType::F32 && !fp8)
+      fail("tensor ", name, " in ", *t->file, " has dtype ", dtype_name(t->dtype),
+           "; qvl reads BF16 and F32 checkpoints, and F8_E4M3 linear weights with block scales");
+    // Per tensor, as transformers decides: an F8_E4M3 weight has a
+    // _scale_inv sibling and is dequantized; any other is read as stored.
+    if (const TensorView* scale = st_.find(fp8_scale_name(name))) {
+      if (!fp8)
+        fail("tensor ", name, " in ", *t->file, " is ", dtype_name(t->dtype), " but has an FP8 block scale ",
+             scale->name, "; a scaled weight must be F8_E4M3");
+      used_.insert(scale->name);
+    }
     return t;
   }
 
@@ -84,7 +102,7 @@ class Binder {
   }
 
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const TensorView* t = tensor(name, {rows, cols});
+    const TensorView* t = tensor(name, {rows, cols}, true);
     if (!t) return {};
     return convert(*t, rows, cols);
   }
@@ -119,6 +137,7 @@ class Binder {
       done_bytes_ += t.nbytes;
       return *m;
     }
+    if (t.dtype == DType::F8_E4M3) return dequantized(t, rows, cols, format);
     WeightMatrix m;
     const bool aligned_bf16 = reinterpret_cast<uintptr_t>(t.data) % alignof(uint16_t) == 0;
     const bool aligned_f32 = reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0;
@@ -179,6 +198,39 @@ class Binder {
       options_.converted->emplace(name, m);
   }
 
+  // An F8_E4M3 weight and its block scales (model/fp8_weights.h) -> f32,
+  // then `format`: kept as f32, rounded to bf16, or quantized to q8/q4 from
+  // the exact f32 values.
+  WeightMatrix dequantized(const TensorView& t, int64_t rows, int64_t cols, WeightFormat format) {
+    if (!fp8_)
+      fail("tensor ", t.name, " in ", *t.file, " is F8_E4M3 but config.json has no quantization_config ",
+           "(quant_method \"fp8\") to say how it is scaled");
+    const TensorView* scale = st_.find(fp8_scale_name(t.name));
+    if (!scale)
+      fail("tensor ", t.name, " in ", *t.file, " is F8_E4M3 but the checkpoint has no ", fp8_scale_name(t.name),
+           " (its 128×128 block scales)");
+    const size_t n = static_cast<size_t>(rows * cols);
+    WeightMatrix m;
+    if (format == WeightFormat::F32) {
+      std::shared_ptr<void> buf = arena_.allocate(n * 4, "a dequantized FP8 weight matrix");
+      dequantize_fp8(t, *scale, *fp8_, rows, cols, static_cast<float*>(buf.get()), options_.pool);
+      owned_.push_back(buf);
+      m = WeightMatrix::view_f32(static_cast<const float*>(buf.get()), rows, cols);
+    } else {
+      std::vector<float> f32(n);
+      dequantize_fp8(t, *scale, *fp8_, rows, cols, f32.data(), options_.pool);
+      m = WeightMatrix::from_f32(f32.data(), rows, cols, format, options_.pool, &arena_);
+      m.set_precision(options_.precision);
+    }
+    release_pages(t.data, t.nbytes);
+    release_pages(scale->data, scale->nbytes);
+    converted_ = true;
+    done_bytes_ += t.nbytes;
+    if (options_.progress) options_.progress(done_bytes_, total_bytes_);
+    record(t.name, m);
+    return m;
+  }
+
   // A sparse layer's router and experts. The checkpoint fuses the experts
   // as x·W tensors, gate_up_proj [E, H, 2I] (each row: I gate then I up
   // weights) and down_proj [E, I, H], while WeightMatrix multiplies by Wᵀ
@@ -193,9 +245,22 @@ class Binder {
     // The router decides which experts run: it stays exact (bf16 as
     // published, or f32), never quantized; it is E·H weights.
     const WeightFormat exact = options_.format == WeightFormat::F32 ? WeightFormat::F32 : WeightFormat::BF16;
-    if (const TensorView* r = tensor(prefix + table[0].name, table[0].shape)) {
-      m.router = convert(*r, E, H, exact);
+    if (const TensorView* r = tensor(prefix + table[0].name, table[0].shape, true)) {
+      // An FP8 router (none is published) dequantizes exactly into f32.
+      m.router = convert(*r, E, H, r->dtype == DType::F8_E4M3 ? WeightFormat::F32 : exact);
       m.router.set_precision(MatmulPrecision::Exact);
+    }
+    // Qwen's FP8 releases of MoE models store the experts one by one as
+    // nn.Linear weights (gate_proj, up_proj [I, H], down_proj [H, I], each
+    // with its block scales): matrices as they are, no transpose.
+    if (!has(prefix + table[1].name) && has(prefix + moe_expert_tensors(tc, 0)[0].name)) {
+      for (int64_t e = 0; e < E; ++e) {
+        const std::vector<TensorInfo> ex = moe_expert_tensors(tc, static_cast<int>(e));
+        m.gate.push_back(matrix(prefix + ex[0].name, ex[0].shape[0], ex[0].shape[1]));
+        m.up.push_back(matrix(prefix + ex[1].name, ex[1].shape[0], ex[1].shape[1]));
+        m.down.push_back(matrix(prefix + ex[2].name, ex[2].shape[0], ex[2].shape[1]));
+      }
+      return m;
     }
     const TensorView* gate_up = tensor(prefix + table[1].name, table[1].shape);
     const TensorView* down = tensor(prefix + table[2].name, table[2].shape);
@@ -289,10 +354,11 @@ class Binder {
   const SafeTensors& st_;
   const WeightLoadOptions& options_;
   HugePageArena arena_;  // converted matrices; each keeps its chunk alive past the load
+  const Fp8Quantization* fp8_;  // config.json's quantization_config, or null
   std::string vision_prefix_ = "model.visual.";
   std::string text_prefix_ = "model.language_model.";
   std::vector<std::string> missing_;
-  std::vector<std::shared_ptr<void>> owned_;  // f32 expert matrices (transposed)
+  std::vector<std::shared_ptr<void>> owned_;  // f32 expert matrices (transposed), dequantized f32 FP8 ones
   std::set<std::string> used_;
   size_t total_bytes_ = 0, done_bytes_ = 0;
   bool converted_ = false;
@@ -325,7 +391,7 @@ std::vector<const WeightMatrix*> TextLayerWeights::matrices() const {
 // (io/model_config.cpp); here every tensor's shape is checked against them.
 ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config, const WeightLoadOptions& options) {
   ModelWeights mw;
-  Binder b(st, options);
+  Binder b(st, config, options);
   const VisionConfig& vc = config.vision;
   const TextConfig& tc = config.text;
 

@@ -141,7 +141,7 @@ struct ModelWeights {
   TextWeights text;
   std::vector<std::string> unused;  // tensors in the checkpoint that qvl does not read
   // Storage behind views that are not the mapping (an f32 checkpoint's
-  // experts, transposed at load into f32).
+  // experts, transposed at load into f32; FP8 weights dequantized into f32).
   std::vector<std::shared_ptr<void>> owned;
   size_t matrix_bytes = 0;          // storage of all matrices in their loaded format
   // What one decode step reads: the text matrices a token passes through

@@ -20,6 +20,11 @@ namespace qvl::golden {
 inline std::string fixtures() { return QVL_FIXTURES_DIR; }
 inline std::string model_dir() { return fixtures() + "/tiny-qwen3vl"; }
 inline std::string moe_model_dir() { return fixtures() + "/tiny-qwen3vl-moe"; }
+// The dense model with FP8 text linears (golden-fp8), and the MoE model with
+// its experts stored one by one, bf16 and FP8 (tools/make_moe_per_expert_fixture.py).
+inline std::string fp8_model_dir() { return fixtures() + "/tiny-qwen3vl-fp8"; }
+inline std::string moe_experts_model_dir() { return fixtures() + "/tiny-qwen3vl-moe-experts"; }
+inline std::string moe_fp8_model_dir() { return fixtures() + "/tiny-qwen3vl-moe-fp8"; }
 
 inline std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -31,6 +36,10 @@ inline std::string slurp(const std::string& path) {
 
 inline const nlohmann::json& manifest() {
   static const nlohmann::json m = nlohmann::json::parse(slurp(fixtures() + "/golden/manifest.json"));
+  return m;
+}
+inline const nlohmann::json& fp8_manifest() {
+  static const nlohmann::json m = nlohmann::json::parse(slurp(fixtures() + "/golden-fp8/manifest.json"));
   return m;
 }
 inline const nlohmann::json& moe_manifest() {
