@@ -5,6 +5,7 @@
 //   make_random_model --out /tmp/qwen3vl-2b-random
 //   make_random_model --out DIR --config other/config.json --untied --seed 7
 //   make_random_model --out /tmp/qwen3vl-8b-random --size 8b
+//   make_random_model --out /tmp/qwen3vl-2b-fp8 --fp8
 #include <climits>
 #include <filesystem>
 #include <iostream>
@@ -46,6 +47,8 @@ int run(int argc, char** argv) {
       .choices({"2b", "4b", "8b", "32b", "30b-a3b"});
   args(opt.like_dir, "like", "DIR", "copy tokenizer/template/preprocessor/generation files from this folder");
   args(opt.untied, "untied", "untie the embeddings: write lm_head.weight");
+  args(opt.fp8, "fp8",
+       "an FP8 folder as Qwen's -FP8 releases: text linears F8_E4M3 with 128x128 block scales, a quantization_config");
   args(opt.seed, "seed", "N", "random seed").range(0, LONG_MAX);
   args(opt.threads, "threads", "N", "generator threads (0: every core)").range(0, 1024);
   if (!args.parse(argc, argv)) return 0;

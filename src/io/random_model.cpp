@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -114,13 +115,32 @@ double normal_quantile(double p) {
 
 // Values of mean + stddev * N(0, 1) at the 65536 midpoint quantiles: a 16-bit
 // uniform picks one, so one 64-bit hash gives four normal samples.
+// The E4M3 code nearest to v (|v| <= 448; ties to the even code): the 127
+// non-negative values are increasing in their codes (OCP OFP8 E4M3).
+uint8_t to_e4m3(float v) {
+  auto value = [](int code) {
+    const int e = code >> 3, m = code & 7;
+    return e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1.0f + m / 8.0f, e - 7);
+  };
+  const float a = std::fabs(v);
+  int code = 0;
+  while (code < 0x7e && value(code + 1) <= a) ++code;
+  if (code < 0x7e) {
+    const float lo = a - value(code), hi = value(code + 1) - a;
+    if (hi < lo || (hi == lo && (code & 1))) ++code;
+  }
+  return static_cast<uint8_t>(v < 0 && code ? code | 0x80 : code);
+}
+
 struct NormalTable {
   std::vector<float> f32;
   std::vector<uint16_t> bf16;
-  NormalTable(float mean, float stddev) : f32(65536), bf16(65536) {
+  std::vector<uint8_t> e4m3;  // f32 / kRandomFp8Scale
+  NormalTable(float mean, float stddev) : f32(65536), bf16(65536), e4m3(65536) {
     for (int j = 0; j < 65536; ++j) {
       f32[j] = mean + stddev * static_cast<float>(normal_quantile((j + 0.5) / 65536.0));
       bf16[j] = to_bf16(f32[j]);
+      e4m3[j] = to_e4m3(std::clamp(f32[j] / kRandomFp8Scale, -448.0f, 448.0f));
     }
   }
 };
@@ -138,6 +158,36 @@ bool is_norm_weight(const std::string& name) {
   std::string stem = name.substr(0, name.size() - suffix.size());
   std::string last = stem.substr(stem.rfind('.') + 1);
   return last.find("norm") != std::string::npos;
+}
+
+bool is_fp8_scale(const std::string& name) {
+  const std::string suffix = "_scale_inv";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A text decoder linear's weight (attention projections, MLP and expert
+// matrices): what an FP8 checkpoint quantizes. The router (mlp.gate) stays.
+bool is_fp8_linear(const std::string& name) {
+  const std::string suffix = "_proj.weight";
+  return name.rfind("model.language_model.layers.", 0) == 0 && name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The checkpoint's tensors, FP8 ones with their block scales (sorted by name).
+std::vector<TensorInfo> random_model_tensors(const ModelConfig& config, bool fp8) {
+  std::vector<TensorInfo> tensors =
+      qwen3vl_checkpoint_tensors(config, DType::BF16, fp8 ? ExpertLayout::PerExpert : ExpertLayout::Fused);
+  if (!fp8) return tensors;
+  const size_t n = tensors.size();
+  for (size_t i = 0; i < n; ++i) {
+    TensorInfo& t = tensors[i];
+    if (!is_fp8_linear(t.name)) continue;
+    t.dtype = DType::F8_E4M3;
+    // The 128×128 block grid (config.json's weight_block_size).
+    tensors.push_back({t.name + "_scale_inv", DType::BF16, {(t.shape[0] + 127) / 128, (t.shape[1] + 127) / 128}});
+  }
+  std::sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+  return tensors;
 }
 
 // Element i takes 16-bit lane i % 4 of hash(key, i / 4).
@@ -159,7 +209,9 @@ void fill_range(const T* table, uint64_t key, uint64_t first, size_t count, T* o
 }
 
 void fill_bytes(DType dtype, const NormalTable& table, uint64_t key, uint64_t first, size_t count, uint8_t* out) {
-  if (dtype == DType::BF16)
+  if (dtype == DType::F8_E4M3)
+    fill_range(table.e4m3.data(), key, first, count, out);
+  else if (dtype == DType::BF16)
     fill_range(table.bf16.data(), key, first, count, reinterpret_cast<uint16_t*>(out));
   else
     fill_range(table.f32.data(), key, first, count, reinterpret_cast<float*>(out));
@@ -168,9 +220,15 @@ void fill_bytes(DType dtype, const NormalTable& table, uint64_t key, uint64_t fi
 }  // namespace
 
 void fill_random_weights(const TensorInfo& t, uint64_t seed, size_t byte_offset, std::span<uint8_t> out, int threads) {
-  if (t.dtype != DType::BF16 && t.dtype != DType::F32)
-    fail("random weights: tensor '", t.name, "' has dtype ", dtype_name(t.dtype), " (only BF16 and F32)");
+  if (t.dtype != DType::BF16 && t.dtype != DType::F32 && t.dtype != DType::F8_E4M3)
+    fail("random weights: tensor '", t.name, "' has dtype ", dtype_name(t.dtype), " (only BF16, F32 and F8_E4M3)");
   const size_t es = dtype_size(t.dtype);
+  if (is_fp8_scale(t.name)) {
+    if (t.dtype != DType::BF16) fail("random weights: scale tensor '", t.name, "' must be BF16");
+    const uint16_t s = to_bf16(kRandomFp8Scale);
+    for (size_t i = 0; i + 1 < out.size(); i += 2) std::memcpy(out.data() + i, &s, 2);
+    return;
+  }
   const uint64_t key = mix64(seed ^ name_hash(t.name));
   const NormalTable& table = table_for(is_norm_weight(t.name));
   const uint64_t first = byte_offset / es;
@@ -199,7 +257,16 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
     cfg["tie_word_embeddings"] = false;
     cfg["text_config"]["tie_word_embeddings"] = false;
   }
-  const std::string config_text = options.untied ? cfg.dump(2) + "\n" : config_json;
+  if (options.fp8) {
+    if (!cfg.is_object()) fail("random model: the config is not a JSON object");
+    // As Qwen's -FP8 releases write it (transformers' FineGrainedFP8Config).
+    cfg["quantization_config"] = {{"activation_scheme", "dynamic"},
+                                  {"fmt", "e4m3"},
+                                  {"quant_method", "fp8"},
+                                  {"weight_block_size", {128, 128}},
+                                  {"modules_to_not_convert", {"lm_head", "model.language_model.embed_tokens", "model.visual"}}};
+  }
+  const std::string config_text = options.untied || options.fp8 ? cfg.dump(2) + "\n" : config_json;
   const fs::path dir(out_dir);
   const ModelConfig config = parse_model_config(config_text, (dir / "config.json").string());
 
@@ -240,7 +307,7 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
     if (std::fclose(f) != 0 || n != text.size()) fail((dir / "preprocessor_config.json").string(), ": write failed");
   }
 
-  const std::vector<TensorInfo> tensors = qwen3vl_checkpoint_tensors(config, DType::BF16);
+  const std::vector<TensorInfo> tensors = random_model_tensors(config, options.fp8);
   const int threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   WriteOptions wo;
   wo.chunk_bytes = options.chunk_bytes;
@@ -252,7 +319,8 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
 
   RandomModelStats stats;
   stats.tensors = tensors.size();
-  for (const TensorInfo& t : tensors) stats.parameters += t.numel();
+  for (const TensorInfo& t : tensors)
+    if (!is_fp8_scale(t.name)) stats.parameters += t.numel();
   stats.file_bytes = fs::file_size(weights);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;

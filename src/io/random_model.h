@@ -19,6 +19,10 @@ struct RandomModelOptions {
   uint64_t seed = 0;
   int threads = 0;          // generator threads; 0: every core
   bool untied = false;      // set tie_word_embeddings false and write lm_head.weight
+  // A fine-grained FP8 folder, as Qwen's -FP8 releases: every text decoder
+  // linear F8_E4M3 with BF16 128×128 block scales (kRandomFp8Scale), a
+  // quantization_config, and a MoE's experts stored one by one.
+  bool fp8 = false;
   std::string like_dir;     // tokenizer, template, preprocessor and generation files come from here
   size_t chunk_bytes = 64u << 20;
 };
@@ -30,8 +34,14 @@ struct RandomModelStats {
   double seconds = 0;
 };
 
-// Fills bytes [byte_offset, byte_offset + out.size()) of tensor `t` (BF16 or
-// F32). Element i depends only on (seed, t.name, i): N(0, 0.02) for matrices,
+// The block scale of every FP8 weight of a random model: 2^-10, so the
+// N(0, 0.02) weights span ±~90 of E4M3's ±448 (a real checkpoint scales
+// each block to its own maximum; the cost of reading it is the same).
+inline constexpr float kRandomFp8Scale = 1.0f / 1024;
+
+// Fills bytes [byte_offset, byte_offset + out.size()) of tensor `t` (BF16,
+// F32, F8_E4M3: the same values over kRandomFp8Scale, rounded; a BF16
+// "..._scale_inv" is kRandomFp8Scale). Element i depends only on (seed, t.name, i): N(0, 0.02) for matrices,
 // embeddings and biases, 1 + N(0, 0.02) for norm weights, so activations stay
 // in a sane range through every layer.
 void fill_random_weights(const TensorInfo& t, uint64_t seed, size_t byte_offset, std::span<uint8_t> out, int threads = 1);

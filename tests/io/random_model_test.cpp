@@ -142,6 +142,34 @@ TEST(RandomModel, UntiedWritesLmHead) {
   EXPECT_EQ(st.get("lm_head.weight").shape, (std::vector<int64_t>{151936, 64}));
 }
 
+// --fp8: the names, shapes and dtypes of the FP8 fixture (made from the same
+// config by the reference), and the block scales' value.
+TEST(RandomModel, Fp8HasTheFp8FixturesLayout) {
+  TempDir dir;
+  RandomModelOptions opt;
+  opt.like_dir = kTiny;
+  opt.fp8 = true;
+  RandomModelStats s = make_random_model(dir.path(), read_file(kTiny + "/config.json"), opt);
+  ModelFolder m = ModelFolder::open(dir.path());
+  ASSERT_TRUE(m.config.fp8.has_value());
+  SafeTensors made = SafeTensors::open(m.weights_path);
+  SafeTensors fixture = SafeTensors::open(std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-fp8/model.safetensors");
+  EXPECT_EQ(shapes_of(made), shapes_of(fixture));
+  for (const auto& [name, v] : fixture.tensors()) EXPECT_EQ(made.get(name).dtype, v.dtype) << name;
+  EXPECT_EQ(s.tensors, 173u);
+  RandomModelOptions bf16 = opt;
+  bf16.fp8 = false;
+  EXPECT_EQ(s.parameters, make_random_model(dir / "bf16", read_file(kTiny + "/config.json"), bf16).parameters);
+  const TensorView& scale = made.get("model.language_model.layers.0.mlp.down_proj.weight_scale_inv");
+  uint16_t bits;
+  std::memcpy(&bits, scale.data, 2);
+  EXPECT_EQ(bits, 0x3a80);  // bf16 2^-10
+  const TensorView& w = made.get("model.language_model.layers.0.mlp.down_proj.weight");
+  int nonzero = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) nonzero += (w.data[i] & 0x7f) != 0;
+  EXPECT_GT(nonzero, w.numel() * 9 / 10);
+}
+
 TEST(RandomModel, DeterministicAndChunkIndependent) {
   TensorInfo t{"model.x.weight", DType::BF16, {3, 100003}};
   std::vector<uint8_t> whole(t.nbytes()), pieces(t.nbytes()), other(t.nbytes());

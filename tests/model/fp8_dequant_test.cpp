@@ -12,6 +12,7 @@
 
 #include "../io/io_test_util.h"
 #include "golden.h"
+#include "io/random_model.h"
 #include "io/safetensors_writer.h"
 #include "ops/scalar.h"
 #include "util/mapped_file.h"
@@ -182,3 +183,39 @@ TEST(Fp8Load, BrokenCheckpointsAreClearErrors) {
 }  // namespace
 }  // namespace qvl
 
+namespace qvl {
+namespace {
+
+// make_random_model --fp8 (the 2B measurements' folder) on the tiny and MoE
+// configs: it loads, every FP8 weight is the random N(0, 0.02) value within
+// E4M3's rounding (3 mantissa bits: 1/16 relative, or the subnormal step).
+TEST(Fp8Load, RandomFp8FoldersLoad) {
+  for (const std::string& like : {golden::model_dir(), golden::moe_model_dir()}) {
+    SCOPED_TRACE(like);
+    test::TempDir dir;
+    RandomModelOptions opt;
+    opt.like_dir = like;
+    opt.fp8 = true;
+    make_random_model(dir.path(), read_file(like + "/config.json"), opt);
+    ModelLoadOptions o;
+    o.format = WeightFormat::F32;
+    const std::unique_ptr<Model> m = Model::load(dir.path(), o, golden::pool());
+    EXPECT_TRUE(m->weights().unused.empty());
+    const TextLayerWeights& l = m->weights().text.layers[1];
+    const WeightMatrix& w = l.mlp.sparse ? l.mlp.moe.down[3] : l.mlp.down.w;
+    const std::string name = l.mlp.sparse ? "model.language_model.layers.1.mlp.experts.3.down_proj.weight"
+                                          : "model.language_model.layers.1.mlp.down_proj.weight";
+    std::vector<uint8_t> want(static_cast<size_t>(w.rows() * w.cols()) * 2);
+    fill_random_weights({name, DType::BF16, {w.rows(), w.cols()}}, 0, 0, want);
+    for (int64_t i = 0; i < w.rows() * w.cols(); ++i) {
+      uint16_t b;
+      std::memcpy(&b, want.data() + 2 * i, 2);
+      const float v = bf16_to_f32(b), got = scalar::weight_at(w, i / w.cols(), i % w.cols());
+      ASSERT_LE(std::fabs(got - v), std::max(std::fabs(v) / 16, kRandomFp8Scale * std::ldexp(1.0f, -9)))
+          << name << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qvl
