@@ -29,9 +29,11 @@ void visit_options(ModelChoice& m, Args& v) {
 }
 
 void visit_options(EngineParams& p, Args& v) {
-  v(p.weights, "weights", "FORMAT", "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4")
+  v(p.weights, "weights", "FORMAT",
+    "weight format in memory: bf16 (as stored, zero-copy), f32, q8 or q4; an FP8 checkpoint is dequantized "
+    "exactly into it")
       .choices({WeightFormat::BF16, WeightFormat::F32, WeightFormat::Q8, WeightFormat::Q4}, weight_format_name)
-      .unset("bf16 if the checkpoint takes at most half the memory, else q8 if that does, else q4")
+      .unset("bf16 if the checkpoint takes at most half the memory (an FP8 one starts at q8), else q8 if that does, else q4")
       .env("QVL_WEIGHTS");
   v(p.no_weight_cache, "no-weight-cache", "q8/q4: quantize at load without reading or writing the weight cache")
       .env("QVL_NO_WEIGHT_CACHE");

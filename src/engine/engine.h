@@ -48,6 +48,7 @@ struct EngineParams {
   // KV cache element type; unset: f16 with q8/q4 weights (whose products are
   // already approximate), f32 otherwise (exact). resolved_kv_type() resolves it.
   std::optional<KvType> kv_type;
+  // Engine::create resolves `weights` first; until then an unset one counts as bf16.
   KvType resolved_kv_type() const {
     return kv_type.value_or(weights == WeightFormat::Q8 || weights == WeightFormat::Q4 ? KvType::F16 : KvType::F32);
   }

@@ -12,12 +12,13 @@
 
 namespace qvl {
 
-WeightFormat default_weight_format(uint64_t checkpoint_bytes, uint64_t memory_bytes) {
+WeightFormat default_weight_format(uint64_t checkpoint_bytes, uint64_t memory_bytes, bool fp8) {
   const uint64_t budget = memory_bytes / 2;
-  // Bytes per 64 bytes of bf16 (32 weights): ops/quant.h's group of 32 with
-  // one f16 scale.
-  if (checkpoint_bytes <= budget) return WeightFormat::BF16;
-  if (checkpoint_bytes / 64 * 34 <= budget) return WeightFormat::Q8;
+  if (!fp8 && checkpoint_bytes <= budget) return WeightFormat::BF16;
+  // q8 bytes per 32 weights (ops/quant.h's group of 32 with one f16 scale):
+  // 34, against 64 bytes of bf16 or 32 of FP8.
+  const uint64_t q8_bytes = fp8 ? checkpoint_bytes / 32 * 34 : checkpoint_bytes / 64 * 34;
+  if (q8_bytes <= budget) return WeightFormat::Q8;
   return WeightFormat::Q4;
 }
 
@@ -41,7 +42,8 @@ uint64_t machine_memory_bytes() {
 
 WeightFormat default_weight_format(const std::string& model_dir) {
   const ModelFolder folder = ModelFolder::open(model_dir);
-  return default_weight_format(SafeTensors::open(folder.weights_path).total_bytes(), machine_memory_bytes());
+  return default_weight_format(SafeTensors::open(folder.weights_path).total_bytes(), machine_memory_bytes(),
+                               folder.config.fp8.has_value());
 }
 
 }  // namespace qvl

@@ -10,6 +10,11 @@
 // rest holds the KV cache, the vision tower's activations, the OS and the
 // page cache. On a 24 GB machine: 2B and 4B bf16, 8B (17.5 GB) q8, 32B and
 // 30B-A3B q4.
+//
+// An FP8 checkpoint (config.json quantization_config) starts at q8: its
+// weights are dequantized anyway and bf16 cannot hold FP8 × scale exactly
+// (11 significant bits), while q8 keeps its memory at the download's size
+// (34 bytes per 32 one-byte weights) instead of doubling it.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +24,8 @@
 
 namespace qvl {
 
-WeightFormat default_weight_format(uint64_t checkpoint_bytes, uint64_t memory_bytes);
+// checkpoint_bytes: the safetensors files' bytes; fp8: an FP8 checkpoint.
+WeightFormat default_weight_format(uint64_t checkpoint_bytes, uint64_t memory_bytes, bool fp8 = false);
 
 // Physical memory, or the cgroup (v2) memory.max when that is lower (a
 // container's limit); $QVL_MEMORY_BYTES overrides both (tests, and a user

@@ -270,6 +270,25 @@ TEST(EngineInfo, ResolvesThePolicyOnce) {
   EXPECT_EQ(other->generate(greedy_request({{"user", {{"hi", nullptr}}, {}}}, 0)).completion_tokens, 77);
 }
 
+// Unset, the one rule (model/default_weights.h) starts an FP8 checkpoint at
+// q8 (its weights are dequantized anyway), a bf16 one at bf16; a format
+// asked for wins.
+TEST(EngineInfo, Fp8CheckpointLoadsAsQ8UnlessAsked) {
+  EngineParams p;
+  p.model_dir = kFixtures + "/tiny-qwen3vl-fp8";
+  p.threads = 1;
+  p.ctx_size = 256;
+  auto fp8 = Engine::create(p);
+  EXPECT_EQ(fp8->info().weights, WeightFormat::Q8);
+  EXPECT_EQ(fp8->info().kv_type, KvType::F16);  // follows the resolved q8
+  EXPECT_EQ(fp8->generate(greedy_request({{"user", {{"hi", nullptr}}, {}}}, 3)).completion_tokens, 3);
+  p.weights = WeightFormat::F32;
+  EXPECT_EQ(Engine::create(p)->info().weights, WeightFormat::F32);
+  p.weights.reset();
+  p.model_dir = kFixtures + "/tiny-qwen3vl";
+  EXPECT_EQ(Engine::create(p)->info().weights, WeightFormat::BF16);
+}
+
 std::shared_ptr<const Image> gray(int width, int height) {
   auto img = std::make_shared<Image>();
   img->width = width;

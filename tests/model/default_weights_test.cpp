@@ -46,5 +46,17 @@ TEST(DefaultWeights, MemoryOverrideAndCheckpointOfAFolder) {
   EXPECT_GT(machine_memory_bytes(), 0u);
 }
 
+// An FP8 checkpoint starts at q8 however much memory there is: bf16 would
+// double its size and still not hold FP8 × scale exactly.
+TEST(DefaultWeights, AnFp8CheckpointStartsAtQ8) {
+  EXPECT_EQ(default_weight_format(1000, 1'000'000'000, true), WeightFormat::Q8);
+  EXPECT_EQ(default_weight_format(32 * 1000, 2 * 34 * 1000, true), WeightFormat::Q8);  // 34 bytes per 32 weights
+  EXPECT_EQ(default_weight_format(32 * 1000, 2 * 34 * 1000 - 2, true), WeightFormat::Q4);
+  const std::string fp8 = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-fp8";
+  ASSERT_EQ(setenv("QVL_MEMORY_BYTES", "100000000000", 1), 0);
+  EXPECT_EQ(default_weight_format(fp8), WeightFormat::Q8);
+  unsetenv("QVL_MEMORY_BYTES");
+}
+
 }  // namespace
 }  // namespace qvl
