@@ -15,6 +15,8 @@
 #include "io/model_config.h"
 #include "io/model_source.h"
 #include "io/safetensors.h"
+#include "engine/engine.h"
+#include "model/fp8_weights.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -35,12 +37,18 @@ struct Summary {
   size_t weight_bytes = 0, folder_bytes = 0;
   size_t tensors = 0;
   std::vector<std::string> unexpected;  // in the checkpoint, not implied by config.json
+  ExpertLayout experts = ExpertLayout::Fused;
+  size_t fp8_tensors = 0;               // F8_E4M3 weights (each with a _scale_inv)
+  std::set<std::string> scale_dtypes;   // of their block scales
 };
 
 // Every tensor config.json implies must be present with its shape.
+// An FP8 weight needs config.json's quantization_config and its block scales
+// (model/fp8_weights.h checks their values when the model loads).
 void check_checkpoint(const ModelConfig& config, const SafeTensors& st, Summary& s) {
   std::set<std::string> expected;
-  for (const TensorInfo& t : qwen3vl_checkpoint_tensors(config)) {
+  s.experts = expert_layout(config.text, [&](const std::string& n) { return st.find(n) != nullptr; });
+  for (const TensorInfo& t : qwen3vl_checkpoint_tensors(config, DType::BF16, s.experts)) {
     expected.insert(t.name);
     const TensorView* v = st.find(t.name);
     if (!v)
@@ -52,6 +60,15 @@ void check_checkpoint(const ModelConfig& config, const SafeTensors& st, Summary&
       for (int64_t d : t.shape) want << (want.tellp() ? "," : "") << d;
       fail(*v->file, ": tensor '", t.name, "' has shape [", got.str(), "] but config.json implies [", want.str(), "]");
     }
+    if (v->dtype == DType::F8_E4M3) {
+      const TensorView* scale = st.find(fp8_scale_name(t.name));
+      if (!config.fp8)
+        fail(*v->file, ": tensor '", t.name, "' is F8_E4M3 but config.json has no quantization_config");
+      if (!scale) fail(*v->file, ": tensor '", t.name, "' is F8_E4M3 but has no ", fp8_scale_name(t.name));
+      expected.insert(scale->name);
+      s.scale_dtypes.insert(dtype_name(scale->dtype));
+      ++s.fp8_tensors;
+    }
   }
   for (const auto& [name, v] : st.tensors())
     if (!expected.count(name)) s.unexpected.push_back(name);
@@ -62,11 +79,13 @@ Summary summarize(const std::string& dir) {
   SafeTensors st = SafeTensors::open(s.folder.weights_path);
   check_checkpoint(s.folder.config, st, s);
   for (const auto& [name, v] : st.tensors()) {
+    if (name.size() > 10 && name.compare(name.size() - 10, 10, "_scale_inv") == 0) continue;  // not parameters
     (name.rfind("model.visual.", 0) == 0 ? s.vision_params : s.text_params) += v.numel();
     s.dtypes.insert(dtype_name(v.dtype));
   }
-  // Of each sparse layer's fused experts (the table's last two tensors), a
-  // token runs num_experts_per_tok of num_experts.
+  // Of each sparse layer's experts (the fused table's last two tensors, as
+  // many weights as when stored one by one), a token runs
+  // num_experts_per_tok of num_experts.
   const TextConfig& t = s.folder.config.text;
   s.text_active_params = s.text_params;
   for (int i = 0; i < t.num_hidden_layers; ++i) {
@@ -113,6 +132,32 @@ int64_t image_tokens(int64_t pixels, const PreprocessorConfig& p) {
   return pixels / (int64_t{p.factor()} * p.factor());
 }
 
+// What config.json's quantization_config says and the checkpoint holds.
+std::string quantization_text(const Summary& s) {
+  const std::optional<Fp8Quantization>& q = s.folder.config.fp8;
+  if (!q) return cat("none (loads as ", weight_format_name(default_weights(s.folder.config)), " unless --weights says)");
+  std::string scales;
+  for (const std::string& d : s.scale_dtypes) scales += (scales.empty() ? "" : ", ") + d;
+  return cat("FP8 E4M3 (quant_method fp8, activations ", q->activation_scheme, "), ", q->weight_block_size[0], "x",
+             q->weight_block_size[1], " block scales (", scales.empty() ? "none" : scales, "); ", s.fp8_tensors,
+             " weight tensors quantized, the rest as stored; dequantized at load into ",
+             weight_format_name(default_weights(s.folder.config)), " unless --weights says",
+             s.experts == ExpertLayout::PerExpert ? "; experts stored one by one" : "");
+}
+
+json quantization_json(const Summary& s) {
+  const std::optional<Fp8Quantization>& q = s.folder.config.fp8;
+  if (!q) return nullptr;
+  return {{"quant_method", "fp8"},
+          {"fmt", "e4m3"},
+          {"weight_block_size", q->weight_block_size},
+          {"activation_scheme", q->activation_scheme},
+          {"modules_to_not_convert", q->modules_to_not_convert},
+          {"quantized_tensors", s.fp8_tensors},
+          {"scale_dtypes", std::vector<std::string>(s.scale_dtypes.begin(), s.scale_dtypes.end())},
+          {"experts", s.experts == ExpertLayout::PerExpert ? "per_expert" : "fused"}};
+}
+
 void print_text(const Summary& s) {
   const ModelConfig& c = s.folder.config;
   const TextConfig& t = c.text;
@@ -130,6 +175,7 @@ void print_text(const Summary& s) {
                      " (", s.weight_bytes, " bytes); folder ", bytes(s.folder_bytes)));
   if (!s.unexpected.empty())
     row("unused", cat(s.unexpected.size(), " tensor(s) config.json does not imply, e.g. ", s.unexpected.front()));
+  row("quantization", quantization_text(s));
   row("text", cat(t.num_hidden_layers, " layers, hidden ", t.hidden_size, ", MLP ", t.intermediate_size, ", heads ",
                   t.num_attention_heads, " query / ", t.num_key_value_heads, " key-value, head dim ", t.head_dim, ", vocab ",
                   t.vocab_size));
@@ -175,6 +221,8 @@ void print_json(const Summary& s) {
                      {"text", s.text_params},
                      {"text_active_per_token", s.text_active_params}};
   j["dtypes"] = std::vector<std::string>(s.dtypes.begin(), s.dtypes.end());
+  j["quantization"] = quantization_json(s);
+  j["default_weights"] = weight_format_name(default_weights(c));
   j["tensors"] = s.tensors;
   j["unused_tensors"] = s.unexpected;
   j["weight_files"] = s.weight_files;

@@ -99,6 +99,42 @@ TEST(InfoCli, JsonMatchesTheCheckpoint) {
   EXPECT_TRUE(j["unused_tensors"].empty());
 }
 
+// An FP8 folder: the quantization shown, scales not counted as parameters
+// (the same counts as the bf16 model it was made from), q8 the default.
+TEST(InfoCli, Fp8FolderShowsItsQuantization) {
+  const std::string fp8 = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-fp8";
+  auto r = run_qvl({"info", "--model", fp8, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  json dense = json::parse(run_qvl({"info", "--model", kTiny, "--json"}).out);
+  EXPECT_EQ(j["parameters"], dense["parameters"]);
+  EXPECT_EQ(j["dtypes"], json::array({"BF16", "F8_E4M3"}));
+  EXPECT_TRUE(j["unused_tensors"].empty());
+  EXPECT_EQ(j["default_weights"], "q8");
+  EXPECT_EQ(dense["default_weights"], "bf16");
+  EXPECT_EQ(dense["quantization"], nullptr);
+  const json& q = j["quantization"];
+  EXPECT_EQ(q["quant_method"], "fp8");
+  EXPECT_EQ(q["weight_block_size"], json::array({128, 128}));
+  EXPECT_EQ(q["quantized_tensors"], 28);
+  EXPECT_EQ(q["scale_dtypes"], json::array({"BF16"}));
+  r = run_qvl({"info", "--model", fp8});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("quantization  FP8 E4M3 (quant_method fp8, activations dynamic), 128x128 block scales (BF16); "
+                       "28 weight tensors quantized"),
+            std::string::npos)
+      << r.out;
+  // The MoE with FP8 experts stored one by one: all expected, none unused.
+  const std::string moe = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-moe-fp8";
+  j = json::parse(run_qvl({"info", "--model", moe, "--json"}).out);
+  json fused = json::parse(run_qvl({"info", "--model", std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-moe", "--json"}).out);
+  EXPECT_EQ(j["parameters"], fused["parameters"]);
+  EXPECT_TRUE(j["unused_tensors"].empty()) << j["unused_tensors"].dump();
+  EXPECT_EQ(j["quantization"]["experts"], "per_expert");
+  EXPECT_EQ(j["quantization"]["quantized_tensors"], 4 * 8 * 3);
+  EXPECT_EQ(j["quantization"]["scale_dtypes"], json::array({"BF16", "F16", "F32"}));
+}
+
 TEST(InfoCli, UntiedTransformers5Folder) {
   ScratchDir dir;
   RandomModelOptions opt;
