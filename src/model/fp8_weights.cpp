@@ -62,13 +62,10 @@ void dequantize_fp8(const TensorView& weight, const TensorView& scale, const Fp8
       const float* srow = s.data() + (r / br) * scols;
       float* dst = out + r * cols;
       for (int64_t cb = 0; cb < scols; ++cb) {
-        const float sc = srow[cb];
-        for (int64_t c = cb * bc; c < std::min(cols, (cb + 1) * bc); ++c) {
-          if (e4m3_is_nan(src[c])) {
-            int64_t none = -1;
-            nan_at.compare_exchange_strong(none, r * cols + c);
-          }
-          dst[c] = e4m3_to_f32(src[c]) * sc;
+        const int64_t c0 = cb * bc, n = std::min(cols, c0 + bc) - c0;
+        if (const int64_t at = e4m3_to_f32_scaled(src + c0, n, srow[cb], dst + c0); at >= 0) {
+          int64_t none = -1;
+          nan_at.compare_exchange_strong(none, r * cols + c0 + at);
         }
       }
     }

@@ -217,9 +217,12 @@ class Binder {
       owned_.push_back(buf);
       m = WeightMatrix::view_f32(static_cast<const float*>(buf.get()), rows, cols);
     } else {
-      std::vector<float> f32(n);
-      dequantize_fp8(t, *scale, *fp8_, rows, cols, f32.data(), options_.pool);
-      m = WeightMatrix::from_f32(f32.data(), rows, cols, format, options_.pool, &arena_);
+      // One scratch for every matrix (the largest decides its size): a
+      // fresh 50 MB buffer per 2B matrix cost more page faults than the
+      // dequantization itself.
+      if (fp8_scratch_.size() < n) fp8_scratch_.resize(n);
+      dequantize_fp8(t, *scale, *fp8_, rows, cols, fp8_scratch_.data(), options_.pool);
+      m = WeightMatrix::from_f32(fp8_scratch_.data(), rows, cols, format, options_.pool, &arena_);
       m.set_precision(options_.precision);
     }
     release_pages(t.data, t.nbytes);
@@ -355,6 +358,7 @@ class Binder {
   const WeightLoadOptions& options_;
   HugePageArena arena_;  // converted matrices; each keeps its chunk alive past the load
   const Fp8Quantization* fp8_;  // config.json's quantization_config, or null
+  std::vector<float> fp8_scratch_;  // an FP8 matrix dequantized, before its conversion
   std::string vision_prefix_ = "model.visual.";
   std::string text_prefix_ = "model.language_model.";
   std::vector<std::string> missing_;

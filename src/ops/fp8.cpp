@@ -30,4 +30,17 @@ const std::array<float, 256>& e4m3_table() {
 
 float e4m3_to_f32(uint8_t v) { return e4m3_table()[v]; }
 
+int64_t e4m3_to_f32_scaled(const uint8_t* src, int64_t n, float scale, float* dst) {
+  const float* table = e4m3_table().data();
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    nan |= e4m3_is_nan(src[i]);
+    dst[i] = table[src[i]] * scale;
+  }
+  if (!nan) return -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (e4m3_is_nan(src[i])) return i;
+  return -1;
+}
+
 }  // namespace qvl

@@ -123,7 +123,7 @@ class WeightMatrix {
   // The same from f32 source weights (an FP8 checkpoint dequantized at
   // load: fp8 × block scale needs up to 11 significant bits, more than bf16
   // holds): f32 copied, bf16 rounded to nearest even, q8/q4 quantized from
-  // the f32 values by the scalar specification (quant.h).
+  // the f32 values (quant.h's specification, SIMD as from_bf16).
   static WeightMatrix from_f32(const float* data, int64_t rows, int64_t cols, WeightFormat format,
                                ThreadPool* pool = nullptr, HugePageArena* arena = nullptr);
 

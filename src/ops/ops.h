@@ -29,6 +29,9 @@ void f16_to_f32(const uint16_t* src, float* dst, int64_t n);
 // Specification (OFP8) rev 1.0, table 1.
 float e4m3_to_f32(uint8_t v);
 inline bool e4m3_is_nan(uint8_t v) { return (v & 0x7f) == 0x7f; }
+// dst[i] = e4m3_to_f32(src[i]) · scale for n codes (one FP8 block's row);
+// returns the index of the first NaN code, or -1.
+int64_t e4m3_to_f32_scaled(const uint8_t* src, int64_t n, float scale, float* dst);
 
 // out[i, :] = table[ids[i], :] for a bf16 table [vocab, dim].
 void embed_bf16(const uint16_t* table, int64_t dim, const int32_t* ids, int64_t n, float* out);

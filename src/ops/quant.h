@@ -121,7 +121,7 @@ inline uint16_t f16_ceil(float v) {
 void quantize_rows_q8_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 void quantize_rows_q4_scalar(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 // The same from f32 weights (WeightMatrix::from_f32: FP8 checkpoints
-// dequantized at load); no SIMD twin, they run once at load.
+// dequantized at load); SIMD twins in simd_quant.h.
 void quantize_rows_q8_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 void quantize_rows_q4_scalar(const float* src, int64_t rows, int64_t cols, uint8_t* codes, uint16_t* scales);
 

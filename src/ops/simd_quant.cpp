@@ -40,6 +40,13 @@ HWY_INLINE float Bf16Scalar(uint16_t h) {
   return f;
 }
 
+// The source weights as f32 lanes: bf16 (as published) or f32 (an FP8
+// checkpoint dequantized at load, WeightMatrix::from_f32).
+HWY_INLINE VQ LoadWeights(DQ d, const uint16_t* p) { return LoadBf16(d, p); }
+HWY_INLINE VQ LoadWeights(DQ d, const float* p) { return hn::LoadU(d, p); }
+HWY_INLINE float Scalar(uint16_t h) { return Bf16Scalar(h); }
+HWY_INLINE float Scalar(float f) { return f; }
+
 // Rounded, clamped codes of v·inv as int32 (same operation order as the
 // scalar twin: multiply, round half to even, clamp).
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, DQ>> Codes(DQ d, VQ v, VQ inv, VQ lo, VQ hi) {
@@ -50,15 +57,17 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, DQ>> Codes(DQ d, VQ v, VQ inv, VQ lo, VQ 
 // max |w| over one group of kG bf16 weights. Vectors are reloaded rather
 // than kept in an array: sizeless (SVE) vectors cannot be array elements,
 // and the group is in L1 anyway.
-float GroupAbsMax(const uint16_t* w) {
+template <typename Src>
+float GroupAbsMax(const Src* w) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   VQ amax = hn::Zero(d);
-  for (size_t k = 0; k < static_cast<size_t>(kG) / N; ++k) amax = hn::Max(amax, hn::Abs(LoadBf16(d, w + k * N)));
+  for (size_t k = 0; k < static_cast<size_t>(kG) / N; ++k) amax = hn::Max(amax, hn::Abs(LoadWeights(d, w + k * N)));
   return hn::GetLane(hn::MaxOfLanes(d, amax));
 }
 
-uint16_t GroupQ8(const uint16_t* w, int8_t* q) {
+template <typename Src>
+uint16_t GroupQ8(const Src* w, int8_t* q) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
@@ -68,11 +77,12 @@ uint16_t GroupQ8(const uint16_t* w, int8_t* q) {
   const VQ inv = hn::Set(d, scale > 0 ? 1.0f / scale : 0.0f);
   const VQ lo = hn::Set(d, -127.0f), hi = hn::Set(d, 127.0f);
   const hn::Rebind<int8_t, DQ> d8;
-  for (size_t k = 0; k < nv; ++k) hn::StoreU(hn::DemoteTo(d8, Codes(d, LoadBf16(d, w + k * N), inv, lo, hi)), d8, q + k * N);
+  for (size_t k = 0; k < nv; ++k) hn::StoreU(hn::DemoteTo(d8, Codes(d, LoadWeights(d, w + k * N), inv, lo, hi)), d8, q + k * N);
   return h;
 }
 
-uint16_t GroupQ4(const uint16_t* w, uint8_t* packed) {
+template <typename Src>
+uint16_t GroupQ4(const Src* w, uint8_t* packed) {
   const DQ d;
   const size_t N = hn::Lanes(d);
   const size_t nv = static_cast<size_t>(kG) / N;
@@ -83,9 +93,9 @@ uint16_t GroupQ4(const uint16_t* w, uint8_t* packed) {
   if (m > 0) {
     const VQ mv = hn::Set(d, m);
     for (size_t k = 0; k < nv; ++k) {
-      const intptr_t i = hn::FindFirstTrue(d, hn::Eq(hn::Abs(LoadBf16(d, w + k * N)), mv));
+      const intptr_t i = hn::FindFirstTrue(d, hn::Eq(hn::Abs(LoadWeights(d, w + k * N)), mv));
       if (i >= 0) {
-        extreme = Bf16Scalar(w[k * N + static_cast<size_t>(i)]);
+        extreme = Scalar(w[k * N + static_cast<size_t>(i)]);
         break;
       }
     }
@@ -100,30 +110,30 @@ uint16_t GroupQ4(const uint16_t* w, uint8_t* packed) {
   const auto bias = hn::Set(di, 8);
   const size_t half = nv / 2;  // element j and j + kGroup/2 share byte j
   for (size_t k = 0; k < half; ++k) {
-    auto low = hn::Add(Codes(d, LoadBf16(d, w + k * N), inv, lo, hi), bias);
-    auto high = hn::Add(Codes(d, LoadBf16(d, w + (k + half) * N), inv, lo, hi), bias);
+    auto low = hn::Add(Codes(d, LoadWeights(d, w + k * N), inv, lo, hi), bias);
+    auto high = hn::Add(Codes(d, LoadWeights(d, w + (k + half) * N), inv, lo, hi), bias);
     hn::StoreU(hn::DemoteTo(d8, hn::Or(low, hn::ShiftLeft<4>(high))), d8, packed + k * N);
   }
   return h;
 }
 
-template <bool kQ8>
-void QuantizeRows(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+template <bool kQ8, typename Src>
+void QuantizeRows(const Src* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   const int64_t groups = quant::groups(cols);
   const int64_t row_bytes = kQ8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
   const int64_t group_bytes = kQ8 ? kG : kG / 2;
   const int64_t full = cols / kG;
   for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* w = src + r * cols;
+    const Src* w = src + r * cols;
     uint8_t* q = quants + r * row_bytes;
     uint16_t* s = scales + r * groups;
     for (int64_t g = 0; g < groups; ++g) {
-      const uint16_t* gw = w + g * kG;
-      uint16_t pad[kG];
+      const Src* gw = w + g * kG;
+      Src pad[kG];
       if (g >= full) {
         const int64_t count = cols - g * kG;
         std::memset(pad, 0, sizeof(pad));
-        std::memcpy(pad, gw, static_cast<size_t>(count) * 2);
+        std::memcpy(pad, gw, static_cast<size_t>(count) * sizeof(Src));
         gw = pad;
       }
       uint8_t* gq = q + g * group_bytes;
@@ -170,6 +180,12 @@ void QuantizeRowsQ8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* qu
 void QuantizeRowsQ4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   QuantizeRows<false>(src, rows, cols, quants, scales);
 }
+void QuantizeRowsQ8F32(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  QuantizeRows<true>(src, rows, cols, quants, scales);
+}
+void QuantizeRowsQ4F32(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  QuantizeRows<false>(src, rows, cols, quants, scales);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace simd
@@ -182,6 +198,8 @@ namespace qvl::simd {
 HWY_EXPORT(QuantizeRowsQ8);
 HWY_EXPORT(QuantizeRowsQ4);
 HWY_EXPORT(QuantizeX);
+HWY_EXPORT(QuantizeRowsQ8F32);
+HWY_EXPORT(QuantizeRowsQ4F32);
 
 void quantize_x(const float* x, int64_t k, const quant::XRow& out) { HWY_DYNAMIC_DISPATCH(QuantizeX)(x, k, out); }
 
@@ -190,6 +208,12 @@ void quantize_rows_q8(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* 
 }
 void quantize_rows_q4(const uint16_t* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
   HWY_DYNAMIC_DISPATCH(QuantizeRowsQ4)(src, rows, cols, quants, scales);
+}
+void quantize_rows_q8(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8F32)(src, rows, cols, quants, scales);
+}
+void quantize_rows_q4(const float* src, int64_t rows, int64_t cols, uint8_t* quants, uint16_t* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ4F32)(src, rows, cols, quants, scales);
 }
 
 }  // namespace qvl::simd

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -280,16 +279,10 @@ void WeightMatrix::quantize_into(WeightMatrix& w, const Src* data, ThreadPool* p
     std::vector<uint16_t> tmp_scales(static_cast<size_t>(quant::kBlockRows * groups));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * quant::kBlockRows, count = std::min(quant::kBlockRows, rows - r0);
-      if constexpr (std::is_same_v<Src, uint16_t>) {
-        if (q8)
-          simd::quantize_rows_q8(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-        else
-          simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-      } else if (q8) {
-        quant::quantize_rows_q8_scalar(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-      } else {
-        quant::quantize_rows_q4_scalar(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
-      }
+      if (q8)
+        simd::quantize_rows_q8(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
+      else
+        simd::quantize_rows_q4(data + r0 * cols, count, cols, tmp_codes.data(), tmp_scales.data());
       interleave_block(q8, groups, b, tmp_codes.data(), tmp_scales.data(), count, base, scales);
       if (rows_read) rows_read(r0, r0 + count);
     }

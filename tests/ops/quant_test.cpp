@@ -224,3 +224,49 @@ TEST(Quant, ActivationRowsBitIdenticalAndWithinHalfAStep) {
 
 }  // namespace
 }  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// From f32 weights (an FP8 checkpoint dequantized at load): the SIMD
+// quantizers give the scalar specification's bytes, for sizes with partial
+// groups, and on bf16-representable weights the bf16 path's bytes too.
+TEST(Quant, F32SourceMatchesItsScalarTwinAndTheBf16Path) {
+  using F32Fn = void (*)(const float*, int64_t, int64_t, uint8_t*, uint16_t*);
+  using Bf16Fn = void (*)(const uint16_t*, int64_t, int64_t, uint8_t*, uint16_t*);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (const int64_t cols : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{77}, int64_t{200}}) {
+    const int64_t rows = 5;
+    std::vector<float> f32(rows * cols), exact(rows * cols);
+    std::vector<uint16_t> bf16(rows * cols);
+    for (size_t i = 0; i < f32.size(); ++i) {
+      f32[i] = normal(rng) * (i % 7 == 0 ? 9.0f : 1.0f);  // FP8-like: more than bf16's 8 bits
+      bf16[i] = f32_to_bf16(f32[i]);
+      exact[i] = bf16_to_f32(bf16[i]);
+    }
+    for (const bool q8 : {true, false}) {
+      SCOPED_TRACE(std::string(q8 ? "q8" : "q4") + " cols " + std::to_string(cols));
+      const F32Fn scalar = q8 ? F32Fn(quant::quantize_rows_q8_scalar) : F32Fn(quant::quantize_rows_q4_scalar);
+      const F32Fn simd_fn = q8 ? F32Fn(simd::quantize_rows_q8) : F32Fn(simd::quantize_rows_q4);
+      const Bf16Fn from_bf16 = q8 ? Bf16Fn(simd::quantize_rows_q8) : Bf16Fn(simd::quantize_rows_q4);
+      auto out = [&](auto fn, const auto* src) {
+        const int64_t row_bytes = q8 ? quant::q8_row_bytes(cols) : quant::q4_row_bytes(cols);
+        Quantized o;
+        o.quants.assign(static_cast<size_t>(rows * row_bytes), 0xAB);
+        o.scales.assign(static_cast<size_t>(rows * quant::groups(cols)), 0xFFFF);
+        fn(src, rows, cols, o.quants.data(), o.scales.data());
+        return o;
+      };
+      const Quantized a = out(scalar, f32.data()), b = out(simd_fn, f32.data());
+      EXPECT_EQ(a.quants, b.quants);
+      EXPECT_EQ(a.scales, b.scales);
+      const Quantized c = out(simd_fn, exact.data()), d = out(from_bf16, bf16.data());
+      EXPECT_EQ(c.quants, d.quants);
+      EXPECT_EQ(c.scales, d.scales);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qvl
