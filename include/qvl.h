@@ -75,9 +75,10 @@ typedef enum qvl_weights {
   QVL_WEIGHTS_F32 = 1,
   QVL_WEIGHTS_Q8 = 2,   /* 8-bit, about half the memory of bf16 and faster decoding */
   QVL_WEIGHTS_Q4 = 3,
-  /* bf16 if the checkpoint takes at most half the machine's memory, else q8 if
-   * that does, else q4: the rule qvl run and qvl serve apply too
-   * (docs/weights.md). qvl_model_weights tells which it chose. */
+  /* bf16 if the checkpoint takes at most half the machine's memory (an FP8
+   * checkpoint starts at q8), else q8 if that does, else q4: the rule qvl run
+   * and qvl serve apply too (docs/weights.md). qvl_model_weights tells which
+   * it chose. */
   QVL_WEIGHTS_AUTO = 4
 } qvl_weights;
 

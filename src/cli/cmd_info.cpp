@@ -16,6 +16,7 @@
 #include "io/model_source.h"
 #include "io/safetensors.h"
 #include "engine/engine.h"
+#include "model/default_weights.h"
 #include "model/fp8_weights.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -135,13 +136,13 @@ int64_t image_tokens(int64_t pixels, const PreprocessorConfig& p) {
 // What config.json's quantization_config says and the checkpoint holds.
 std::string quantization_text(const Summary& s) {
   const std::optional<Fp8Quantization>& q = s.folder.config.fp8;
-  if (!q) return cat("none (loads as ", weight_format_name(default_weights(s.folder.config)), " unless --weights says)");
+  if (!q) return cat("none (loads as ", weight_format_name(default_weight_format(s.folder.dir)), " unless --weights says)");
   std::string scales;
   for (const std::string& d : s.scale_dtypes) scales += (scales.empty() ? "" : ", ") + d;
   return cat("FP8 E4M3 (quant_method fp8, activations ", q->activation_scheme, "), ", q->weight_block_size[0], "x",
              q->weight_block_size[1], " block scales (", scales.empty() ? "none" : scales, "); ", s.fp8_tensors,
              " weight tensors quantized, the rest as stored; dequantized at load into ",
-             weight_format_name(default_weights(s.folder.config)), " unless --weights says",
+             weight_format_name(default_weight_format(s.folder.dir)), " unless --weights says",
              s.experts == ExpertLayout::PerExpert ? "; experts stored one by one" : "");
 }
 
@@ -222,7 +223,7 @@ void print_json(const Summary& s) {
                      {"text_active_per_token", s.text_active_params}};
   j["dtypes"] = std::vector<std::string>(s.dtypes.begin(), s.dtypes.end());
   j["quantization"] = quantization_json(s);
-  j["default_weights"] = weight_format_name(default_weights(c));
+  j["default_weights"] = weight_format_name(default_weight_format(s.folder.dir));
   j["tensors"] = s.tensors;
   j["unused_tensors"] = s.unexpected;
   j["weight_files"] = s.weight_files;

@@ -299,12 +299,13 @@ WeightMatrix WeightMatrix::from_f32(const float* data, int64_t rows, int64_t col
   w.cols_ = cols;
   const size_t n = static_cast<size_t>(rows * cols);
   switch (format) {
-    case WeightFormat::F32:
+    case WeightFormat::F32: {
       std::shared_ptr<void> buf = allocate(n * 4, "f32", arena);
       std::memcpy(buf.get(), data, n * 4);
       w.owned_ = buf;
       w.bytes_ = n * 4;
       break;
+    }
     case WeightFormat::BF16: {
       std::shared_ptr<void> buf = allocate(n * 2, "bf16", arena);
       w.owned_ = buf;
