@@ -12,6 +12,7 @@ packages=(
   libcurl4-openssl-dev                           # model download
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev   # image decoders
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video input (src/video): demux + decode from memory
   libpoppler-cpp-dev fonts-dejavu-core           # PDF pages (src/pdf); the font stands in for unembedded Helvetica & co.
   libsqlite3-dev                                 # the default job store (src/server/job_store_sqlite.h)
   libpq-dev                                      # the job store replicas share (src/server/job_store_postgres.h)

@@ -1,0 +1,81 @@
+// Video input: a clip in memory (MP4/MOV, WebM/MKV, AVI, animated GIF)
+// demuxed and decoded with FFmpeg's libraries, with only the frames Qwen3-VL's
+// video processor samples kept, as 8-bit RGB. Limits are decided from the
+// container's headers before any frame is decoded (STYLE.md 10).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "image/image.h"
+
+namespace qvl {
+
+// Which frames of a clip are used: transformers' Qwen3VLVideoProcessor
+// (video_processing_qwen3_vl.py, class attributes fps=2, min_frames=4,
+// max_frames=768; the checkpoint's video_preprocessor_config.json sets none).
+struct FrameSampling {
+  double fps = 2.0;  // frames sampled per second of video
+  int min_frames = 4;
+  int max_frames = 768;
+};
+
+struct VideoLimits {
+  size_t max_encoded_bytes = 256u << 20;
+  // From the headers, before decoding. One hour at 60 fps of 4K frames: a
+  // clip beyond these costs minutes of decoding for frames mostly thrown away.
+  double max_duration_s = 3600;
+  int64_t max_frame_pixels = int64_t{3840} * 2160;
+  int64_t max_total_frames = 3600 * 60;
+  double max_fps = 1000;  // a declared rate above this is a broken or hostile header
+  int max_streams = 16;   // tracks in the container (audio, subtitles, ...), any kind
+  // Wall time demuxing + decoding may take (0: none), checked between
+  // packets and in FFmpeg's interrupt callback.
+  double max_seconds = 120;
+  // Reserves the kept RGB frames plus the decoder's own frames before the
+  // first packet is decoded; see video_decode_peak_bytes.
+  DecodeBudget* budget = nullptr;
+};
+
+struct Video {
+  int width = 0;   // of every kept frame (the stream's declared size)
+  int height = 0;
+  double fps = 0;            // average frame rate, what sampling and timestamps use
+  int64_t total_frames = 0;  // in the stream (the container's count, or counted)
+  std::string container;     // FFmpeg's demuxer name, for messages
+  std::string codec;
+  std::vector<int64_t> frame_indices;  // the sampled frames, increasing
+  std::vector<Image> frames;           // [frame_indices.size()] RGB, width × height
+};
+
+// The processor's sample_frames: n = int(total / video_fps * fps) clamped to
+// [min_frames, max_frames] and to total, then np.linspace(0, total - 1, n)
+// rounded half to even. Throws qvl::Error for a total or rate it cannot use.
+std::vector<int64_t> sample_frame_indices(int64_t total_frames, double video_fps, const FrameSampling& sampling);
+
+// Qwen3VLProcessor._calculate_timestamps: the indices padded with the last
+// to a multiple of `temporal_patch_size`, each index / video_fps seconds, one
+// timestamp per temporal group, the mean of its first and last frame.
+std::vector<double> temporal_group_timestamps(std::span<const int64_t> frame_indices, double video_fps,
+                                              int temporal_patch_size = 2);
+
+// Bytes a decode of `sampled` frames of width × height peaks at: the kept RGB
+// frames and the decoder's reference and output frames (an estimate of
+// FFmpeg's pool: kDecoderFramesHeld frames at 4 bytes per pixel).
+uint64_t video_decode_peak_bytes(int width, int height, size_t sampled);
+inline constexpr uint64_t kDecoderFramesHeld = 24;
+
+// Throws qvl::Error with one line saying what is wrong ("video is truncated:
+// decoded 5 of the 12 frames its header declares", "unsupported video codec
+// mpeg2video (supported: ...)"). Reads `bytes` only: no file, URL or
+// reference inside the container is ever opened.
+Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling = {}, const VideoLimits& limits = {});
+
+// True when the bytes start like a container decode_video reads (MP4/MOV
+// 'ftyp', Matroska/WebM EBML, AVI RIFF), for front ends that must tell a
+// video from an image. An animated GIF is an image unless sent as a video.
+bool looks_like_video(std::span<const uint8_t> bytes);
+
+}  // namespace qvl
