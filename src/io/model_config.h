@@ -113,6 +113,17 @@ struct PreprocessorConfig {
   int factor() const { return patch_size * merge_size; }  // pixels per image token side
 };
 
+// video_preprocessor_config.json: the frames' processor (sizes as above, but
+// min/max_pixels bound all sampled frames together) and its frame sampling.
+// Absent file or keys: transformers' Qwen3VLVideoProcessor class attributes
+// (video_processing_qwen3_vl.py).
+struct VideoPreprocessorConfig {
+  PreprocessorConfig frames{16, 2, 2, 128 * 32 * 32, 768 * 32 * 32};
+  double fps = 2.0;
+  int min_frames = 4;
+  int max_frames = 768;
+};
+
 // Generation defaults the model ships with; unset fields stay empty so the
 // user's choice, then these, then the engine's own defaults apply in order.
 struct GenerationConfig {
@@ -128,6 +139,7 @@ struct ModelFolder {
   std::string dir;
   ModelConfig config;
   PreprocessorConfig preprocessor;
+  VideoPreprocessorConfig video_preprocessor;
   GenerationConfig generation;
   std::string chat_template;   // Jinja source, from chat_template.json / .jinja / tokenizer_config.json
   std::string tokenizer_json;  // path of tokenizer.json
@@ -147,5 +159,6 @@ struct ModelFolder {
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
 PreprocessorConfig parse_preprocessor_config(const std::string& json_text, const std::string& source);
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& source);
+VideoPreprocessorConfig parse_video_preprocessor_config(const std::string& json_text, const std::string& source);
 
 }  // namespace qvl

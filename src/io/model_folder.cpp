@@ -1,5 +1,6 @@
 // The model folder around config.json: preprocessor_config.json,
 // generation_config.json, the chat template, tokenizer.json and the weights.
+#include <cmath>
 #include <filesystem>
 
 #include "io/json_fields.h"
@@ -104,6 +105,20 @@ PreprocessorConfig parse_preprocessor_config(const std::string& json_text, const
   return p;
 }
 
+VideoPreprocessorConfig parse_video_preprocessor_config(const std::string& json_text, const std::string& source) {
+  VideoPreprocessorConfig v;
+  v.frames = parse_preprocessor_config(json_text, source);
+  auto root = io_detail::parse_json_text(json_text, source);
+  Fields f(root, source, "");
+  v.fps = f.number("fps", v.fps);
+  if (!(v.fps > 0) || !std::isfinite(v.fps)) f.error("fps", "must be a positive number");
+  v.min_frames = f.integer("min_frames", v.min_frames);
+  v.max_frames = f.integer("max_frames", v.max_frames);
+  if (v.min_frames < 1) f.error("min_frames", "must be positive");
+  if (v.max_frames < v.min_frames) f.error("max_frames", cat("must be at least min_frames (", v.min_frames, ")"));
+  return v;
+}
+
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& source) {
   auto root = io_detail::parse_json_text(json_text, source);
   Fields f(root, source, "");
@@ -155,6 +170,13 @@ ModelFolder ModelFolder::open(const std::string& dir) {
   same("patch_size", m.preprocessor.patch_size, "patch_size", v.patch_size);
   same("merge_size", m.preprocessor.merge_size, "spatial_merge_size", v.spatial_merge_size);
   same("temporal_patch_size", m.preprocessor.temporal_patch_size, "temporal_patch_size", v.temporal_patch_size);
+  if (fs::path p = d / "video_preprocessor_config.json"; is_file(p)) {
+    m.video_preprocessor = parse_video_preprocessor_config(read_file(p.string()), p.string());
+    const PreprocessorConfig& f = m.video_preprocessor.frames;
+    if (f.patch_size != v.patch_size || f.merge_size != v.spatial_merge_size ||
+        f.temporal_patch_size != v.temporal_patch_size)
+      fail(p.string(), ": patch_size, merge_size or temporal_patch_size differs from vision_config in ", config_path);
+  }
 
   if (fs::path p = d / "generation_config.json"; is_file(p))
     m.generation = parse_generation_config(read_file(p.string()), p.string());
