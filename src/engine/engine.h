@@ -26,6 +26,7 @@
 #include "engine/sampler.h"
 #include "image/image.h"
 #include "model/weight_cache_options.h"
+#include "video/video.h"
 #include "util/formats.h"
 
 namespace qvl {
@@ -95,8 +96,9 @@ struct SamplingParams {
 };
 
 struct MessagePart {
-  std::string text;                    // a text part when image is null
+  std::string text;                    // a text part when image and video are null
   std::shared_ptr<const Image> image;  // an image part
+  std::shared_ptr<const Video> video;  // a video part: its sampled frames (video/video.h)
 };
 
 // A function call, as the model wrote it (Qwen3-VL's <tool_call> block) or

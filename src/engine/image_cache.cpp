@@ -108,6 +108,18 @@ ImageKey image_key(const Image& image, int64_t min_pixels, int64_t max_pixels, u
   return k;
 }
 
+ImageKey video_key(std::span<const Image> frames, int64_t min_pixels, int64_t max_pixels, uint64_t seed) {
+  SipHasher h(seed, splitmix(seed ^ 0x766964656full), 1, 3);  // "video": no frame list hashes like an image
+  h.word(static_cast<uint64_t>(frames.size()));
+  for (const Image& f : frames) h.word(image_key(f, min_pixels, max_pixels, seed).hash);
+  ImageKey k;
+  k.hash = h.finish(nullptr, 0) | 1;
+  if (!frames.empty()) k.width = frames[0].width, k.height = frames[0].height;
+  k.min_pixels = min_pixels;
+  k.max_pixels = max_pixels;
+  return k;
+}
+
 size_t ImageFeatures::bytes() const {
   size_t n = embeds.size();
   for (const std::vector<float>& d : deepstack) n += d.size();

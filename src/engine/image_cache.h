@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,9 @@ uint64_t sip_hash(uint64_t k0, uint64_t k1, const uint8_t* data, size_t n, int c
 // seed is random per engine, so colliding images cannot be prepared offline
 // to poison another client's answers.
 ImageKey image_key(const Image& image, int64_t min_pixels, int64_t max_pixels, uint64_t seed);
+// A video's key: every frame's pixels, in order, and its pixel budget (the
+// timestamps change the prompt's text, not the embeddings).
+ImageKey video_key(std::span<const Image> frames, int64_t min_pixels, int64_t max_pixels, uint64_t seed);
 
 // One image's rows of VisionFeatures.
 struct ImageFeatures {

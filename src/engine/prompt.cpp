@@ -1,5 +1,6 @@
 #include "engine/prompt.h"
 
+#include "image/video_preprocess.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -17,6 +18,8 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
   PreparedPrompt p;
   const ModelConfig& c = folder.config;
   const int merge = c.vision.spatial_merge_size;
+  const VideoPreprocessorConfig& video_config = folder.video_preprocessor;
+  std::vector<ImageGrid> run_grids;  // per run of vision tokens: images, and each video's groups as (1, h, w)
   std::vector<ChatMessage> chat;
   for (const Message& m : messages) {
     ChatMessage cm;
@@ -31,8 +34,27 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
         p.keys.push_back(key_seed ? image_key(*part.image, preprocess_options.min_pixels,
                                               preprocess_options.max_pixels, *key_seed)
                                   : ImageKey{});
+        p.videos.push_back(nullptr);
+        run_grids.push_back(p.grids.back());
         cp.kind = ChatPart::Kind::Image;
         cp.image_tokens = p.grids.back().tokens(merge);
+      } else if (part.video) {
+        const Video& v = *part.video;
+        if (v.frames.empty()) fail("video part without frames");
+        const PreprocessOptions options{v.min_pixels, v.max_pixels};
+        const ResizedSize size =
+            video_preprocess_size(static_cast<int>(v.frames.size()), v.height, v.width, video_config.frames, options);
+        const int patch = video_config.frames.patch_size, tp = video_config.frames.temporal_patch_size;
+        const ImageGrid grid{static_cast<int>((v.frames.size() + tp - 1) / tp), size.height / patch,
+                             size.width / patch};
+        p.images.push_back(nullptr);
+        p.videos.push_back(part.video);
+        p.grids.push_back(grid);
+        p.keys.push_back(key_seed ? video_key(v.frames, v.min_pixels, v.max_pixels, *key_seed) : ImageKey{});
+        for (int g = 0; g < grid.t; ++g) run_grids.push_back({1, grid.h, grid.w});
+        cp.kind = ChatPart::Kind::Video;
+        cp.image_tokens = static_cast<int>(ImageGrid{1, grid.h, grid.w}.tokens(merge));
+        cp.timestamps = temporal_group_timestamps(v.frame_indices, v.fps, tp);
       } else {
         cp.kind = ChatPart::Kind::Text;
         cp.text = part.text;
@@ -47,13 +69,17 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
   definitions.reserve(tools.size());
   for (const Tool& t : tools) definitions.push_back(t.definition);
   p.ids = tokenizer.encode(chat_template.render(chat, definitions, true));
-  p.positions = rope_index(p.ids, p.grids, c.image_token_id, merge);
-  p.image_row = image_rows(p.ids, c.image_token_id);
+  p.positions = rope_index(p.ids, run_grids, c.image_token_id, c.video_token_id, merge);
+  p.image_row = image_rows(p.ids, c.image_token_id, c.video_token_id);
   p.token_key.assign(p.ids.size(), 0);
   size_t image = 0;
   int64_t left = 0;
   for (size_t i = 0; i < p.ids.size(); ++i) {
-    if (p.image_row[i] < 0) continue;
+    if (p.image_row[i] < 0) {
+      // Text inside a video (its timestamps and group delimiters) carries its key.
+      if (left > 0) p.token_key[i] = p.keys[image - 1].hash;
+      continue;
+    }
     if (left == 0) left = p.grids[image++].tokens(merge);
     p.token_key[i] = p.keys[image - 1].hash;
     --left;

@@ -22,12 +22,18 @@ namespace qvl {
 
 struct PreparedPrompt {
   std::vector<int32_t> ids;            // [L]
-  std::vector<std::shared_ptr<const Image>> images;  // in prompt order
-  std::vector<ImageGrid> grids;        // per image
+  // The prompt's visual inputs in order, each an image or a video (the
+  // other pointer null); the vision stage drops them once encoded.
+  std::vector<std::shared_ptr<const Image>> images;
+  std::vector<std::shared_ptr<const Video>> videos;
+  std::vector<ImageGrid> grids;        // per image or video (a video's t: its temporal groups)
   std::vector<ImageKey> keys;          // per image (hash 0 when not asked for)
   PromptPositions positions;           // [L] and rope_delta
   std::vector<int64_t> image_row;      // [L]: row among all image tokens, -1 for text
-  std::vector<uint64_t> token_key;     // [L]: 0 for text, the image's key hash for its tokens
+  // [L]: 0 for text, the image's key hash for its tokens; a video's key from
+  // its first to its last token, timestamps between groups included, so a
+  // reused prefix never ends inside a video.
+  std::vector<uint64_t> token_key;
 };
 
 // `tools`: the request's tools, each rendered from its `definition` (the

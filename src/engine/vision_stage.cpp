@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "image/video_preprocess.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -44,12 +45,16 @@ VisionStage::VisionStage(PreparedPrompt& prompt, int64_t reused, const Preproces
   for (const Part& part : parts_)
     if (!part.features) to_encode[part.image] = true;
   for (size_t i = 0; i < p.images.size(); ++i)
-    if (!to_encode[i]) prompt.images[i].reset();
+    if (!to_encode[i]) {
+      prompt.images[i].reset();
+      prompt.videos[i].reset();
+    }
 }
 
 // The prompt's image keys and grids stay; only the decoded pixels go.
 void VisionStage::drop_pixels() {
   for (std::shared_ptr<const Image>& image : prompt_->images) image.reset();
+  for (std::shared_ptr<const Video>& video : prompt_->videos) video.reset();
 }
 
 bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPool& pool, Timings& timings) {
@@ -73,8 +78,14 @@ bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPoo
     }
     encode_ = std::make_unique<Encode>();
     encode_->parts = std::move(todo);
-    for (const size_t j : encode_->parts)
-      encode_->pixels.push_back(preprocess(*p.images[parts_[j].image], model.folder().preprocessor, options_));
+    for (const size_t j : encode_->parts) {
+      const size_t item = parts_[j].image;
+      if (const Video* v = p.videos[item].get())
+        encode_->pixels.push_back(
+            preprocess_video(v->frames, model.folder().video_preprocessor.frames, {v->min_pixels, v->max_pixels}));
+      else
+        encode_->pixels.push_back(preprocess(*p.images[item], model.folder().preprocessor, options_));
+    }
     drop_pixels();  // the preprocessed copies are all the encoder reads
     std::vector<VisionInput> inputs;
     for (size_t k = 0; k < encode_->parts.size(); ++k)

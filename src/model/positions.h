@@ -36,9 +36,20 @@ struct PromptPositions {
 PromptPositions rope_index(std::span<const int32_t> ids, std::span<const ImageGrid> grids, int32_t image_token_id,
                            int merge);
 
+// With videos too (get_rope_index with video_grid_thw repeated per temporal
+// group and t set to 1): every temporal group of a video is a run of
+// `video_token_id` placed like an image of grid (1, h, w), the timestamp text
+// between groups advancing positions as text does. `grids` holds one entry
+// per run, images and video groups in prompt order.
+PromptPositions rope_index(std::span<const int32_t> ids, std::span<const ImageGrid> grids, int32_t image_token_id,
+                           int32_t video_token_id, int merge);
+
 // For each token, its row among the prompt's image tokens (images in order),
 // or -1 for a text token: where vision features go in the decoder input.
 std::vector<int64_t> image_rows(std::span<const int32_t> ids, int32_t image_token_id);
+// The same over image and video tokens together (DeepStack and the merger
+// rows of a video follow its tokens in prompt order, like an image's).
+std::vector<int64_t> image_rows(std::span<const int32_t> ids, int32_t image_token_id, int32_t video_token_id);
 
 // Position of a token appended at KV index `i` after a prompt with `rope_delta`.
 inline Pos3 generated_position(int64_t i, int64_t rope_delta) {

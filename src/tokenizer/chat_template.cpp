@@ -6,6 +6,7 @@
 #include "tokenizer/chat_template.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <string_view>
 
 #include "tokenizer/py_json.h"
@@ -76,14 +77,32 @@ void append_image(std::string& out, const ChatPart& part) {
   out += "<|vision_end|>";
 }
 
+void append_video(std::string& out, const ChatPart& part) {
+  if (part.image_tokens < 0) fail("chat template: video with a negative token count (", part.image_tokens, ")");
+  if (part.image_tokens == 0) {
+    out += "<|vision_start|><|video_pad|><|vision_end|>";
+    return;
+  }
+  if (part.timestamps.empty()) fail("chat template: video without temporal groups");
+  for (double t : part.timestamps) {
+    char stamp[64];
+    std::snprintf(stamp, sizeof stamp, "<%.1f seconds>", t);  // exact binary value, ties to even, as Python's format
+    out += stamp;
+    out += "<|vision_start|>";
+    for (int k = 0; k < part.image_tokens; ++k) out += "<|video_pad|>";
+    out += "<|vision_end|>";
+  }
+}
+
 // Text parts only: the template reads `content.text` in system and assistant
 // turns. It would silently drop an image there; qvl refuses instead, so the
 // caller never prepares an image the prompt does not contain.
 void append_text_only(std::string& out, const ChatMessage& m, size_t index) {
   for (const ChatPart& p : m.parts) {
-    if (p.kind == ChatPart::Kind::Image)
-      fail("chat template: message ", index, " (", m.role,
-           ") has an image; Qwen3-VL accepts images only in user and tool messages");
+    if (p.kind != ChatPart::Kind::Text)
+      fail("chat template: message ", index, " (", m.role, ") has ",
+           p.kind == ChatPart::Kind::Image ? "an image" : "a video",
+           "; Qwen3-VL accepts images and videos only in user and tool messages");
     out += p.text;
   }
 }
@@ -92,6 +111,8 @@ void append_content(std::string& out, const ChatMessage& m) {
   for (const ChatPart& p : m.parts) {
     if (p.kind == ChatPart::Kind::Image)
       append_image(out, p);
+    else if (p.kind == ChatPart::Kind::Video)
+      append_video(out, p);
     else
       out += p.text;
   }

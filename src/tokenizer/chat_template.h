@@ -26,10 +26,16 @@
 namespace qvl {
 
 struct ChatPart {
-  enum class Kind { Text, Image };
+  enum class Kind { Text, Image, Video };
   Kind kind = Kind::Text;
   std::string text;      // Kind::Text
-  int image_tokens = 0;  // Kind::Image: how many <|image_pad|> it expands to
+  int image_tokens = 0;  // Kind::Image: how many <|image_pad|> it expands to; Kind::Video: per temporal group
+  // Kind::Video: one timestamp per temporal group, seconds. With image_tokens
+  // > 0 the video renders as Qwen3VLProcessor expands the template's
+  // <|vision_start|><|video_pad|><|vision_end|>: per group "<%.1f seconds>"
+  // (Python's {:.1f}), <|vision_start|>, image_tokens × <|video_pad|>,
+  // <|vision_end|>; with 0, as the template itself renders it.
+  std::vector<double> timestamps;
 };
 
 // A call in an assistant message of the history, rendered as

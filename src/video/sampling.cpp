@@ -44,6 +44,24 @@ std::vector<double> temporal_group_timestamps(std::span<const int64_t> frame_ind
   return out;
 }
 
+Video video_from_frames(std::vector<Image> frames, double fps) {
+  if (frames.empty()) fail("video frame list is empty");
+  if (!(fps > 0) || !std::isfinite(fps)) fail("video frame list: sample_fps ", fps, " is not a positive number");
+  for (size_t i = 1; i < frames.size(); ++i)
+    if (frames[i].width != frames[0].width || frames[i].height != frames[0].height)
+      fail("video frame ", i, " is ", frames[i].width, "x", frames[i].height, ", frame 0 is ", frames[0].width, "x",
+           frames[0].height, ": a video's frames must all have one size");
+  Video v;
+  v.width = frames[0].width;
+  v.height = frames[0].height;
+  v.fps = fps;
+  v.total_frames = static_cast<int64_t>(frames.size());
+  v.container = "frames";
+  for (int64_t i = 0; i < v.total_frames; ++i) v.frame_indices.push_back(i);
+  v.frames = std::move(frames);
+  return v;
+}
+
 uint64_t video_decode_peak_bytes(int width, int height, size_t sampled) {
   const uint64_t pixels = static_cast<uint64_t>(width) * static_cast<uint64_t>(height);
   return pixels * 3 * sampled + pixels * 4 * kDecoderFramesHeld;

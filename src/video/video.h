@@ -48,7 +48,16 @@ struct Video {
   std::string codec;
   std::vector<int64_t> frame_indices;  // the sampled frames, increasing
   std::vector<Image> frames;           // [frame_indices.size()] RGB, width × height
+  // This clip's pixel budget over all its frames for the video processor
+  // (qwen-vl-utils' per-part min_pixels / total_pixels); 0: the model's
+  // video_preprocessor_config.
+  int64_t min_pixels = 0, max_pixels = 0;
 };
+
+// A video given as its frames (qwen-vl-utils' list of images with
+// sample_fps): every frame is used, frame k at k / fps seconds. Throws when
+// the frames differ in size or there are none.
+Video video_from_frames(std::vector<Image> frames, double fps);
 
 // The processor's sample_frames: n = int(total / video_fps * fps) clamped to
 // [min_frames, max_frames] and to total, then np.linspace(0, total - 1, n)

@@ -115,6 +115,29 @@ TEST(ChatTemplate, SeveralImagesAroundText) {
             "<|vision_start|><|image_pad|><|vision_end|>?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+TEST(ChatTemplate, VideoGroupsWithTimestamps) {
+  ChatPart video{ChatPart::Kind::Video, "", 2, {0.25, 0.75, 1.65}};
+  std::vector<ChatMessage> m = {{"user", {video, text("?")}}};
+  // Python's '{:.1f}' of the exact doubles: 0.25 -> 0.2 and 0.75 -> 0.8
+  // (ties to even), 1.65 (just below) -> 1.6.
+  const std::string group = "<|vision_start|><|video_pad|><|video_pad|><|vision_end|>";
+  EXPECT_EQ(qwen_template().render(m), "<|im_start|>user\n<0.2 seconds>" + group + "<0.8 seconds>" + group +
+                                           "<1.6 seconds>" + group + "?<|im_end|>\n<|im_start|>assistant\n");
+  video.image_tokens = 0;  // as the template renders it, before the processor expands it
+  m = {{"user", {video}}};
+  EXPECT_EQ(qwen_template().render(m),
+            "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|><|im_end|>\n<|im_start|>assistant\n");
+  m = {{"system", {video}}, {"user", {text("hi")}}};
+  try {
+    qwen_template().render(m);
+    FAIL() << "a video in a system message was rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has a video; Qwen3-VL accepts images and videos only in user and tool"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ChatTemplate, MultiTurnAndLateSystemMessage) {
   // The template renders a system message only in first position.
   std::vector<ChatMessage> m = {{"user", {text("1")}}, {"assistant", {text("2")}}, {"system", {text("x")}},
