@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/document_input.h"
 #include "server/image_admission.h"
+#include "server/video_input.h"
 #include "util/error.h"
 #include "util/json_number.h"
 
@@ -22,14 +23,16 @@ using json = nlohmann::ordered_json;
 // store, service_tier, safety_identifier, prompt_cache_key: qvl keeps no
 // stored completions and has one tier; its prefix cache needs no key;
 // modalities and verbosity only with their defaults).
-constexpr std::array<std::string_view, 37> kAccepted = {
+constexpr std::array<std::string_view, 38> kAccepted = {
     "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "top_p",
     "seed", "stop", "presence_penalty", "frequency_penalty", "n", "response_format", "tools", "tool_choice",
     "parallel_tool_calls", "logprobs", "top_logprobs", "logit_bias", "user", "metadata", "store", "service_tier",
     "safety_identifier", "prompt_cache_key", "modalities", "verbosity",
     // qvl's extensions
     "top_k", "min_p", "repetition_penalty", "min_pixels", "max_pixels", "repetition_guard", "repetition_guard_repeats",
-    "jump_forward", "reasoning_budget"};
+    "jump_forward", "reasoning_budget",
+    // vLLM's: the video processor's sampling and pixel keys (video_input.h)
+    "mm_processor_kwargs"};
 // OpenAI fields qvl cannot honour: refused whenever set (not null), each with
 // its reason (refuse_unsupported).
 constexpr std::array<std::string_view, 6> kRefused = {"reasoning_effort", "audio",     "prediction",
@@ -181,6 +184,8 @@ struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
   std::vector<PendingImage> pending;
+  VideoRequestOptions video_defaults;  // mm_processor_kwargs
+  std::vector<PendingVideo> videos;
   std::vector<DocumentSource> documents;  // PDF parts: their pages replace them (document_input.h)
 
   std::string text(const json& v, const std::string& param) const {
@@ -261,9 +266,15 @@ struct PartParser {
         parts.push_back(image(part, p, parts.size()));
       } else if (t == "file" && allow_images) {
         parts.push_back(file(part, p, parts.size()));
+      } else if ((t == "video_url" || t == "video") && allow_images) {
+        videos.push_back(parse_video_part(part, p, video_defaults));
+        videos.back().message = out.generate.messages.size();
+        videos.back().part = parts.size();
+        ++out.images;
+        parts.push_back({"", nullptr, nullptr});
       } else {
         bad_request(p + ".type", cat("unsupported content part type '", t, "' (",
-                                      allow_images ? "text, image_url and file are" : "only text is", " supported here)"));
+                                      allow_images ? "text, image_url, file, video_url and video are" : "only text is", " supported here)"));
       }
     }
     return parts;
@@ -281,7 +292,9 @@ void check_image_count(const json& messages, const ChatLimits& limits) {
     if (!c || !c->is_array()) continue;
     for (const json& part : *c) {
       const json* type = part.is_object() ? field(part, "type") : nullptr;
-      if (type && (*type == "image_url" || *type == "input_image" || *type == "file")) ++images;
+      if (type && (*type == "image_url" || *type == "input_image" || *type == "file" || *type == "video_url" ||
+                   *type == "video"))
+        ++images;
     }
   }
   if (images > limits.max_images)
@@ -585,13 +598,20 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   // /v1/qvl/config.
   if (auto v = integer(body, "max_pixels", 1, INT64_MAX)) g.max_pixels = *v;
   if (auto v = integer(body, "min_pixels", 1, INT64_MAX)) g.min_pixels = *v;
+  VideoRequestOptions video_defaults;
+  if (const json* kw = field(body, "mm_processor_kwargs")) {
+    video_defaults = parse_mm_processor_kwargs(*kw);
+    // vLLM applies them to images too; the top-level fields win.
+    if (video_defaults.max_pixels && !field(body, "max_pixels")) g.max_pixels = *video_defaults.max_pixels;
+    if (video_defaults.min_pixels && !field(body, "min_pixels")) g.min_pixels = *video_defaults.min_pixels;
+  }
 
   const json* messages = field(body, "messages");
   if (!messages) bad_request("messages", "'messages' is required", "missing_field");
   if (!messages->is_array()) wrong_type("messages", "an array", *messages);
   if (messages->empty()) bad_request("messages", "'messages' must not be empty");
   check_image_count(*messages, limits);
-  PartParser parts{limits, out, {}};
+  PartParser parts{limits, out, {}, video_defaults, {}};
   // The ids of the latest assistant turn's calls, which the tool messages
   // after it answer (the template renders results by position, so an id
   // that answers no call is the client's mistake, as OpenAI says too).
@@ -652,6 +672,7 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   // decoded; their pages are rendered after, through the same admission.
   RequestDocuments documents(std::move(parts.documents), limits, out.images);
   decode_images(out, parts.pending, limits, admission);
+  decode_videos(out, parts.videos, limits, admission);
   documents.render_into(out, admission);
   out.images += documents.pages();
   return out;

@@ -1,5 +1,7 @@
 #include "server/image_admission.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 #include "util/error.h"
 
@@ -107,6 +109,27 @@ std::shared_ptr<const Image> ImageReserver::hold(Image image) {
   reservation_.shrink_to(held_bytes(image));
   auto held = std::make_shared<Held>(Held{std::move(image), std::move(reservation_)});
   return std::shared_ptr<const Image>(held, &held->image);
+}
+
+void VideoReserver::reserve(uint64_t peak_bytes) {
+  reservations_.push_back(admission_.reserve(peak_bytes, request_holds_ + reserved_, deadline_, param_));
+  reserved_ += peak_bytes;
+}
+
+std::shared_ptr<const Video> VideoReserver::hold(Video video) {
+  struct Held {
+    Video video;
+    std::vector<ImageAdmission::Reservation> reservations;
+  };
+  for (Image& f : video.frames) f.rgb.shrink_to_fit();
+  uint64_t left = held_bytes(video);
+  for (ImageAdmission::Reservation& r : reservations_) {
+    const uint64_t keep = std::min(r.bytes(), left);
+    r.shrink_to(keep);
+    left -= keep;
+  }
+  auto held = std::make_shared<Held>(Held{std::move(video), std::move(reservations_)});
+  return std::shared_ptr<const Video>(held, &held->video);
 }
 
 }  // namespace qvl

@@ -19,7 +19,10 @@
 #include <mutex>
 #include <string>
 
+#include <vector>
+
 #include "image/image.h"
+#include "video/video.h"
 
 namespace qvl {
 
@@ -115,7 +118,34 @@ class ImageReserver final : public DecodeBudget {
   ImageAdmission::Reservation reservation_;
 };
 
+// A video's admission: every reservation its decoding asks for (one for a
+// clip, from its headers; one per frame of a frame list), kept with the
+// sampled frames until they are dropped.
+class VideoReserver final : public DecodeBudget {
+ public:
+  VideoReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
+                std::string param)
+      : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
+
+  void reserve(uint64_t peak_bytes) override;
+  // The video, sharing ownership with its reservations shrunk to its frames.
+  std::shared_ptr<const Video> hold(Video video);
+
+ private:
+  ImageAdmission& admission_;
+  uint64_t request_holds_;
+  uint64_t reserved_ = 0;
+  ImageAdmission::Clock::time_point deadline_;
+  std::string param_;
+  std::vector<ImageAdmission::Reservation> reservations_;
+};
+
 // Bytes an image's pixels take while held.
 inline uint64_t held_bytes(const Image& image) { return image.rgb.capacity(); }
+inline uint64_t held_bytes(const Video& video) {
+  uint64_t n = 0;
+  for (const Image& f : video.frames) n += held_bytes(f);
+  return n;
+}
 
 }  // namespace qvl

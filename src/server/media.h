@@ -15,6 +15,7 @@ namespace qvl {
 
 struct MediaOptions {
   size_t max_image_bytes = 20u << 20;
+  size_t max_video_bytes = 64u << 20;  // one encoded clip (a frame list's frames are images)
   std::string allowed_media_dir;  // empty: no local files
   bool allow_remote = false;
   bool allow_private_remote = false;

@@ -1,0 +1,220 @@
+#include "server/video_input.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/image_admission.h"
+#include "util/error.h"
+#include "util/json_number.h"
+
+namespace qvl {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// The sampling keys of qwen-vl-utils' video part, which vLLM's
+// mm_processor_kwargs takes too. Frames up to the processor's own maximum.
+constexpr std::array<std::string_view, 6> kSamplingKeys = {"fps",        "min_frames", "max_frames",
+                                                          "min_pixels", "max_pixels", "total_pixels"};
+constexpr int64_t kMaxFrames = 768;
+
+[[noreturn]] void unsupported(const std::string& param, const std::string& message) {
+  bad_request(param, message, "unsupported_parameter");
+}
+
+int64_t integer_key(const json& v, const std::string& param, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  switch (json_integer(v, lo, hi, x)) {
+    case NumberCheck::ok: return x;
+    case NumberCheck::not_a_number:
+    case NumberCheck::not_an_integer: bad_request(param, cat("'", param, "' must be an integer"), "invalid_type");
+    default: bad_request(param, cat("'", param, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
+  }
+}
+
+double number_key(const json& v, const std::string& param, double lo, double hi) {
+  double x = 0;
+  switch (json_double(v, lo, hi, x)) {
+    case NumberCheck::ok: return x;
+    case NumberCheck::not_a_number: bad_request(param, cat("'", param, "' must be a number"), "invalid_type");
+    default: bad_request(param, cat("'", param, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
+  }
+}
+
+// One sampling key into `o`; false when `key` is not one.
+bool sampling_key(const std::string& key, const json& v, const std::string& param, VideoRequestOptions& o) {
+  if (v.is_null()) return std::find(kSamplingKeys.begin(), kSamplingKeys.end(), key) != kSamplingKeys.end();
+  if (key == "fps") o.fps = number_key(v, param, 0.01, 60);
+  else if (key == "min_frames") o.min_frames = integer_key(v, param, 1, kMaxFrames);
+  else if (key == "max_frames") o.max_frames = integer_key(v, param, 1, kMaxFrames);
+  else if (key == "min_pixels") o.min_pixels = integer_key(v, param, 1, int64_t{1} << 40);
+  else if (key == "max_pixels") o.max_pixels = integer_key(v, param, 1, int64_t{1} << 40);
+  else if (key == "total_pixels") o.total_pixels = integer_key(v, param, 1, int64_t{1} << 40);
+  else return false;
+  return true;
+}
+
+std::string url_of(const json& v, const std::string& param) {
+  if (!v.is_string()) bad_request(param, cat("'", param, "' must be a string URL"), "invalid_type");
+  return v.get<std::string>();
+}
+
+FrameSampling sampling_of(const VideoRequestOptions& o) {
+  FrameSampling s;
+  if (o.fps) s.fps = *o.fps;
+  if (o.min_frames) s.min_frames = static_cast<int>(*o.min_frames);
+  if (o.max_frames) s.max_frames = static_cast<int>(*o.max_frames);
+  return s;
+}
+
+// The processor's budget is over all sampled frames together: a per-frame
+// min_pixels / max_pixels (qwen-vl-utils) scales with the frame count, so
+// every frame lands inside it; total_pixels caps the whole.
+void apply_pixels(const VideoRequestOptions& o, Video& v) {
+  const auto n = static_cast<int64_t>(v.frames.size());
+  if (o.min_pixels) v.min_pixels = *o.min_pixels * n;
+  if (o.max_pixels) v.max_pixels = *o.max_pixels * n;
+  if (o.total_pixels) v.max_pixels = v.max_pixels > 0 ? std::min(v.max_pixels, *o.total_pixels) : *o.total_pixels;
+}
+
+}  // namespace
+
+VideoRequestOptions parse_mm_processor_kwargs(const json& kwargs) {
+  if (!kwargs.is_object())
+    bad_request("mm_processor_kwargs", "'mm_processor_kwargs' must be an object", "invalid_type");
+  VideoRequestOptions o;
+  for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+    const std::string param = "mm_processor_kwargs." + it.key();
+    if (!sampling_key(it.key(), it.value(), param, o))
+      unsupported(param, cat("unknown or unsupported key '", it.key().substr(0, 80),
+                             "' in 'mm_processor_kwargs' (fps, min_frames, max_frames, min_pixels, max_pixels and "
+                             "total_pixels are supported)"));
+  }
+  return o;
+}
+
+PendingVideo parse_video_part(const json& part, const std::string& param, const VideoRequestOptions& defaults) {
+  PendingVideo v;
+  v.param = param;
+  const std::string& type = part.at("type").get_ref<const std::string&>();
+  VideoRequestOptions own;  // the part's keys, which win over mm_processor_kwargs
+  for (auto it = part.begin(); it != part.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "type" || (type == "video_url" && key == "video_url") || (type == "video" && key == "video")) continue;
+    if (type == "video" && key == "sample_fps") {
+      if (!it->is_null()) v.sample_fps = number_key(*it, param + ".sample_fps", 0.01, 240);
+      continue;
+    }
+    if (!sampling_key(key, *it, param + "." + key, own))
+      unsupported(param + "." + key, cat("unknown field '", key.substr(0, 80), "' in a ", type, " part"));
+  }
+  const std::string key = type == "video_url" ? "video_url" : "video";
+  const auto src = part.find(key);
+  if (src == part.end() || src->is_null())
+    bad_request(param + "." + key, cat("a ", type, " part needs '", key, "'"), "missing_field");
+  if (type == "video_url") {
+    if (src->is_object()) {
+      for (auto it = src->begin(); it != src->end(); ++it)
+        if (it.key() != "url")
+          unsupported(param + ".video_url." + it.key(), cat("unknown field '", it.key(), "' in 'video_url'"));
+      const auto u = src->find("url");
+      if (u == src->end()) bad_request(param + ".video_url.url", "'video_url' needs 'url'", "missing_field");
+      v.url_params.push_back(param + ".video_url.url");
+      v.urls.push_back(url_of(*u, v.url_params.back()));
+    } else {
+      v.url_params.push_back(param + ".video_url");
+      v.urls.push_back(url_of(*src, v.url_params.back()));
+    }
+  } else if (src->is_array()) {
+    if (src->empty()) bad_request(param + ".video", "a frame list needs at least one frame");
+    if (static_cast<int64_t>(src->size()) > kMaxFrames)
+      bad_request(param + ".video", cat("a frame list has at most ", kMaxFrames, " frames, got ", src->size()));
+    v.frame_list = true;
+    for (size_t k = 0; k < src->size(); ++k) {
+      v.url_params.push_back(cat(param, ".video[", k, "]"));
+      v.urls.push_back(url_of((*src)[k], v.url_params.back()));
+    }
+  } else {
+    v.url_params.push_back(param + ".video");
+    v.urls.push_back(url_of(*src, v.url_params.back()));
+  }
+  if (!v.frame_list && part.contains("sample_fps") && !part["sample_fps"].is_null())
+    unsupported(param + ".sample_fps", "'sample_fps' gives the rate of a list of frames; a video file has its own");
+  if (v.frame_list)
+    for (const char* k : {"fps", "min_frames", "max_frames"})
+      if (part.contains(k) && !part[k].is_null())
+        unsupported(param + "." + k, cat("'", k, "' samples a video file; a list of frames is used whole ('sample_fps' "
+                                         "gives its rate)"));
+  v.options = defaults;
+  if (own.fps) v.options.fps = own.fps;
+  if (own.min_frames) v.options.min_frames = own.min_frames;
+  if (own.max_frames) v.options.max_frames = own.max_frames;
+  if (own.min_pixels) v.options.min_pixels = own.min_pixels;
+  if (own.max_pixels) v.options.max_pixels = own.max_pixels;
+  if (own.total_pixels) v.options.total_pixels = own.total_pixels;
+  if (v.options.min_frames && v.options.max_frames && *v.options.min_frames > *v.options.max_frames)
+    bad_request(param + ".min_frames", cat("'min_frames' (", *v.options.min_frames, ") exceeds 'max_frames' (",
+                                           *v.options.max_frames, ")"));
+  return v;
+}
+
+void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, const ChatLimits& limits,
+                   ImageAdmission* admission) {
+  if (pending.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const double time_limit = admission ? admission->options().time_limit_s : 0;
+  const Clock::time_point deadline =
+      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit))
+                     : Clock::time_point::max();
+  uint64_t held = 0;
+  MediaOptions clip_media = limits.media;
+  clip_media.max_image_bytes = std::max(limits.media.max_image_bytes, limits.media.max_video_bytes);
+  for (const PendingVideo& p : pending) {
+    std::shared_ptr<const Video> video;
+    std::optional<VideoReserver> reserver;
+    std::optional<ImageAdmission::DecodeTurn> turn;
+    if (admission) {
+      turn.emplace(admission->decode_turn(deadline, p.param));
+      reserver.emplace(*admission, held, deadline, p.param);
+    }
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (time_limit > 0 && left <= 0)
+      bad_request(p.param, cat("the request's images and videos took over the limit of ", time_limit,
+                               " s (--image-time-limit) to fetch and decode"),
+                  "image_time_limit");
+    try {
+      Video v;
+      if (p.frame_list) {
+        std::vector<Image> frames;
+        for (size_t k = 0; k < p.urls.size(); ++k) {
+          const std::vector<uint8_t> bytes = fetch_image_bytes(p.urls[k], limits.media, p.url_params[k]);
+          DecodeLimits decode = limits.decode;
+          if (reserver) decode.budget = &*reserver;
+          if (time_limit > 0) decode.max_seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
+          frames.push_back(decode_image(bytes, decode));
+        }
+        v = video_from_frames(std::move(frames), p.sample_fps);
+      } else {
+        const std::vector<uint8_t> bytes = fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]);
+        VideoLimits vl;
+        vl.max_encoded_bytes = limits.media.max_video_bytes;
+        vl.max_seconds = time_limit > 0 ? left : vl.max_seconds;
+        if (reserver) vl.budget = &*reserver;
+        v = decode_video(bytes, sampling_of(p.options), vl);
+      }
+      apply_pixels(p.options, v);
+      video = reserver ? reserver->hold(std::move(v)) : std::make_shared<const Video>(std::move(v));
+    } catch (const Error& e) {
+      bad_request(p.param, cat("the video cannot be used: ", e.what()), "invalid_video");
+    }
+    held += held_bytes(*video);
+    out.generate.messages[p.message].parts[p.part].video = std::move(video);
+  }
+  out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace qvl

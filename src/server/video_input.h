@@ -1,0 +1,54 @@
+// Video parts of a chat request: vLLM's {"type": "video_url", "video_url":
+// {"url": ...}} and Qwen's {"type": "video", "video": URL | [frame URLs],
+// "sample_fps": N}, with the per-request sampling and pixel keys of
+// qwen-vl-utils (in the part) or vLLM's mm_processor_kwargs. URLs follow the
+// image rules (media.h); a clip is decoded from memory by src/video, a frame
+// list image by image, both admitted against the image memory budget.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/chat_request.h"
+#include "video/video.h"
+
+namespace qvl {
+
+class ImageAdmission;
+
+// The request's choices for one video; unset: the model's defaults.
+struct VideoRequestOptions {
+  std::optional<double> fps;
+  std::optional<int64_t> min_frames, max_frames;
+  std::optional<int64_t> min_pixels, max_pixels;  // per frame (qwen-vl-utils)
+  std::optional<int64_t> total_pixels;             // all sampled frames together
+};
+
+// mm_processor_kwargs: the keys above; any other is a 400 naming it.
+VideoRequestOptions parse_mm_processor_kwargs(const nlohmann::ordered_json& kwargs);
+
+// A video part whose URLs are known and whose frames are not yet.
+struct PendingVideo {
+  size_t message = 0, part = 0;
+  std::vector<std::string> urls;  // one clip, or the frames of a frame list
+  std::vector<std::string> url_params;
+  std::string param;              // the part ("messages[0].content[1]")
+  bool frame_list = false;
+  double sample_fps = 2.0;        // frame list: frames per second they were taken at
+  VideoRequestOptions options;
+};
+
+// `defaults`: mm_processor_kwargs; the part's own keys win.
+PendingVideo parse_video_part(const nlohmann::ordered_json& part, const std::string& param,
+                              const VideoRequestOptions& defaults);
+
+// Fetches, decodes and samples each pending video into its message part.
+// Throws ApiError: 400 naming the part for a video that cannot be used, 413 /
+// 429 from the admission.
+void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, const ChatLimits& limits,
+                   ImageAdmission* admission);
+
+}  // namespace qvl
