@@ -1,5 +1,6 @@
 // qvl chat: a conversation in the terminal. Each line is a user turn; images
-// added with --image or `/image PATH` go into the next turn. Ctrl-C stops the
+// and videos added with --image / --video or `/image PATH` / `/video PATH` go
+// into the next turn. Ctrl-C stops the
 // current answer; at the prompt it ends the program (so does EOF or /exit).
 #include <atomic>
 #include <csignal>
@@ -42,12 +43,22 @@ bool load_into(const std::string& path, std::vector<MessagePart>& pending) {
   }
 }
 
+bool load_video_into(const std::string& path, const FrameSampling& sampling, std::vector<MessagePart>& pending) {
+  try {
+    pending.push_back({"", nullptr, std::make_shared<Video>(load_video(path, sampling))});
+    return true;
+  } catch (const Error& e) {
+    std::cerr << "cannot use " << e.what() << "\n";
+    return false;
+  }
+}
+
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
   Args args("chat", "--model M [--image FILE ...] [options]",
-            "Talk with the model in the terminal. Commands: /image PATH (attach to the next message),\n"
-            "/reset (new conversation), /exit. Ctrl-C stops the current answer.");
+            "Talk with the model in the terminal. Commands: /image PATH, /video PATH (attach to the next\n"
+            "message), /reset (new conversation), /exit. Ctrl-C stops the current answer.");
   ModelChoice model;
   EngineParams requested;
   PromptOptions prompt;
@@ -60,8 +71,11 @@ int cmd_chat(int argc, char** argv) {
   if (!args.positional().empty())
     throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
   std::vector<MessagePart> pending;
-  for (const std::string& path : prompt.images)
-    if (!load_into(path, pending)) return 1;
+  size_t next_image = 0, next_video = 0;
+  for (const std::string& name : args.given_order()) {
+    if (name == "image" && !load_into(prompt.images[next_image++], pending)) return 1;
+    if (name == "video" && !load_video_into(prompt.videos[next_video++], prompt.video_sampling(), pending)) return 1;
+  }
   std::unique_ptr<Engine> engine = Engine::create(engine_params(model, requested));
 
   std::vector<Message> history;
@@ -71,7 +85,7 @@ int cmd_chat(int argc, char** argv) {
   const bool tty = isatty(STDIN_FILENO);
   std::string line;
   for (;;) {
-    if (tty) std::cout << (pending.empty() ? "> " : "[" + std::to_string(pending.size()) + " image(s)] > ") << std::flush;
+    if (tty) std::cout << (pending.empty() ? "> " : "[" + std::to_string(pending.size()) + " image(s)/video(s)] > ") << std::flush;
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     if (line == "/exit" || line == "/quit") break;
@@ -83,6 +97,10 @@ int cmd_chat(int argc, char** argv) {
     }
     if (line.rfind("/image ", 0) == 0) {
       load_into(line.substr(7), pending);
+      continue;
+    }
+    if (line.rfind("/video ", 0) == 0) {
+      load_video_into(line.substr(7), prompt.video_sampling(), pending);
       continue;
     }
     Message user{"user", std::move(pending)};

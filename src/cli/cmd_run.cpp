@@ -25,8 +25,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args args("run", "--model M [--image FILE ...] --prompt TEXT [options]",
-            "Answers one prompt about zero or more images (placed before the prompt text in one user turn).\n"
+  Args args("run", "--model M [--image FILE ...] [--video FILE ...] --prompt TEXT [options]",
+            "Answers one prompt about zero or more images and videos (placed before the prompt text in one\n"
+            "user turn, in the order given).\n"
             "A PDF (known by its first bytes, %PDF-) gives its pages as images, in order (--pages, --dpi).\n"
             "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
             "token_ids, usage, timings and finish_reason.");
@@ -59,7 +60,7 @@ int cmd_run(int argc, char** argv) {
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
   bool any_pdf = false;
-  for (const std::string& path : prompt.images) {
+  auto add_image = [&](const std::string& path) {
     if (is_pdf_file(path)) {
       any_pdf = true;
       std::vector<PdfPageImage> pages;
@@ -75,13 +76,26 @@ int cmd_run(int argc, char** argv) {
                     << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
         user.parts.push_back({"", std::make_shared<Image>(std::move(page.image))});
       }
-      continue;
+      return;
     }
     try {
       user.parts.push_back({"", std::make_shared<Image>(load_image(path))});
     } catch (const Error& e) {
       fail("image ", path, ": ", e.what());
     }
+  };
+  auto add_video = [&](const std::string& path) {
+    auto video = std::make_shared<Video>(load_video(path, prompt.video_sampling()));
+    if (verbose)
+      std::cerr << path << ": " << video->frames.size() << " of " << video->total_frames << " frames sampled ("
+                << video->width << "x" << video->height << ", " << video->fps << " fps, " << video->codec << ")\n";
+    user.parts.push_back({"", nullptr, std::move(video)});
+  };
+  // Images and videos enter the prompt in the order they were given.
+  size_t next_image = 0, next_video = 0;
+  for (const std::string& name : args.given_order()) {
+    if (name == "image") add_image(prompt.images[next_image++]);
+    if (name == "video") add_video(prompt.videos[next_video++]);
   }
   if (!any_pdf && (args.has("pages") || args.has("dpi")))
     throw UsageError(cat("run: --", args.has("pages") ? "pages" : "dpi", " applies to PDF files, and no --image is one"));

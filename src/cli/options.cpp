@@ -114,6 +114,10 @@ void visit_options(GenerateRequest& r, Args& v) {
 
 void visit_options(PromptOptions& p, Args& v) {
   v(p.images, "image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF) or a PDF (its pages) for the first message");
+  v(p.videos, "video", "FILE",
+    "a video (MP4/MOV, WebM/MKV, AVI, GIF) for the first message; with --image, media enter in the order given");
+  v(p.video_fps, "video-fps", "X", "frames sampled per second of each --video").range(0.01, 60);
+  v(p.video_max_frames, "video-max-frames", "N", "at most N frames sampled from each --video").range(1, 768);
   v(p.system, "system", "TEXT", "a system message");
 }
 

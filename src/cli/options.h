@@ -10,10 +10,12 @@
 // cmd_*.cpp the same way.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "video/video.h"
 #include "engine/engine.h"
 #include "io/model_source.h"
 #include "pdf/pdf_pages.h"
@@ -31,7 +33,18 @@ struct ModelChoice {
 // The first user turn's images and the system message (run, chat).
 struct PromptOptions {
   std::vector<std::string> images;  // image files, in order
+  std::vector<std::string> videos;  // video files, in order (Args::given_order interleaves them with images)
   std::string system;               // empty: no system message
+  // Frame sampling of every --video (the model's video processor defaults).
+  double video_fps = 2.0;
+  int video_max_frames = 768;
+  FrameSampling video_sampling() const {
+    FrameSampling s;
+    s.fps = video_fps;
+    s.max_frames = video_max_frames;
+    s.min_frames = std::min(s.min_frames, video_max_frames);
+    return s;
+  }
 };
 
 // --revision, --offline, --hf-token, --source, --endpoint.
@@ -51,7 +64,7 @@ void visit_options(RepetitionGuardOptions& g, Args& v);
 // --stop (repeatable), --ignore-eos and the repetition guard. Sampling
 // options not given stay unset: the model's generation_config applies.
 void visit_options(GenerateRequest& r, Args& v);
-// --image (repeatable), --system.
+// --image, --video (repeatable), --video-fps, --video-max-frames, --system.
 void visit_options(PromptOptions& p, Args& v);
 // --pages, --dpi: how each PDF among the --image files becomes page images.
 void visit_options(PdfRenderRequest& r, Args& v);

@@ -186,6 +186,13 @@ bool Args::has(const std::string& name) const {
   return !o->env_var().empty() && std::getenv(o->env_var().c_str()) != nullptr;
 }
 
+std::vector<std::string> Args::given_order() const {
+  std::vector<std::string> names;
+  names.reserve(given_.size());
+  for (const auto& g : given_) names.push_back(g.first->name());
+  return names;
+}
+
 std::string Args::help() const {
   std::ostringstream out;
   out << "usage: qvl " << command_ << " " << usage_ << "\n\n" << summary_ << "\n\noptions:\n";

@@ -305,6 +305,9 @@ class Args {
   bool parse(int argc, char** argv, int first = 1);
 
   bool has(const std::string& name) const;  // given on the line or via its environment variable
+  // The names of the options given on the line, one per occurrence, in
+  // command-line order (e.g. how --image and --video files interleave).
+  std::vector<std::string> given_order() const;
   const std::vector<std::string>& positional() const { return positional_; }
 
   std::string help() const;

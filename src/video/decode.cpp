@@ -5,8 +5,11 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "util/error.h"
@@ -287,6 +290,26 @@ Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling
     fail("video is truncated or damaged: decoded ", decoder.decoded(), " of the ", facts.frames,
          " frames its header declares");
   return out;
+}
+
+Video load_video(const std::string& path, const FrameSampling& sampling, const VideoLimits& limits) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("cannot read video ", path, ": it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open video ", path, ": ", std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail("cannot read video ", path);
+  if (static_cast<uint64_t>(size) > limits.max_encoded_bytes)
+    fail("video ", path, " is ", size, " bytes, over the limit of ", limits.max_encoded_bytes, " bytes");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) fail("cannot read video ", path);
+  try {
+    return decode_video(bytes, sampling, limits);
+  } catch (const Error& e) {
+    fail("video ", path, ": ", e.what());
+  }
 }
 
 }  // namespace qvl

@@ -82,6 +82,9 @@ inline constexpr uint64_t kDecoderFramesHeld = 24;
 // reference inside the container is ever opened.
 Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling = {}, const VideoLimits& limits = {});
 
+// decode_video of a file's bytes; the error names the file.
+Video load_video(const std::string& path, const FrameSampling& sampling = {}, const VideoLimits& limits = {});
+
 // True when the bytes start like a container decode_video reads (MP4/MOV
 // 'ftyp', Matroska/WebM EBML, AVI RIFF), for front ends that must tell a
 // video from an image. An animated GIF is an image unless sent as a video.

@@ -238,3 +238,77 @@ TEST(RunCli, JsonFlagAnswersAnObject) {
 }
 
 }  // namespace
+
+namespace {
+
+const nlohmann::json& video_prompt_case(const std::string& name) {
+  static const nlohmann::json m = [] {
+    std::ifstream f(kFixtures + "/video/manifest.json");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return nlohmann::json::parse(ss.str());
+  }();
+  for (const auto& p : m["prompts"])
+    if (p["name"] == name) return p;
+  throw std::runtime_error("no golden video prompt " + name);
+}
+
+const std::string kClips = kFixtures + "/video/videos/";
+
+TEST(RunCli, VideoGreedyTokensEqualTheGolden) {
+  const auto& p = video_prompt_case("video_question");
+  Outcome r = qvl("run " + kModel + "--video " + kClips + "long_112x80_24fps.mp4" +
+                  " --prompt 'What happens in this video?' --output-format json" + kGreedy);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["token_ids"], p["generated_ids"]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], p["num_tokens"]);
+}
+
+TEST(RunCli, VideoSamplingFlags) {
+  // --video-max-frames 6 on the 8-s clip: 6 frames -> 3 groups of 4x8
+  // patches (8 tokens each); --video-fps 1: 8 frames -> 4 groups.
+  Outcome r = qvl("run " + kModel + "--video " + kClips + "long_112x80_24fps.mp4 --video-max-frames 6" +
+                  " --prompt 'Hi' --output-format json --max-tokens 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int base = nlohmann::json::parse(r.out)["usage"]["prompt_tokens"];
+  r = qvl("run " + kModel + "--video " + kClips + "long_112x80_24fps.mp4 --video-fps 1" +
+          " --prompt 'Hi' --output-format json --max-tokens 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // One more group: 8 video tokens + its timestamp text and delimiters.
+  EXPECT_GT(nlohmann::json::parse(r.out)["usage"]["prompt_tokens"].get<int>(), base + 8);
+  r = qvl("run " + kModel + "--video " + kClips + "long_112x80_24fps.mp4 --video-fps 0" + " --prompt 'Hi'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--video-fps"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, ImagesAndVideosEnterInTheOrderGiven) {
+  const std::string image = kFixtures + "/golden/images/tiny_40x36.png";
+  const std::string clip = kClips + "tiny_56x48_7.5fps.mp4";
+  Outcome a = qvl("run " + kModel + "--image " + image + " --video " + clip + " --prompt 'Hi' --output-format json" + kGreedy);
+  Outcome b = qvl("run " + kModel + "--video " + clip + " --image " + image + " --prompt 'Hi' --output-format json" + kGreedy);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["usage"]["prompt_tokens"], jb["usage"]["prompt_tokens"]);  // same media
+  EXPECT_NE(ja["token_ids"], jb["token_ids"]);                            // in another order
+}
+
+TEST(RunCli, UnreadableVideoNamesTheFile) {
+  const std::string bad = ::testing::TempDir() + "qvl_not_a_video.mp4";
+  std::ofstream(bad) << "this is not a video";
+  Outcome r = qvl("run " + kModel + "--video " + bad + " --prompt 'Hi'");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("video " + bad + ": cannot read the video"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, VideoCommandAttachesAClip) {
+  const auto& p = video_prompt_case("video_question");
+  const std::string in = ::testing::TempDir() + "qvl_chat_video_in.txt";
+  std::ofstream(in) << "/video " << kClips << "long_112x80_24fps.mp4\nWhat happens in this video?\n/exit\n";
+  Outcome r = qvl("chat " + kModel + kGreedy + "< " + in);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(p["generated_text_skip_special"].get<std::string>() + "\n", 0), 0u) << r.out;
+}
+
+}  // namespace
