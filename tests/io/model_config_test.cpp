@@ -552,6 +552,30 @@ TEST(ModelFolder, Errors) {
 }
 
 }  // namespace
+// video_preprocessor_config.json: the frames' pixel budget (over all frames)
+// and the sampling keys; absent keys take Qwen3VLVideoProcessor's defaults.
+TEST(VideoPreprocessorConfig, FixtureAndDefaultsAndErrors) {
+  const ModelFolder m = ModelFolder::open(std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl");
+  EXPECT_EQ(m.video_preprocessor.frames.min_pixels, 4096);
+  EXPECT_EQ(m.video_preprocessor.frames.max_pixels, 25165824);
+  EXPECT_EQ(m.video_preprocessor.fps, 2.0);
+  EXPECT_EQ(m.video_preprocessor.min_frames, 4);
+  EXPECT_EQ(m.video_preprocessor.max_frames, 768);
+  const VideoPreprocessorConfig v = parse_video_preprocessor_config(
+      R"({"size": {"shortest_edge": 8192, "longest_edge": 65536}, "fps": 1.5, "max_frames": 32})", "v.json");
+  EXPECT_EQ(v.frames.max_pixels, 65536);
+  EXPECT_EQ(v.fps, 1.5);
+  EXPECT_EQ(v.min_frames, 4);
+  EXPECT_EQ(v.max_frames, 32);
+  try {
+    parse_video_preprocessor_config(R"({"size": {"shortest_edge": 1, "longest_edge": 2}, "fps": 0})", "v.json");
+    FAIL() << "fps 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fps"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("v.json"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace qvl
 
 namespace qvl {

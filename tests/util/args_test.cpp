@@ -83,6 +83,17 @@ TEST(Args, UnsetOptionsKeepTheStructsDefaults) {
   EXPECT_FALSE(s.verbose);
 }
 
+TEST(Args, GivenOrderKeepsTheCommandLineOrder) {
+  Settings s;
+  Args a("run", "[options]", "test");
+  visit(s, a);
+  std::vector<std::string> argv = {"--image", "a.png", "--model=m", "--image=b.png", "--verbose"};
+  std::vector<char*> ptrs;
+  for (auto& w : argv) ptrs.push_back(w.data());
+  ASSERT_TRUE(a.parse(static_cast<int>(ptrs.size()), ptrs.data(), 0));
+  EXPECT_EQ(a.given_order(), (std::vector<std::string>{"image", "model", "image", "verbose"}));
+}
+
 TEST(Args, ValuesAreReadAsTheMembersType) {
   const Settings s =
       parse({"--model", "m", "--image=a.png", "--image", "b.png", "--max-tokens", "12", "--temperature", "0.25",
