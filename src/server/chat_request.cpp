@@ -312,9 +312,7 @@ void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, c
   if (pending.empty()) return;
   const Clock::time_point start = Clock::now();
   const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline =
-      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit))
-                     : Clock::time_point::max();
+  const Clock::time_point deadline = media_deadline(admission, start);
   uint64_t held = 0;  // this request's pixels so far
   for (const PendingImage& p : pending) {
     std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);

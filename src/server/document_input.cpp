@@ -156,14 +156,11 @@ int RequestDocuments::pages() const {
 
 void RequestDocuments::render_into(ChatRequest& request, ImageAdmission* admission) {
   if (opened_.empty()) return;
-  const Clock::time_point start = Clock::now();
   // The image time limit runs from the request's first image: what the
   // images took is spent already.
   const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline =
-      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(time_limit - request.image_ms / 1000))
-                     : Clock::time_point::max();
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = media_deadline(admission, start, request.image_ms / 1000);
   // What the request's decoded images hold: the pages are reserved beside them.
   uint64_t held = 0;
   for (const Message& m : request.generate.messages)

@@ -132,4 +132,12 @@ std::shared_ptr<const Video> VideoReserver::hold(Video video) {
   return std::shared_ptr<const Video>(held, &held->video);
 }
 
+ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
+                                                 ImageAdmission::Clock::time_point start, double spent_s) {
+  using Clock = ImageAdmission::Clock;
+  const double time_limit = admission ? admission->options().time_limit_s : 0;
+  if (time_limit <= 0) return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit - spent_s));
+}
+
 }  // namespace qvl

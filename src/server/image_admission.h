@@ -96,6 +96,12 @@ class ImageAdmission {
   int decoding_ = 0;
 };
 
+// When a request's media decoding must have ended: the admission's image
+// time limit from `start`, less `spent_s` the request's earlier media took;
+// never without an admission or a limit.
+ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
+                                                 ImageAdmission::Clock::time_point start, double spent_s = 0);
+
 // One image's admission as a decoder sees it: the DecodeBudget whose
 // reserve() the decoder calls from the header, holding the reservation it
 // takes until the image is handed over with its pixels (hold()).

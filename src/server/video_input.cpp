@@ -167,9 +167,7 @@ void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, c
   if (pending.empty()) return;
   const Clock::time_point start = Clock::now();
   const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline =
-      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit))
-                     : Clock::time_point::max();
+  const Clock::time_point deadline = media_deadline(admission, start);
   uint64_t held = 0;
   MediaOptions clip_media = limits.media;
   clip_media.max_image_bytes = std::max(limits.media.max_image_bytes, limits.media.max_video_bytes);
