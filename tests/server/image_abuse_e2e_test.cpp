@@ -25,6 +25,21 @@ uint64_t proc_status_bytes(pid_t pid, const std::string& field) {
   return 0;
 }
 
+// The server's RSS once it has settled: after /health answers, a thread
+// still faults the mapped bf16 weights in (Model::prefetch_weights), which
+// on a loaded machine can go on for a while and is no image's memory. Read
+// until two reads 200 ms apart differ by under 1 MB (at most 10 s).
+uint64_t settled_rss(pid_t pid) {
+  uint64_t last = proc_status_bytes(pid, "VmRSS");
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const uint64_t now = proc_status_bytes(pid, "VmRSS");
+    if (now < last + (1u << 20)) return now;
+    last = now;
+  }
+  return last;
+}
+
 // How far the server's peak RSS may rise above its resting RSS for
 // `budget` bytes of images. Under AddressSanitizer (make sanitize) each heap
 // byte also has an eighth of a byte of shadow, its map of what may be read,
@@ -60,7 +75,7 @@ std::vector<std::string> budget_args() {
 // than the whole budget, so the first is refused from its header.
 TEST(ImageAbuse, SixteenJpegBombsInOneBodyStayInsideTheBudget) {
   ServerProcess s(budget_args());
-  const uint64_t base = proc_status_bytes(s.pid(), "VmRSS");
+  const uint64_t base = settled_rss(s.pid());
   auto c = s.client();
   const auto t = Clock::now();
   auto r = post_json(c, "/v1/chat/completions", images_body(jpeg_uri(qvl_test::jpeg_dimension_bomb(10000, 10000)), 16));
@@ -79,7 +94,7 @@ TEST(ImageAbuse, SixteenJpegBombsInOneBodyStayInsideTheBudget) {
 // budget, and the memory never does.
 TEST(ImageAbuse, ImagesThatFitAloneAddUpWithinTheBudget) {
   ServerProcess s(budget_args());
-  const uint64_t base = proc_status_bytes(s.pid(), "VmRSS");
+  const uint64_t base = settled_rss(s.pid());
   auto c = s.client();
   auto r = post_json(c, "/v1/chat/completions", images_body(jpeg_uri(qvl_test::jpeg_dimension_bomb(2000, 2000)), 16));
   ASSERT_TRUE(r);
@@ -96,6 +111,7 @@ TEST(ImageAbuse, ImagesThatFitAloneAddUpWithinTheBudget) {
 // before the first is looked at.
 TEST(ImageAbuse, TooManyImagesIsAnsweredBeforeAnyDecode) {
   ServerProcess s;
+  settled_rss(s.pid());
   const uint64_t peak_before = proc_status_bytes(s.pid(), "VmHWM");  // loading peaks above the steady RSS
   auto c = s.client();
   const auto t = Clock::now();
