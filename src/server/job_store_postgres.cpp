@@ -179,16 +179,18 @@ class Connection {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
   }
+  // The statement's result, or the failed PQprepare's (exec reports its error).
   PGresult* exec_prepared(const std::string& sql, const std::vector<const char*>& values) {
+    const int n = static_cast<int>(values.size());
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
       const std::string name = "qvl_" + std::to_string(prepared_.size());
-      Result p(PQprepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(values.size()), nullptr));
-      if (p.status() != PGRES_COMMAND_OK) return PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()),
-                                                              nullptr, values.data(), nullptr, nullptr, 0);
+      PGresult* p = PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr);
+      if (PQresultStatus(p) != PGRES_COMMAND_OK) return p;
+      PQclear(p);
       it = prepared_.emplace(sql, name).first;
     }
-    return PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
+    return PQexecPrepared(conn_, it->second.c_str(), n, values.data(), nullptr, nullptr, 0);
   }
   void connect() {
     conn_ = PQconnectdb(url_.c_str());
@@ -199,7 +201,8 @@ class Connection {
       throw ConnectionLost(cat("job store ", shown_, ": cannot connect: ", why));
     }
     // The server's notices (e.g. "relation already exists, skipping") are not the user's business.
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
   }
 
   std::string url_, shown_;
@@ -260,7 +263,10 @@ JobRecord job_at(const Result& r, int row) {
 class Listener {
  public:
   Listener(std::string url, std::string shown, std::function<void()> changed)
-      : url_(std::move(url)), shown_(std::move(shown)), changed_(std::move(changed)), stop_fd_(eventfd(0, EFD_CLOEXEC)) {
+      : url_(std::move(url)),
+        shown_(std::move(shown)),
+        changed_(std::move(changed)),
+        stop_fd_(eventfd(0, EFD_CLOEXEC)) {
     if (stop_fd_ < 0) throw Error(cat("job store ", shown_, ": eventfd failed"));
     thread_ = std::thread([this] { run(); });
   }
@@ -382,12 +388,14 @@ class PostgresResponseStore final : public ResponseStore {
       Transaction t(c);
       c.exec(cat("SELECT pg_advisory_xact_lock(", kResponsesLock, ")").c_str());  // the bounds hold across replicas
       c.exec("DELETE FROM qvl_responses WHERE id = $1", {entry.id});
-      const Result r = c.exec("INSERT INTO qvl_responses (id, items, response, bytes) VALUES ($1, $2, $3, $4) RETURNING seq",
-                              {entry.id, items, response, i64s(bytes)});
+      const Result r =
+          c.exec("INSERT INTO qvl_responses (id, items, response, bytes) VALUES ($1, $2, $3, $4) RETURNING seq",
+                 {entry.id, items, response, i64s(bytes)});
       const std::string seq = r.text(0, 0);
       for (const ojson& item : entry.items)
         if (auto id = item.find("id"); id != item.end() && id->is_string())
-          c.exec("INSERT INTO qvl_response_items (item_id, response_seq) VALUES ($1, $2)", {id->get<std::string>(), seq});
+          c.exec("INSERT INTO qvl_response_items (item_id, response_seq) VALUES ($1, $2)",
+                 {id->get<std::string>(), seq});
       // The oldest go first, past either bound.
       for (;;) {
         const Result q = c.exec("SELECT count(*), coalesce(sum(bytes), 0), min(seq) FROM qvl_responses");
@@ -466,15 +474,17 @@ void PostgresJobStore::migrate(Connection& c) {
 }
 
 void PostgresJobStore::purge(Connection& c) {
-  const Result r = c.exec("DELETE FROM qvl_jobs WHERE state IN " ENDED " AND finished_ms <= " NOW_MS " - $1", {ttl_ms()});
+  const Result r =
+      c.exec("DELETE FROM qvl_jobs WHERE state IN " ENDED " AND finished_ms <= " NOW_MS " - $1", {ttl_ms()});
   if (r.affected() > 0) drop_unowned(c);
   last_purge_ms_ = unix_ms();
 }
 
 void PostgresJobStore::drop_unowned(Connection& c) {
   c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
-  c.exec("DELETE FROM qvl_media_refs r WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.id = r.owner) "
-         "AND NOT EXISTS (SELECT 1 FROM qvl_batches WHERE qvl_batches.id = r.owner)");
+  c.exec(
+      "DELETE FROM qvl_media_refs r WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.id = r.owner) "
+      "AND NOT EXISTS (SELECT 1 FROM qvl_batches WHERE qvl_batches.id = r.owner)");
   c.exec("DELETE FROM qvl_media m WHERE NOT EXISTS (SELECT 1 FROM qvl_media_refs r WHERE r.hash = m.hash)");
 }
 
@@ -510,7 +520,8 @@ bool PostgresJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord
     purge(c);
     for (;;) {
       const Result q = c.exec(kStoredJobsAndBytes);
-      if (q.i64(0, 0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs && q.i64(0, 1) + bytes <= options_.max_bytes)
+      if (q.i64(0, 0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs &&
+          q.i64(0, 1) + bytes <= options_.max_bytes)
         break;
       const Result o = c.exec("SELECT seq FROM qvl_jobs WHERE state IN " ENDED " ORDER BY finished_ms LIMIT 1");
       if (o.rows() == 0) return false;  // full of unfinished jobs (the transaction rolls back)
@@ -547,10 +558,10 @@ std::optional<ClaimedJob> PostgresJobStore::claim(const std::string& owner, int 
     // lease to run out): harmless, so its commit waits for no disk flush.
     c.exec("SET LOCAL synchronous_commit = off");
     if (unix_ms() - last_purge_ms_ >= 1000) purge(c);
-    c.exec(
-        "UPDATE qvl_jobs SET state = 'failed', error = $1, finished_ms = " NOW_MS ", owner = NULL "
-        "WHERE state = 'running' AND lease_until_ms < " NOW_MS " AND attempts >= $2",
-        {attempts_exhausted_error(options_.max_attempts).dump(), i64s(options_.max_attempts)});
+    c.exec("UPDATE qvl_jobs SET state = 'failed', error = $1, finished_ms = " NOW_MS
+           ", owner = NULL "
+           "WHERE state = 'running' AND lease_until_ms < " NOW_MS " AND attempts >= $2",
+           {attempts_exhausted_error(options_.max_attempts).dump(), i64s(options_.max_attempts)});
     // SKIP LOCKED: a row another replica is claiming right now is not waited for, nor taken twice.
     const Result pick = c.exec(
         "SELECT id, state FROM qvl_jobs j WHERE "
@@ -585,11 +596,11 @@ bool PostgresJobStore::heartbeat(const std::string& id, const std::string& owner
   return locked([&](Connection& c) {
     Transaction t(c);
     c.exec("SET LOCAL synchronous_commit = off");  // a lost heartbeat costs nothing: the next one renews
-    const bool mine =
-        c.exec("UPDATE qvl_jobs SET lease_until_ms = " NOW_MS " + $3, progress_tokens = $4, progress_text = $5 "
-               "WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT cancel_requested",
-               {id, owner, lease_ms(), i64s(tokens), text})
-            .affected() > 0;
+    const bool mine = c.exec("UPDATE qvl_jobs SET lease_until_ms = " NOW_MS
+                             " + $3, progress_tokens = $4, progress_text = $5 "
+                             "WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT cancel_requested",
+                             {id, owner, lease_ms(), i64s(tokens), text})
+                          .affected() > 0;
     t.commit();
     return mine;
   });
@@ -602,10 +613,12 @@ bool PostgresJobStore::finish(const std::string& id, const std::string& owner, J
   const int64_t result_bytes = result_text ? static_cast<int64_t>(result_text->size()) : 0;
   return locked([&](Connection& c) {
     Transaction t(c);
-    const bool mine = c.exec("UPDATE qvl_jobs SET state = $3, result = $4, error = $5, owner = NULL, progress_text = '', "
-                             "finished_ms = " NOW_MS ", bytes = bytes + $6 "
-                             "WHERE id = $1 AND owner = $2 AND state = 'running'",
-                             {id, owner, std::string(job_state_name(state)), result_text, error_text, i64s(result_bytes)})
+    const bool mine = c.exec(
+                           "UPDATE qvl_jobs SET state = $3, result = $4, error = $5, owner = NULL, progress_text = '', "
+                           "finished_ms = " NOW_MS
+                           ", bytes = bytes + $6 "
+                           "WHERE id = $1 AND owner = $2 AND state = 'running'",
+                           {id, owner, std::string(job_state_name(state)), result_text, error_text, i64s(result_bytes)})
                           .affected() > 0;
     // A batch's next page may be claimable now.
     if (mine) c.exec("SELECT pg_notify($1, 'ended')", {std::string(kChannel)});
@@ -617,9 +630,10 @@ bool PostgresJobStore::finish(const std::string& id, const std::string& owner, J
 void PostgresJobStore::release(const std::string& id, const std::string& owner) {
   locked([&](Connection& c) {
     Transaction t(c);
-    c.exec("UPDATE qvl_jobs SET state = 'queued', owner = NULL, attempts = attempts - 1 "
-           "WHERE id = $1 AND owner = $2 AND state = 'running'",
-           {id, owner});
+    c.exec(
+        "UPDATE qvl_jobs SET state = 'queued', owner = NULL, attempts = attempts - 1 "
+        "WHERE id = $1 AND owner = $2 AND state = 'running'",
+        {id, owner});
     c.exec("SELECT pg_notify($1, 'released')", {std::string(kChannel)});
     t.commit();
     return 0;
@@ -629,7 +643,8 @@ void PostgresJobStore::release(const std::string& id, const std::string& owner) 
 std::optional<JobRecord> PostgresJobStore::cancel(const std::string& id) {
   return locked([&](Connection& c) {
     Transaction t(c);
-    c.exec("UPDATE qvl_jobs SET state = 'cancelled', finished_ms = " NOW_MS " WHERE id = $1 AND state = 'queued'", {id});
+    c.exec("UPDATE qvl_jobs SET state = 'cancelled', finished_ms = " NOW_MS " WHERE id = $1 AND state = 'queued'",
+           {id});
     // The replica running it sees this at its next heartbeat.
     c.exec("UPDATE qvl_jobs SET cancel_requested = true WHERE id = $1 AND state = 'running'", {id});
     c.exec("SELECT pg_notify($1, 'cancelled')", {std::string(kChannel)});
@@ -640,10 +655,10 @@ std::optional<JobRecord> PostgresJobStore::cancel(const std::string& id) {
 }
 
 std::optional<JobRecord> PostgresJobStore::get_in(Connection& c, const std::string& id) {
-  const Result r = c.exec(cat("SELECT ", kJobColumns,
-                              " FROM qvl_jobs WHERE id = $1 AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2)")
-                              .c_str(),
-                          {id, ttl_ms()});
+  const Result r = c.exec(
+      cat("SELECT ", kJobColumns, " FROM qvl_jobs WHERE id = $1 AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2)")
+          .c_str(),
+      {id, ttl_ms()});
   if (r.rows() == 0) return std::nullopt;
   return job_at(r, 0);
 }
@@ -670,9 +685,9 @@ JobCounts PostgresJobStore::counts() {
   return locked([&](Connection& c) {
     JobCounts counts;
     for (JobState s : kJobStates) counts.jobs[s] = 0;
-    const Result r = c.exec(
-        "SELECT state, count(*) FROM qvl_jobs WHERE finished_ms = 0 OR finished_ms > " NOW_MS " - $1 GROUP BY state",
-        {ttl_ms()});
+    const Result r = c.exec("SELECT state, count(*) FROM qvl_jobs WHERE finished_ms = 0 OR finished_ms > " NOW_MS
+                            " - $1 GROUP BY state",
+                            {ttl_ms()});
     for (int i = 0; i < r.rows(); ++i)
       if (auto s = job_state_named(r.text(i, 0))) counts.jobs[*s] = r.i64(i, 1);
     counts.bytes = c.exec(kStoredJobsAndBytes).i64(0, 1);

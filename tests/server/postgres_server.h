@@ -52,16 +52,16 @@ class PostgresServer {
         return;
       }
     }
-    if (run_and_wait({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "qvl", "--auth=trust", "-E", "UTF8",
-                      "--no-sync", "--no-instructions"}) != 0) {
+    if (run_and_wait({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "qvl", "--auth=trust", "-E", "UTF8", "--no-sync",
+                      "--no-instructions"}) != 0) {
       why_ = "initdb failed";
       return;
     }
     port_ = free_port();
-    pid_ = spawn({bin_ + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-h", "127.0.0.1", "-p",
-                  std::to_string(port_), "-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
-                  "full_page_writes=off", "-c", "max_connections=100"},
-                 /*quiet=*/true);
+    pid_ = spawn(
+        {bin_ + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-h", "127.0.0.1", "-p", std::to_string(port_), "-c",
+         "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100"},
+        /*quiet=*/true);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (PQping(url("postgres").c_str()) != PQPING_OK) {
       int status = 0;
