@@ -37,6 +37,19 @@ JobRecord queued_job(const std::string& body = R"({"messages":[]})") {
   return j;
 }
 
+// The queued jobs of `batch`'s pages 1..count, their ids added to it.
+std::vector<JobRecord> page_jobs(BatchRecord& batch, int count) {
+  std::vector<JobRecord> pages;
+  for (int p = 1; p <= count; ++p) {
+    JobRecord j = queued_job("");
+    j.batch = batch.id;
+    j.page = p;
+    batch.job_ids.push_back(j.id);
+    pages.push_back(j);
+  }
+  return pages;
+}
+
 class JobStoreContract : public ::testing::TestWithParam<std::string> {
  protected:
   // Started by the first PostgreSQL case only (ctest runs one case a process).
@@ -201,7 +214,8 @@ TEST_P(JobStoreContract, AFullStoreDropsFinishedJobsFirstAndThenRefuses) {
   JobStoreOptions small;
   small.max_bytes = 100;
   auto tight = open(small);
-  EXPECT_FALSE(tight->add({queued_job(json{{"text", std::string(200, 'x')}}.dump())}, nullptr)) << "bytes are bounded too";
+  EXPECT_FALSE(tight->add({queued_job(json{{"text", std::string(200, 'x')}}.dump())}, nullptr))
+      << "bytes are bounded too";
 }
 
 TEST_P(JobStoreContract, AFinishedJobIsForgottenAfterItsTtl) {
@@ -221,14 +235,7 @@ TEST_P(JobStoreContract, AFinishedJobIsForgottenAfterItsTtl) {
 TEST_P(JobStoreContract, ABatchHasAtMostWindowPagesRunning) {
   auto store = open();
   BatchRecord batch{"batch-" + std::string(32, 'a'), unix_ms() / 1000, "tiny", R"({"plan":true})", {}};
-  std::vector<JobRecord> pages;
-  for (int p = 1; p <= 3; ++p) {
-    JobRecord j = queued_job("");
-    j.batch = batch.id;
-    j.page = p;
-    batch.job_ids.push_back(j.id);
-    pages.push_back(j);
-  }
+  const std::vector<JobRecord> pages = page_jobs(batch, 3);
   ASSERT_TRUE(store->add(pages, &batch));
   const JobRecord other = queued_job();
   ASSERT_TRUE(store->add({other}, nullptr));
@@ -291,9 +298,10 @@ TEST_P(JobStoreContract, ADurableStoreKeepsEverythingAcrossAReopen) {
 
 // A chat body with `image` as its one image_url.
 std::string body_with_image(const std::string& image, const std::string& text) {
-  return json{{"messages",
-               {{{"role", "user"},
-                 {"content", {{{"type", "image_url"}, {"image_url", {{"url", image}}}}, {{"type", "text"}, {"text", text}}}}}}}}
+  return json{
+      {"messages",
+       {{{"role", "user"},
+         {"content", {{{"type", "image_url"}, {"image_url", {{"url", image}}}}, {{"type", "text"}, {"text", text}}}}}}}}
       .dump();
 }
 
@@ -328,14 +336,7 @@ TEST_P(JobStoreContract, ABatchPlansPdfIsGivenBackWithEachPage) {
   const std::string pdf = "data:application/pdf;base64," + std::string(5000, 'B');
   const std::string plan = json{{"body", json::parse(body_with_image(pdf, "pages"))}, {"pages", {1, 2}}}.dump();
   BatchRecord batch{"batch-" + std::string(32, 'b'), unix_ms() / 1000, "tiny", plan, {}};
-  std::vector<JobRecord> pages;
-  for (int p = 1; p <= 2; ++p) {
-    JobRecord j = queued_job("");
-    j.batch = batch.id;
-    j.page = p;
-    batch.job_ids.push_back(j.id);
-    pages.push_back(j);
-  }
+  const std::vector<JobRecord> pages = page_jobs(batch, 2);
   ASSERT_TRUE(store->add(pages, &batch));
   EXPECT_LT(store->counts().bytes, static_cast<int64_t>(pdf.size() + 1000));
   for (int p = 1; p <= 2; ++p) {
