@@ -257,7 +257,6 @@ WeightMatrix WeightMatrix::from_bf16(const uint16_t* data, int64_t rows, int64_t
   return w;
 }
 
-
 // Quantizes [rows, cols] source weights into w (format, rows, cols set):
 // row-major a block of rows at a time, then interleaved (quant.h).
 template <typename Src>
@@ -269,7 +268,8 @@ void WeightMatrix::quantize_into(WeightMatrix& w, const Src* data, ThreadPool* p
   const int64_t row_bytes = groups * quant::group_bytes(q8);
   const int64_t codes_bytes = quant::round64(quant::codes_bytes(q8, rows, cols));
   const int64_t scales_bytes = quant::scales_bytes(rows, cols);
-  std::shared_ptr<void> buf = allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(w.format_), arena);
+  std::shared_ptr<void> buf =
+      allocate(static_cast<size_t>(codes_bytes + scales_bytes), weight_format_name(w.format_), arena);
   w.owned_ = buf;
   uint8_t* base = static_cast<uint8_t*>(buf.get());
   uint16_t* scales = reinterpret_cast<uint16_t*>(base + codes_bytes);

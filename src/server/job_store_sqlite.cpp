@@ -535,7 +535,8 @@ std::optional<ClaimedJob> SqliteJobStore::claim(const std::string& owner, int wi
       .run();
   ClaimedJob c{*get_locked(id, now), std::nullopt, taken_over};
   c.job.body = attached(id, c.job.body);
-  if (!c.job.batch.empty() && (c.batch = batch_locked(c.job.batch))) c.batch->plan = attached(c.batch->id, c.batch->plan);
+  if (!c.job.batch.empty() && (c.batch = batch_locked(c.job.batch)))
+    c.batch->plan = attached(c.batch->id, c.batch->plan);
   t.commit();
   if (taken_over) ++taken_over_;
   return c;
