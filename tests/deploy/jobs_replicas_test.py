@@ -20,7 +20,7 @@ loopback, stopped by its PID. Exit 77 (skipped) where nginx or PostgreSQL is not
 import argparse, glob, http.client, json, os, pwd, random, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replicas_test import free_port, metrics, nginx_conf, wait_ready  # noqa: E402
+from replicas_test import free_port, metrics, start_behind_nginx  # noqa: E402
 
 JOBS = "/v1/jobs"
 
@@ -95,20 +95,9 @@ def main():
     try:
         pg, pg_port = start_postgres(bin_dir, pg_dir)
         store = f"postgresql://qvl@127.0.0.1:{pg_port}/postgres"
-        ports = [free_port() for _ in range(3)]
-        for p in ports:
-            log = open(f"{prefix}/replica-{p}.log", "w")
-            procs.append(subprocess.Popen([args.qvl, "serve", "--model", args.model, "--host", "127.0.0.1",
-                                           "--port", str(p), "--threads", "1", "--parallel", "1",
-                                           "--queue-size", "2", "--jobs-db", store, "--job-lease", "2"],
-                                          stdout=log, stderr=log))
-        for p, proc in zip(ports, procs):
-            wait_ready(p, proc)
-        lb_port = free_port()
-        nginx_conf(args.conf, ports, lb_port, prefix)
-        lb = subprocess.Popen([nginx, "-p", prefix, "-c", f"{prefix}/nginx.conf", "-e", f"{prefix}/error.log",
-                               "-g", "daemon off;"])
-        wait_ready(lb_port, lb)
+        ports, lb_port = start_behind_nginx(nginx, args.qvl, args.model, args.conf, prefix, procs,
+                                            ["--parallel", "1", "--queue-size", "2", "--jobs-db", store,
+                                             "--job-lease", "2"])
 
         failures = []
         rng = random.Random(33)
@@ -191,7 +180,7 @@ def main():
             print("FAIL:", f)
         return 1 if failures else 0
     finally:
-        for p in procs + ([lb] if "lb" in locals() else []):
+        for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
                 try:

@@ -174,6 +174,28 @@ class Run:
         self.add(**rec)
 
 
+def start_behind_nginx(nginx, qvl, model, conf, prefix, procs, serve_args):
+    """Three `qvl serve` replicas (with serve_args) behind nginx with the shipped config. Every process
+    goes into procs, the replicas first and nginx last, for the caller to stop. Returns the replicas'
+    ports and the balancer's."""
+    ports = [free_port() for _ in range(3)]
+    replicas = []
+    for p in ports:
+        log = open(f"{prefix}/replica-{p}.log", "w")
+        replicas.append(subprocess.Popen([qvl, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(p),
+                                          "--threads", "1"] + serve_args, stdout=log, stderr=log))
+        procs.append(replicas[-1])
+    for p, proc in zip(ports, replicas):
+        wait_ready(p, proc)
+    lb_port = free_port()
+    nginx_conf(conf, ports, lb_port, prefix)
+    lb = subprocess.Popen([nginx, "-p", prefix, "-c", f"{prefix}/nginx.conf", "-e", f"{prefix}/error.log",
+                           "-g", "daemon off;"])
+    procs.append(lb)
+    wait_ready(lb_port, lb)
+    return ports, lb_port
+
+
 def last_upstream(response):
     # "$upstream_addr" lists every replica nginx tried, in order; the last one answered.
     value = response.getheader("X-Upstream") or ""
@@ -198,21 +220,8 @@ def main():
     os.chmod(prefix, 0o755)
     procs = []
     try:
-        ports = [free_port() for _ in range(3)]
-        for p in ports:
-            log = open(f"{prefix}/replica-{p}.log", "w")
-            procs.append(subprocess.Popen([args.qvl, "serve", "--model", args.model, "--host", "127.0.0.1",
-                                           "--port", str(p), "--threads", "1", "--parallel", "4",
-                                           "--queue-size", "16", "--jobs-db", "memory"],
-                                          stdout=log, stderr=log))
-        for p, proc in zip(ports, procs):
-            wait_ready(p, proc)
-        lb_port = free_port()
-        nginx_conf(args.conf, ports, lb_port, prefix)
-        lb = subprocess.Popen([nginx, "-p", prefix, "-c", f"{prefix}/nginx.conf", "-e", f"{prefix}/error.log",
-                               "-g", "daemon off;"])
-        procs.append(lb)
-        wait_ready(lb_port, lb)
+        ports, lb_port = start_behind_nginx(nginx, args.qvl, args.model, args.conf, prefix, procs,
+                                            ["--parallel", "4", "--queue-size", "16", "--jobs-db", "memory"])
 
         image_uri = "data:image/png;base64," + base64.b64encode(open(args.image, "rb").read()).decode()
         run = Run(lb_port, image_uri)
