@@ -13,6 +13,14 @@
 #include "util/error.h"
 
 namespace qvl {
+
+std::string video_timestamp_text(double seconds) {
+  char stamp[64];
+  // The exact binary value rounded, ties to even, as Python's format does.
+  std::snprintf(stamp, sizeof stamp, "<%.1f seconds>", seconds);
+  return stamp;
+}
+
 namespace {
 
 // Templates this file renders, by the hash of their normalised text. Qwen's
@@ -85,9 +93,7 @@ void append_video(std::string& out, const ChatPart& part) {
   }
   if (part.timestamps.empty()) fail("chat template: video without temporal groups");
   for (double t : part.timestamps) {
-    char stamp[64];
-    std::snprintf(stamp, sizeof stamp, "<%.1f seconds>", t);  // exact binary value, ties to even, as Python's format
-    out += stamp;
+    out += video_timestamp_text(t);
     out += "<|vision_start|>";
     for (int k = 0; k < part.image_tokens; ++k) out += "<|video_pad|>";
     out += "<|vision_end|>";

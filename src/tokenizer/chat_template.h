@@ -38,6 +38,11 @@ struct ChatPart {
   std::vector<double> timestamps;
 };
 
+// "<12.5 seconds>": how a video's temporal group is introduced in the
+// prompt, Python's "<{:.1f} seconds>" of its time (the exact binary value
+// rounded, ties to even). Clients showing what the model reads use it too.
+std::string video_timestamp_text(double seconds);
+
 // A call in an assistant message of the history, rendered as
 //   <tool_call>\n{"name": "NAME", "arguments": ARGUMENTS}\n</tool_call>
 // with both fields inserted verbatim (the template renders a string
