@@ -53,7 +53,7 @@ const char* const kSameFields[] = {"model", "temperature", "top_p", "parallel_to
                                    "seed", "top_k", "min_p", "repetition_penalty",
                                    "presence_penalty", "frequency_penalty", "stop", "min_pixels",
                                    "max_pixels", "repetition_guard", "repetition_guard_repeats",
-                                   "reasoning_budget"};
+                                   "reasoning_budget", "mm_processor_kwargs"};
 // Fields that change nothing here (billing, caching and routing hints of
 // OpenAI's service, or accepted and echoed).
 const char* const kHarmless[] = {"service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
@@ -83,9 +83,15 @@ ojson parts(const ojson& content, const std::string& param, bool assistant) {
       for (auto it = part.begin(); it != part.end(); ++it)
         if (it.key() != "type") file[it.key()] = *it;
       out.push_back({{"type", "file"}, {"file", std::move(file)}});
+    } else if ((type == "video_url" || type == "video") && !assistant) {
+      // Responses has no video part of its own: chat's two kinds (vLLM's
+      // video_url, Qwen's video) as they are, which the chat parser checks
+      // with their sampling keys, naming them back here.
+      out.push_back(part);
     } else {
       bad_request(p + ".type",
-                  cat("unsupported content part type '", type, "' (", assistant ? "output_text" : "input_text, input_image and input_file",
+                  cat("unsupported content part type '", type, "' (",
+                      assistant ? "output_text" : "input_text, input_image, input_file, video_url and video",
                       " are supported", assistant ? " in an assistant message" : "", ")"));
     }
   }

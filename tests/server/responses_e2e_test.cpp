@@ -177,6 +177,66 @@ TEST_F(Responses, InstructionsAndImageItemsEqualChat) {
   EXPECT_EQ(r["instructions"], "Be brief.");
 }
 
+// A clip of the video fixtures (tests/fixtures/video) as a data: URL.
+std::string mp4_uri(const std::string& name) {
+  return "data:video/mp4;base64," + base64(read_file(kFixtures + "/video/videos/" + name + ".mp4"));
+}
+
+TEST_F(Responses, VideoPartsEqualChat) {
+  // Qwen's video part with its sampling keys, and vLLM's video_url part with
+  // mm_processor_kwargs: chat's part kinds, as they are, on both routes.
+  const std::string clip = mp4_uri("long_112x80_24fps");
+  const ojson qwen_part = {{"type", "video"}, {"video", clip}, {"max_frames", 6}, {"total_pixels", 40000}};
+  const ojson vllm_part = {{"type", "video_url"}, {"video_url", {{"url", clip}}}};
+  const ojson kwargs = {{"fps", 1}};
+  for (const ojson& part : {qwen_part, vllm_part}) {
+    const bool vllm = part["type"] == "video_url";
+    const ojson extra = vllm ? ojson{{"mm_processor_kwargs", kwargs}} : ojson::object();
+    const json c = chat({{{"role", "user"}, {"content", {part, {{"type", "text"}, {"text", "What happens here?"}}}}}},
+                        12, extra);
+    ojson body = {{"input", {{{"role", "user"},
+                              {"content", {part, {{"type", "input_text"}, {"text", "What happens here?"}}}}}}},
+                  {"temperature", 0},
+                  {"max_output_tokens", 12}};
+    body.update(extra);
+    const json r = respond(body);
+    EXPECT_EQ(output_text(r), chat_text(c)) << part["type"];
+    EXPECT_EQ(r["usage"]["input_tokens"], c["usage"]["prompt_tokens"]) << part["type"];
+    // max_frames 6 under 40000 pixels: grid (3, 4, 6), 18 tokens; fps 1 of
+    // the 8-s clip: 8 frames, 4 groups of 4x8 patches (video_e2e_test.cpp).
+    EXPECT_EQ(c["usage"]["prompt_tokens_details"]["image_tokens"], vllm ? 4 * 8 : 18) << part["type"];
+  }
+}
+
+TEST_F(Responses, BadVideoFieldsAre400sNamingTheResponsesField) {
+  const std::string clip = "data:video/mp4;base64,AAAA";
+  auto with_part = [](const ojson& part) {
+    return ojson{{"input", {{{"role", "user"}, {"content", {part, {{"type", "input_text"}, {"text", "?"}}}}}}}};
+  };
+  expect_error(respond(with_part({{"type", "video"}, {"video", clip}, {"nframes", 8}}), 400),
+               "input[0].content[0].nframes");
+  expect_error(respond(with_part({{"type", "video"}, {"video", clip}, {"fps", 0}}), 400), "input[0].content[0].fps");
+  expect_error(respond(with_part({{"type", "video"}, {"video", {clip, clip}}, {"max_frames", 2}}), 400),
+               "input[0].content[0].max_frames");
+  expect_error(respond(with_part({{"type", "video_url"}, {"video_url", {{"url", clip}, {"detail", "high"}}}}), 400),
+               "input[0].content[0].video_url.detail");
+  expect_error(respond(with_part({{"type", "video"}}), 400), "input[0].content[0].video");
+  ojson body = with_part({{"type", "video"}, {"video", clip}});
+  body["mm_processor_kwargs"] = {{"do_sample_frames", false}};
+  expect_error(respond(body, 400), "mm_processor_kwargs.do_sample_frames");
+  // Remote URLs follow the image rules (off by default): 403 naming the URL.
+  const json remote = respond(with_part({{"type", "video"}, {"video", "http://example.com/a.mp4"}}), 403);
+  EXPECT_EQ(remote["error"]["param"], "input[0].content[0].video") << remote.dump();
+  // A clip that is not one: 400 naming the part, and the server still answers.
+  const json bad = respond(with_part({{"type", "video_url"}, {"video_url", {{"url", clip}}}}), 400);
+  EXPECT_EQ(bad["error"]["param"], "input[0].content[0]") << bad.dump();
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("the video cannot be used"), std::string::npos);
+  // Only in user messages.
+  const ojson assistant_video = {{"role", "assistant"}, {"content", {{{"type", "video"}, {"video", clip}}}}};
+  expect_error(respond({{"input", {assistant_video}}}, 400), "input[0].content[0].type");
+  EXPECT_EQ(respond({{"input", "x"}, {"max_output_tokens", 2}})["object"], "response");
+}
+
 TEST_F(Responses, StreamedEventsBuildTheSameAnswer) {
   const ojson body = {{"input", "Count to three."}, {"temperature", 0}, {"max_output_tokens", 20}};
   const json plain = respond(body);
