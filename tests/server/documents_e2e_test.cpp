@@ -8,7 +8,7 @@
 
 #include "../pdf/pdf_writer.h"
 #include "image/image.h"
-#include "server/base64.h"
+#include "jpeg_data_url.h"
 #include "server_process.h"
 
 namespace qvl::test {
@@ -22,14 +22,6 @@ std::string pdf_uri(const std::string& pdf) { return "data:application/pdf;base6
 // US Letter with text, and a wide one.
 std::string mixed_pdf() {
   return pdf_of_pages({box_page(320, 240), box_page(240, 400), text_page(), box_page(640, 200)});
-}
-
-qvl::Image decode_data_url(const std::string& url) {
-  const std::string prefix = "data:image/jpeg;base64,";
-  EXPECT_EQ(url.rfind(prefix, 0), 0u) << url.substr(0, 40);
-  const auto bytes = base64_decode(std::string_view(url).substr(prefix.size()));
-  EXPECT_TRUE(bytes);
-  return decode_image(*bytes);
 }
 
 class DocumentPages : public ::testing::Test {
@@ -121,12 +113,12 @@ TEST_F(DocumentPages, ThumbnailsDecodeWithTheAskedLongestSide) {
   for (int i = 0; i < 4; ++i) {
     SCOPED_TRACE(i + 1);
     ASSERT_TRUE(doc["page_info"][i].contains("thumbnail"));
-    const qvl::Image thumb = decode_data_url(doc["page_info"][i]["thumbnail"]);
+    const qvl::Image thumb = decode_jpeg_data_url(doc["page_info"][i]["thumbnail"]);
     EXPECT_EQ(thumb.width, sizes[i][0]);
     EXPECT_EQ(thumb.height, sizes[i][1]);
   }
   // The first page's black box (72..216 x 72..144 pt from the bottom left) is dark in the thumbnail.
-  const qvl::Image first = decode_data_url(doc["page_info"][0]["thumbnail"]);
+  const qvl::Image first = decode_jpeg_data_url(doc["page_info"][0]["thumbnail"]);
   const int x = 140 * 100 / 320, y = (240 - 108) * 100 / 320;
   EXPECT_LT(first.rgb[(size_t(y) * first.width + x) * 3], 60);
   EXPECT_GT(first.rgb[(size_t(5) * first.width + 5) * 3], 200);  // paper is white
@@ -136,8 +128,8 @@ TEST_F(DocumentPages, ThumbnailsDecodeWithTheAskedLongestSide) {
   EXPECT_FALSE(chosen["page_info"][0].contains("thumbnail"));
   EXPECT_FALSE(chosen["page_info"][2].contains("thumbnail"));
   ASSERT_TRUE(chosen["page_info"][1].contains("thumbnail"));
-  EXPECT_EQ(decode_data_url(chosen["page_info"][1]["thumbnail"]).height, 256);
-  EXPECT_EQ(decode_data_url(chosen["page_info"][3]["thumbnail"]).width, 256);
+  EXPECT_EQ(decode_jpeg_data_url(chosen["page_info"][1]["thumbnail"]).height, 256);
+  EXPECT_EQ(decode_jpeg_data_url(chosen["page_info"][3]["thumbnail"]).width, 256);
 }
 
 TEST_F(DocumentPages, ALargeDocumentIsListedQuicklyWithCappedThumbnails) {
