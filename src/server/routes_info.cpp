@@ -76,6 +76,7 @@ void ServerCore::register_info_routes() {
                 {"min_pixels", info.min_pixels},
                 {"max_pixels", info.max_pixels},
                 {"max_image_bytes", options.media.max_image_bytes},
+                {"max_video_bytes", options.media.max_video_bytes},
                 {"max_body_bytes", options.max_body_bytes},
                 {"context_size", info.slot_ctx},
                 {"kv_type", kv_type_name(info.kv_type)},

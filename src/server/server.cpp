@@ -22,7 +22,7 @@ namespace {
 std::string route_of(const HttpRequest& req) {
   static const char* kRoutes[] = {"/health",        "/metrics",        "/v1/models", "/v1/chat/completions",
                                   "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
-                                  "/tokenize",      "/detokenize"};
+                                  "/v1/qvl/videos/frames", "/tokenize", "/detokenize"};
   for (const char* r : kRoutes)
     if (req.path == r) return r;
   if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
@@ -35,7 +35,7 @@ std::string route_of(const HttpRequest& req) {
 // The routes whose POST body is JSON.
 bool takes_json(const std::string& route) {
   return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
-         route == "/detokenize" || route == "/v1/qvl/documents/pages";
+         route == "/detokenize" || route == "/v1/qvl/documents/pages" || route == "/v1/qvl/videos/frames";
 }
 
 // Compares in time that depends only on the lengths, so response timing does
@@ -117,6 +117,7 @@ struct Server::Impl {
     core.register_job_routes();
     core.register_responses_routes();
     core.register_document_routes();
+    core.register_video_routes();
   }
 
   void cors(const HttpRequest& req, HttpResponse& res) {

@@ -71,6 +71,7 @@ struct ServerCore {
   void register_info_routes();
   void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
   void register_document_routes();   // routes_documents.cpp: POST /v1/qvl/documents/pages
+  void register_video_routes();      // routes_videos.cpp: POST /v1/qvl/videos/frames
   // A GET no route took: the embedded web page's files.
   void serve_page(const HttpRequest& req, HttpResponse& res);
 

@@ -22,6 +22,10 @@ constexpr std::array<std::string_view, 6> kSamplingKeys = {"fps",        "min_fr
                                                           "min_pixels", "max_pixels", "total_pixels"};
 constexpr int64_t kMaxFrames = 768;
 
+// A key's path inside the part `param`; a part that is the whole body
+// (POST /v1/qvl/videos/frames) has no name of its own.
+std::string sub(const std::string& param, const std::string& key) { return param.empty() ? key : param + "." + key; }
+
 [[noreturn]] void unsupported(const std::string& param, const std::string& message) {
   bad_request(param, message, "unsupported_parameter");
 }
@@ -106,48 +110,48 @@ PendingVideo parse_video_part(const json& part, const std::string& param, const 
     const std::string& key = it.key();
     if (key == "type" || (type == "video_url" && key == "video_url") || (type == "video" && key == "video")) continue;
     if (type == "video" && key == "sample_fps") {
-      if (!it->is_null()) v.sample_fps = number_key(*it, param + ".sample_fps", 0.01, 240);
+      if (!it->is_null()) v.sample_fps = number_key(*it, sub(param, "sample_fps"), 0.01, 240);
       continue;
     }
-    if (!sampling_key(key, *it, param + "." + key, own))
-      unsupported(param + "." + key, cat("unknown field '", key.substr(0, 80), "' in a ", type, " part"));
+    if (!sampling_key(key, *it, sub(param, key), own))
+      unsupported(sub(param, key), cat("unknown field '", key.substr(0, 80), "' in a ", type, " part"));
   }
   const std::string key = type == "video_url" ? "video_url" : "video";
   const auto src = part.find(key);
   if (src == part.end() || src->is_null())
-    bad_request(param + "." + key, cat("a ", type, " part needs '", key, "'"), "missing_field");
+    bad_request(sub(param, key), cat("a ", type, " part needs '", key, "'"), "missing_field");
   if (type == "video_url") {
     if (src->is_object()) {
       for (auto it = src->begin(); it != src->end(); ++it)
         if (it.key() != "url")
-          unsupported(param + ".video_url." + it.key(), cat("unknown field '", it.key(), "' in 'video_url'"));
+          unsupported(sub(param, "video_url." + it.key()), cat("unknown field '", it.key(), "' in 'video_url'"));
       const auto u = src->find("url");
-      if (u == src->end()) bad_request(param + ".video_url.url", "'video_url' needs 'url'", "missing_field");
-      v.url_params.push_back(param + ".video_url.url");
+      if (u == src->end()) bad_request(sub(param, "video_url.url"), "'video_url' needs 'url'", "missing_field");
+      v.url_params.push_back(sub(param, "video_url.url"));
       v.urls.push_back(url_of(*u, v.url_params.back()));
     } else {
-      v.url_params.push_back(param + ".video_url");
+      v.url_params.push_back(sub(param, "video_url"));
       v.urls.push_back(url_of(*src, v.url_params.back()));
     }
   } else if (src->is_array()) {
-    if (src->empty()) bad_request(param + ".video", "a frame list needs at least one frame");
+    if (src->empty()) bad_request(sub(param, "video"), "a frame list needs at least one frame");
     if (static_cast<int64_t>(src->size()) > kMaxFrames)
-      bad_request(param + ".video", cat("a frame list has at most ", kMaxFrames, " frames, got ", src->size()));
+      bad_request(sub(param, "video"), cat("a frame list has at most ", kMaxFrames, " frames, got ", src->size()));
     v.frame_list = true;
     for (size_t k = 0; k < src->size(); ++k) {
-      v.url_params.push_back(cat(param, ".video[", k, "]"));
+      v.url_params.push_back(sub(param, cat("video[", k, "]")));
       v.urls.push_back(url_of((*src)[k], v.url_params.back()));
     }
   } else {
-    v.url_params.push_back(param + ".video");
+    v.url_params.push_back(sub(param, "video"));
     v.urls.push_back(url_of(*src, v.url_params.back()));
   }
   if (!v.frame_list && part.contains("sample_fps") && !part["sample_fps"].is_null())
-    unsupported(param + ".sample_fps", "'sample_fps' gives the rate of a list of frames; a video file has its own");
+    unsupported(sub(param, "sample_fps"), "'sample_fps' gives the rate of a list of frames; a video file has its own");
   if (v.frame_list)
     for (const char* k : {"fps", "min_frames", "max_frames"})
       if (part.contains(k) && !part[k].is_null())
-        unsupported(param + "." + k, cat("'", k, "' samples a video file; a list of frames is used whole ('sample_fps' "
+        unsupported(sub(param, k), cat("'", k, "' samples a video file; a list of frames is used whole ('sample_fps' "
                                          "gives its rate)"));
   v.options = defaults;
   if (own.fps) v.options.fps = own.fps;
@@ -157,7 +161,7 @@ PendingVideo parse_video_part(const json& part, const std::string& param, const 
   if (own.max_pixels) v.options.max_pixels = own.max_pixels;
   if (own.total_pixels) v.options.total_pixels = own.total_pixels;
   if (v.options.min_frames && v.options.max_frames && *v.options.min_frames > *v.options.max_frames)
-    bad_request(param + ".min_frames", cat("'min_frames' (", *v.options.min_frames, ") exceeds 'max_frames' (",
+    bad_request(sub(param, "min_frames"), cat("'min_frames' (", *v.options.min_frames, ") exceeds 'max_frames' (",
                                            *v.options.max_frames, ")"));
   return v;
 }

@@ -41,7 +41,9 @@ struct PendingVideo {
   VideoRequestOptions options;
 };
 
-// `defaults`: mm_processor_kwargs; the part's own keys win.
+// `defaults`: mm_processor_kwargs; the part's own keys win. `param` names the
+// part in refusals ("messages[0].content[1]" -> "messages[0].content[1].fps");
+// empty for a body that is a part (POST /v1/qvl/videos/frames: "fps").
 PendingVideo parse_video_part(const nlohmann::ordered_json& part, const std::string& param,
                               const VideoRequestOptions& defaults);
 
