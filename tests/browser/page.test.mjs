@@ -975,3 +975,109 @@ test('PDF: a QwenVL Markdown answer shows its HTML table as a table and its comm
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+// ---------------------------------------------------------------- videos
+
+const VIDEO_DIR = path.join(ROOT, 'tests/fixtures/video');
+const videoRef = (name) => JSON.parse(readFileSync(path.join(VIDEO_DIR, 'manifest.json'), 'utf8')).videos[name];
+const videoFile = (name) => path.join(VIDEO_DIR, 'videos', `${name}.mp4`);
+
+// The times, thumbnails and cost of a strip against the reference's sampling (manifest.json: what
+// transformers' video processor samples), not against what the server said.
+async function assertStrip(strip, ref) {
+  const idx = ref.sampling.frame_indices;
+  const fps = ref.metadata.fps;
+  const frames = strip.locator('.video-frame');
+  assert.equal(await frames.count(), idx.length);
+  assert.deepEqual(await frames.evaluateAll((els) => els.map((e) => Number(e.dataset.index))), idx);
+  assert.deepEqual(await strip.locator('.frame-time').allTextContents(), idx.map((i) => `${(i / fps).toFixed(1)} s`));
+  // Each frame's title names its temporal group as the prompt does ("<0.3 seconds>").
+  const titles = await frames.evaluateAll((els) => els.map((e) => e.title));
+  titles.forEach((t, k) => assert.ok(t.endsWith(`the prompt says ${ref.timestamp_texts[Math.floor(k / 2)]}`), t));
+  assert.ok(await strip.locator('img').evaluateAll((imgs) => imgs.every((i) => i.complete && i.naturalWidth > 0)),
+    'every thumbnail decodes');
+}
+
+test('video: drop or pick a clip; the strip shows qvl\'s sampled frames, times and token cost; the question is ' +
+  'answered; an answer\'s times jump the strip (second answer given in the browser)', { skip: DEV && 'no video route in the fake API' },
+async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 8 });
+  const chats = chatBodies(page);
+  const frameRequests = requestsTo(page, '/v1/qvl/videos/frames');
+  // Dropped: the tiny clip (7.5 fps, 12 frames -> 4 sampled).
+  const tiny = readFileSync(videoFile('tiny_56x48_7.5fps')).toString('base64');
+  await page.evaluate((b64) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'tiny.mp4', { type: 'video/mp4' }));
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      window.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }
+  }, tiny);
+  await page.waitForSelector('.video-card[data-state="ready"]', { timeout: 30000 * TIME_SCALE });
+  await assertStrip(page.locator('.video-card .video-strip'), videoRef('tiny_56x48_7.5fps'));
+  // Picked: the 8-s clip replaces it (one video at a time).
+  const long = videoRef('long_112x80_24fps');
+  await page.setInputFiles('#file-input', videoFile('long_112x80_24fps'));
+  await page.waitForFunction(() => document.querySelectorAll('.video-card[data-state="ready"] .video-frame').length === 16,
+    null, { timeout: 30000 * TIME_SCALE });
+  assert.equal(frameRequests.length, 2);
+  assert.deepEqual(Object.keys(frameRequests[1]), ['video']);
+  const longB64 = readFileSync(videoFile('long_112x80_24fps')).toString('base64');
+  assert.ok(frameRequests[1].video === `data:video/mp4;base64,${longB64}`, 'the clip as picked');
+  await assertStrip(page.locator('.video-card .video-strip'), long);
+  // The cost: the reference's video tokens (8 groups of 4x8 patches merged 2x2 = 64).
+  assert.equal(await page.locator('.video-card .video-sum').textContent(),
+    `16 frames · ${long.num_video_tokens} video tokens · 8.0 s · 112×80`);
+  assert.match(await page.locator('#budget').textContent(), new RegExp(`^${long.num_video_tokens} video tokens to send`));
+
+  // Asked through the real server: one chat request with the clip as a video_url part, answered.
+  await page.fill('#prompt', 'What happens in this video?');
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
+    page.press('#prompt', 'Enter'),
+  ]);
+  await page.waitForSelector('.answer[data-state="done"]', { timeout: 60000 * TIME_SCALE });
+  assert.equal(chats.length, 1);
+  const parts = chats[0].messages[0].content;
+  assert.deepEqual(parts.map((p) => p.type), ['video_url', 'text']);
+  assert.ok(parts[0].video_url.url === `data:video/mp4;base64,${longB64}`, 'the clip as sampled');
+  let usage = null;
+  for (const line of (await response.text()).split('\n')) {
+    if (line.startsWith('data: {') && line.includes('"usage"')) usage = JSON.parse(line.slice(6)).usage;
+  }
+  assert.equal(usage.prompt_tokens_details.image_tokens, long.num_video_tokens, 'the cost shown is what was charged');
+  assert.ok((await lastAnswer(page).locator('.answer-body').textContent()).trim().length > 0, 'answer text is empty');
+  assert.ok(await page.isHidden('#video'), 'the composer is free again');
+  const strip = page.locator('.user-video .video-strip');
+  await assertStrip(strip, long);
+
+  // A known answer, rendered by the page's own code: its time mentions become links.
+  await answerWith(page, 'The ring turns at <2.4 seconds> and stops by 0:07; nothing happens at 0:42.');
+  await page.fill('#prompt', 'When does it turn?');
+  await page.press('#prompt', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.answer[data-state="done"]').length === 2);
+  assert.equal(chats[1].messages[0].content[0].type, 'video_url', 'the clip is history, sent again');
+  const links = lastAnswer(page).locator('.time-link');
+  assert.deepEqual(await links.allTextContents(), ['<2.4 seconds>', '0:07'], '0:42 is past the clip: no link');
+  const current = () => strip.locator('.video-frame.current');
+  // <2.4 seconds>: frame 64 (2.667 s) is nearer than frame 51 (2.125 s).
+  await links.nth(0).click();
+  assert.equal(await current().count(), 1);
+  assert.equal(await current().getAttribute('data-index'), '64');
+  assert.equal(await current().getAttribute('aria-current'), 'true');
+  // 0:07: frame 166 (6.917 s), off the strip's visible part until the jump scrolls it in.
+  const inView = () => strip.evaluate((s) => {
+    const f = s.querySelector('.video-frame.current').getBoundingClientRect();
+    const r = s.getBoundingClientRect();
+    return f.left >= r.left - 1 && f.right <= r.right + 1;
+  });
+  assert.equal(await strip.evaluate((s) => s.scrollWidth > s.clientWidth), true, 'the strip scrolls');
+  const before = await strip.evaluate((s) => s.scrollLeft);
+  await links.nth(1).click();
+  assert.equal(await current().getAttribute('data-index'), '166');
+  assert.equal(await current().locator('.frame-time').textContent(), '6.9 s');
+  assert.ok(await inView(), 'the frame jumped to is in view');
+  assert.ok(await strip.evaluate((s) => s.scrollLeft) > before, 'the strip scrolled');
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

@@ -13,6 +13,10 @@
 //                              {file_data, dpi, thumbnail_size, min_pixels?, max_pixels?} ->
 //                              {object: "qvl.document", pages, dpi, max_pages, page_info: [{page, width,
 //                               height, image_tokens, thumbnail?}]}
+//   POST /v1/qvl/videos/frames qvl extension: the frames the engine samples from a clip, with their times,
+//                              thumbnails and the clip's token cost: {video, thumbnail_size?} ->
+//                              {object: "qvl.video", width, height, fps, duration, video_tokens, frames:
+//                               [{index, time, group, thumbnail?}], groups: [{time, text, frames}]}
 //   POST /v1/jobs              a chat body with "per_page": true and one PDF file part -> 202
 //                              {id: "batch-…", object: "qvl.job_batch", status, pages, jobs: [{page, id}]}
 //   GET  /v1/jobs/{batch id}   {id, status, progress: {done, total}, results: [{page, id, status, result:
@@ -29,6 +33,7 @@ export const FALLBACK_CONFIG = Object.freeze({
   min_pixels: 65536,
   max_pixels: 1048576,
   max_image_bytes: 20 * 1024 * 1024,
+  max_video_bytes: 64 * 1024 * 1024,
   max_body_bytes: 64 * 1024 * 1024,
   context_size: 8192,
   default_max_tokens: 1024,
@@ -173,7 +178,8 @@ export async function streamChat(body, { apiKey, sessionId, signal, onDelta, onR
 }
 
 // A JSON request of the document API: resolves to {data} or {error: sentence}.
-async function jsonCall(method, url, { apiKey, body, signal } = {}) {
+// `feature`: what a 404 (an older server without the route) says this server cannot do yet.
+async function jsonCall(method, url, { apiKey, body, signal, feature = 'PDF documents' } = {}) {
   let res;
   try {
     res = await fetch(url, { method, headers: headers(apiKey, body !== undefined), cache: 'no-store', signal,
@@ -186,7 +192,7 @@ async function jsonCall(method, url, { apiKey, body, signal } = {}) {
   try { payload = await res.json(); } catch { payload = null; }
   if (!res.ok) {
     if (res.status === 404 && !(payload && payload.error && payload.error.param)) {
-      return { error: 'This server does not handle PDF documents on the page yet (no ' +
+      return { error: `This server does not handle ${feature} on the page yet (no ` +
         `${url.replace(/\/batch-.*$/, '/…')}).`, status: 404 };
     }
     return { error: describeHttpError(res.status, payload, res.headers.get('Retry-After')), status: res.status };
@@ -198,6 +204,11 @@ async function jsonCall(method, url, { apiKey, body, signal } = {}) {
 // The pages of a PDF (a data: URL), with each one's size, image-token cost and thumbnail.
 export function fetchDocumentPages(request, opts) {
   return jsonCall('POST', '/v1/qvl/documents/pages', { ...opts, body: request });
+}
+
+// The frames qvl samples from a video (a data: URL), with their times, thumbnails and the token cost.
+export function fetchVideoFrames(request, opts) {
+  return jsonCall('POST', '/v1/qvl/videos/frames', { ...opts, body: request, feature: 'videos' });
 }
 
 // One job per page: a chat body (without stream) with per_page: true.

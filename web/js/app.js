@@ -1,8 +1,8 @@
 // The page: state, events, and the request each turn sends. Rendering lives in view.js, the API in
 // api.js, the pure parts (markdown, grounding, smart_resize, sse, request, tool_calls) in their own
 // modules with tests.
-import { FALLBACK_CONFIG, fetchConfig, fetchHealth, newSessionId, streamChat, fetchDocumentPages, startBatch, getBatch,
-  cancelBatch } from './api.js';
+import { FALLBACK_CONFIG, fetchConfig, fetchHealth, newSessionId, streamChat, fetchDocumentPages, fetchVideoFrames,
+  startBatch, getBatch, cancelBatch } from './api.js';
 import { checkFile, readAttachment, readAsDataUrl } from './attachments.js';
 import { loadSettings, saveSettings, sanitizeSettings, DEFAULTS } from './settings.js';
 import { h, icon, attachmentChip, userTurn, answerView, tokensOf } from './view.js';
@@ -16,6 +16,8 @@ import { isPdfFile, checkPdf, defaultPages, batchBody, BATCH_DONE, resultText, e
   htmlDocument, combinedExport, MIME_TYPES, EXTENSIONS, DEFAULT_DPI, THUMBNAIL_SIZE } from './document.js';
 import { docCard, docTurn, batchView, pickedTokens, pageTokens } from './document_view.js';
 import { sanitizeHtml } from './safe_html.js';
+import { isVideoFile, checkVideo, videoMime } from './video.js';
+import { videoCard, videoTurn, linkTimes } from './video_view.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -23,7 +25,7 @@ const els = {
   composer: $('composer'), attachments: $('attachments'), notice: $('notice'), fileInput: $('file-input'),
   send: $('send-btn'), stop: $('stop-btn'), status: $('status'), model: $('model-name'), budget: $('budget'),
   presets: $('presets'), presetCards: $('preset-cards'), limits: $('limits-hint'), drop: $('drop-overlay'),
-  doc: $('doc'),
+  doc: $('doc'), video: $('video'),
   settings: $('settings'), settingsForm: $('settings-form'), announcer: $('announcer'),
 };
 
@@ -36,6 +38,8 @@ const state = {
                     //  info: /v1/qvl/documents/pages answer, picked: Set of pages, mode: 'once'|'pages',
                     //  measuredMaxPixels}
   docMode: 'once',  // ask once (one streamed request) or page by page (a job per page); kept across PDFs
+  video: null,      // the video for the next message: {name, bytes, dataUrl, status: 'loading'|'ready',
+                    //  info: /v1/qvl/videos/frames answer}
   turns: [],        // {text, images, json, answer: {reasoning, text, toolCalls, status, error, finishReason,
                     //  usage, timings}, view}
   active: null,     // {controller, turn} while an answer streams
@@ -118,8 +122,11 @@ async function addFiles(files) {
   const pdfs = list.filter(isPdfFile);
   if (pdfs.length) addPdf(pdfs[0]);
   if (pdfs.length > 1) notice('One PDF at a time: the first one is attached.', false, 'info');
+  const videos = list.filter(isVideoFile);
+  if (videos.length) addVideo(videos[0]);
+  if (videos.length > 1) notice('One video at a time: the first one is attached.', false, 'info');
   for (const file of list) {
-    if (isPdfFile(file)) continue;
+    if (isPdfFile(file) || isVideoFile(file)) continue;
     const problem = checkFile(file, state.config);
     if (problem) { notice(problem, true); continue; }
     try {
@@ -176,6 +183,57 @@ async function addPdf(file) {
   announce(`${doc.name}: ${r.data.pages} ${r.data.pages === 1 ? 'page' : 'pages'} ready.`);
 }
 
+// ---------------------------------------------------------------- videos
+
+// The server samples the clip: the page sends it once to learn the frames qvl will use, their times,
+// thumbnails and the token cost (POST /v1/qvl/videos/frames, the engine's own sampling), then with
+// the question.
+async function addVideo(file) {
+  const problem = checkVideo(file, state.config);
+  if (problem) { notice(problem, true); return; }
+  let dataUrl;
+  try {
+    dataUrl = (await readAsDataUrl(file)).replace(/^data:[^;,]*/, `data:${videoMime(file)}`);
+  } catch (e) {
+    notice(`Could not read “${file.name}”: ${e.message}`, true);
+    return;
+  }
+  const video = { name: file.name || 'video', bytes: file.size, dataUrl, status: 'loading', info: null };
+  state.video = video;
+  renderVideo();
+  const r = await fetchVideoFrames({ video: dataUrl }, { apiKey: state.settings.apiKey });
+  if (state.video !== video) return;  // removed or replaced meanwhile
+  if (r.error || !Array.isArray(r.data.frames)) {
+    state.video = null;
+    renderVideo();
+    notice(`“${video.name}”: ${r.error || 'the server did not list its frames.'}`, true);
+    return;
+  }
+  video.info = r.data;
+  video.status = 'ready';
+  renderVideo();
+  announce(`${video.name}: ${r.data.frames.length} frames, ${r.data.video_tokens} video tokens.`);
+}
+
+function renderVideo() {
+  const video = state.video;
+  els.video.hidden = !video;
+  els.video.replaceChildren(video ? videoCard(video, {
+    onRemove: () => { state.video = null; renderVideo(); els.prompt.focus(); },
+  }) : '');
+  renderPlaceholder();
+  renderBudget();
+}
+
+// The video an answer's times refer to: its own turn's, else the latest earlier turn's.
+function videoFor(turn) {
+  for (let k = state.turns.indexOf(turn); k >= 0; k--) {
+    const t = state.turns[k];
+    if (t.strip) return { info: t.video.info, jump: t.strip.jump };
+  }
+  return null;
+}
+
 // The page budget of a request: the Settings' max pixels, raised by a grounding preset.
 function docPixels(minTokens = 0) {
   const maxPixels = state.settings.maxPixels;
@@ -212,10 +270,15 @@ function renderDoc() {
       if (again) again.focus();
     }
   }
-  els.prompt.placeholder = doc ? 'Ask about the document…' : 'Ask about the image…';
-  els.empty.querySelector('h1').textContent = doc ? 'Ask about a document' : 'Ask about an image';
+  renderPlaceholder();
   renderPresets();
   renderBudget();
+}
+
+function renderPlaceholder() {
+  const what = state.doc ? 'document' : state.video ? 'video' : 'image';
+  els.prompt.placeholder = `Ask about the ${what}…`;
+  els.empty.querySelector('h1').textContent = `Ask about ${what === 'image' ? 'an image' : `a ${what}`}`;
 }
 
 // What the next request sends of the document: a snapshot (later picking does not change a turn).
@@ -252,10 +315,14 @@ function renderBudget() {
   const pastTokens = state.turns.filter(inHistory)
     .reduce((s, t) => s + t.images.reduce((x, a) => x + tokensOf(a, state.config, mp), 0), 0);
   const docTokens = state.doc && state.doc.status === 'ready' ? pickedTokens(state.doc, state.config, docPixels()) : 0;
-  const total = pendingTokens + pastTokens + docTokens;
+  const videoTokens = state.video && state.video.status === 'ready' ? state.video.info.video_tokens : 0;
+  const pastVideo = state.turns.filter(inHistory).reduce((s, t) => s + (t.video ? t.video.info.video_tokens : 0), 0);
+  const total = pendingTokens + pastTokens + docTokens + videoTokens + pastVideo;
   if (!total) { els.budget.textContent = ''; els.budget.className = ''; return; }
   const parts = [];
   if (pendingTokens + docTokens) parts.push(`${(pendingTokens + docTokens).toLocaleString('en-US')} image tokens to send`);
+  if (videoTokens) parts.push(`${videoTokens.toLocaleString('en-US')} video tokens to send`);
+  if (pastVideo) parts.push(`${pastVideo.toLocaleString('en-US')} video tokens in earlier turns`);
   if (pastTokens) parts.push(`${pastTokens.toLocaleString('en-US')} in earlier turns`);
   parts.push(`context ${state.config.context_size.toLocaleString('en-US')}`);
   els.budget.textContent = parts.join(' · ');
@@ -269,7 +336,8 @@ els.fileInput.addEventListener('change', () => {
 $('attach-btn').addEventListener('click', () => els.fileInput.click());
 
 document.addEventListener('paste', (e) => {
-  const files = [...(e.clipboardData ? e.clipboardData.files : [])].filter((f) => f.type.startsWith('image/') || isPdfFile(f));
+  const files = [...(e.clipboardData ? e.clipboardData.files : [])]
+    .filter((f) => f.type.startsWith('image/') || isPdfFile(f) || isVideoFile(f));
   if (files.length) {
     e.preventDefault();
     addFiles(files);
@@ -334,7 +402,8 @@ function setBusy(busy) {
 // the active one; the returned controller is what Stop aborts.
 function showActiveTurn(turn, view) {
   turn.view = view;
-  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn), view.root);
+  if (turn.video) turn.strip = videoTurn(turn.video);
+  turn.li = h('li', { class: 'turn' }, userTurn(turn, docTurn, turn.strip ? turn.strip.root : null), view.root);
   els.turns.append(turn.li);
   showEmpty(false);
   scrollToBottom();
@@ -386,6 +455,15 @@ async function send(text, preset = null) {
   if (state.active) return;
   text = text.trim();
   const doc = state.doc;
+  const video = state.video;
+  if (video && !text) {
+    notice('Type a question about the video, or pick a task.', false, 'info');
+    return;
+  }
+  if (video && video.status !== 'ready') {
+    notice('The video\'s frames are still being sampled; send again in a moment.', false, 'info');
+    return;
+  }
   if (!text && !state.pending.length) {
     notice(doc ? 'Type a question about the document, or pick a task.' : 'Type a question, or add an image and pick a task.',
       false, 'info');
@@ -400,8 +478,8 @@ async function send(text, preset = null) {
     return;
   }
   const perPage = Boolean(doc && doc.mode === 'pages');
-  if (perPage && state.pending.length) {
-    notice('Page by page sends the PDF alone: remove the images, or choose “Ask once”.', false, 'info');
+  if (perPage && (state.pending.length || video)) {
+    notice(`Page by page sends the PDF alone: remove the ${video ? 'video' : 'images'}, or choose “Ask once”.`, false, 'info');
     return;
   }
   if (settingsProblem(preset)) return;
@@ -409,6 +487,7 @@ async function send(text, preset = null) {
     text,
     images: state.pending,
     doc: doc ? docSnapshot(doc, preset) : null,
+    video: video ? { name: video.name, dataUrl: video.dataUrl, info: video.info, source: video } : null,
     preset,
     format: preset && preset.format ? preset.format : 'text',
     json: preset && preset.responseFormat ? true : state.settings.answerFormat !== 'text',
@@ -417,17 +496,23 @@ async function send(text, preset = null) {
   };
   state.pending = [];
   state.doc = null;
+  state.video = null;
   state.turns.push(turn);
   els.prompt.value = '';
   autosize();
   renderAttachments();
   renderDoc();
+  renderVideo();
   if (perPage) {
     runBatch(turn);
     return;
   }
 
-  const view = answerView(turn, { onCopy: copyAnswer, onRetry: retry, onDownload: downloadAnswer, imageFor: imagesFor });
+  const view = answerView(turn, { onCopy: copyAnswer, onRetry: retry, onDownload: downloadAnswer, imageFor: imagesFor,
+    onRendered: (body) => {
+      const v = videoFor(turn);
+      if (v) linkTimes(body, v.info, v.jump);
+    } });
   const controller = showActiveTurn(turn, view);
   const body = requestBody(turn);
   const bodyBytes = new TextEncoder().encode(body).length;
@@ -618,6 +703,7 @@ function retry(turn) {
     state.doc = doc;
     state.docMode = turn.doc.mode;
   }
+  if (turn.video) state.video = turn.video.source;
   const draft = els.prompt.value;
   send(turn.text, turn.preset);
   els.prompt.value = draft;
@@ -690,7 +776,8 @@ document.addEventListener('keydown', (e) => {
 $('clear-btn').addEventListener('click', clearConversation);
 
 function usePreset(p) {
-  const hasImage = state.pending.length > 0 || state.doc || state.turns.some((t) => t.images.length || t.doc);
+  const hasImage = state.pending.length > 0 || state.doc || state.video ||
+    state.turns.some((t) => t.images.length || t.doc || t.video);
   if (state.active) return;
   if (hasImage) {
     send(p.prompt, p);

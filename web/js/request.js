@@ -2,6 +2,7 @@
 // checks of the settings that hold JSON (the answer's schema, the tools). Pure functions, no DOM.
 import { effectiveMaxPixels, raisedPixels } from './smart_resize.js';
 import { filePart } from './document.js';
+import { videoPart } from './video.js';
 import { toApiToolCalls } from './tool_calls.js';
 import { TOOL_CHOICES } from './settings.js';
 
@@ -91,11 +92,12 @@ export function buildMessages(system, turns) {
   const messages = [];
   if (system.trim()) messages.push({ role: 'system', content: system });
   turns.forEach((t, k) => {
-    if (t.images.length || t.doc) {
-      // Images first (a PDF's pages are images too), then the text: the layout the model was
-      // trained on and `qvl run` uses.
+    if (t.images.length || t.doc || t.video) {
+      // Images first (a PDF's pages are images too), then the video, then the text: the layout the
+      // model was trained on and `qvl run` uses.
       const parts = t.images.map((a) => ({ type: 'image_url', image_url: { url: a.dataUrl } }));
       if (t.doc) parts.push(filePart(t.doc));
+      if (t.video) parts.push(videoPart(t.video));
       if (t.text) parts.push({ type: 'text', text: t.text });
       messages.push({ role: 'user', content: parts });
     } else {

@@ -67,13 +67,14 @@ export function attachmentChip(att, config, maxPixels, onRemove) {
       title: 'Remove', onclick: onRemove }, icon('x')));
 }
 
-export function userTurn(turn, docTurn) {
+// `videoNode`: the turn's video strip (video_view.js videoTurn), if it has a video.
+export function userTurn(turn, docTurn, videoNode = null) {
   const imgs = turn.images.length
     ? h('div', { class: 'user-images' }, turn.images.map((a) => a.decodable
       ? h('img', { src: a.dataUrl, alt: a.name, title: a.name })
       : h('div', { class: 'img-broken', title: a.name, text: a.name })))
     : null;
-  return h('div', { class: 'user-msg' }, imgs, turn.doc && docTurn ? docTurn(turn.doc) : null,
+  return h('div', { class: 'user-msg' }, imgs, turn.doc && docTurn ? docTurn(turn.doc) : null, videoNode,
     turn.text ? h('div', { class: 'user-text', text: turn.text }) : null);
 }
 
@@ -120,8 +121,9 @@ function qwenMarkdown(text, marks) {
 // The assistant side of a turn; update() re-renders it from the turn's current state. An answer
 // asked for as JSON (turn.json) is shown as a formatted code block, not through Markdown; its tool
 // calls (turn.answer.toolCalls) as one card each, after the text. A Thinking model's reasoning
-// (turn.answer.reasoning) comes first, in a "Thinking" block that starts collapsed.
-export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
+// (turn.answer.reasoning) comes first, in a "Thinking" block that starts collapsed. `onRendered(body)`
+// runs each time the answer's text is rendered anew (the page links a video's time mentions there).
+export function answerView(turn, { onCopy, onRetry, onDownload, imageFor, onRendered }) {
   const thinkingText = h('div', { class: 'thinking-text' });
   const thinkingLabel = h('summary', { text: 'Thinking' });
   const thinking = h('details', { class: 'thinking', hidden: true }, thinkingLabel, thinkingText);
@@ -174,6 +176,7 @@ export function answerView(turn, { onCopy, onRetry, onDownload, imageFor }) {
         : { nodes: toolCalls.length ? [] : [typingDots(a.status)], marks: [] };
       if (showSource && a.text) shown.nodes = [h('pre', { class: 'html-source' }, h('code', { text: a.text }))];
       body.replaceChildren(...shown.nodes);
+      if (onRendered && a.text && !showSource) onRendered(body);
       const marks = shown.marks;
       const key = JSON.stringify(marks);
       if (key !== lastBoxesKey) {
