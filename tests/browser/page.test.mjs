@@ -998,7 +998,7 @@ async function assertStrip(strip, ref) {
     'every thumbnail decodes');
 }
 
-test('video: drop or pick a clip; the strip shows qvl\'s sampled frames, times and token cost; the question is ' +
+test('video: drop, paste or pick a clip; the strip shows qvl\'s sampled frames, times and token cost; the question is ' +
   'answered; an answer\'s times jump the strip (second answer given in the browser)', { skip: DEV && 'no video route in the fake API' },
 async () => {
   const { page, ctx, errors } = await openPage({ maxTokens: 8 });
@@ -1015,15 +1015,25 @@ async () => {
   }, tiny);
   await page.waitForSelector('.video-card[data-state="ready"]', { timeout: 30000 * TIME_SCALE });
   await assertStrip(page.locator('.video-card .video-strip'), videoRef('tiny_56x48_7.5fps'));
+  // Removed, then pasted.
+  await page.click('button[aria-label="Remove tiny.mp4"]');
+  assert.ok(await page.isHidden('#video'));
+  await page.evaluate((b64) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'pasted.mp4', { type: 'video/mp4' }));
+    document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  }, tiny);
+  await page.waitForSelector('.video-card[data-state="ready"][aria-label="Video pasted.mp4"]', { timeout: 30000 * TIME_SCALE });
+  await assertStrip(page.locator('.video-card .video-strip'), videoRef('tiny_56x48_7.5fps'));
   // Picked: the 8-s clip replaces it (one video at a time).
   const long = videoRef('long_112x80_24fps');
   await page.setInputFiles('#file-input', videoFile('long_112x80_24fps'));
   await page.waitForFunction(() => document.querySelectorAll('.video-card[data-state="ready"] .video-frame').length === 16,
     null, { timeout: 30000 * TIME_SCALE });
-  assert.equal(frameRequests.length, 2);
-  assert.deepEqual(Object.keys(frameRequests[1]), ['video']);
+  assert.equal(frameRequests.length, 3);
+  assert.deepEqual(Object.keys(frameRequests[2]), ['video']);
   const longB64 = readFileSync(videoFile('long_112x80_24fps')).toString('base64');
-  assert.ok(frameRequests[1].video === `data:video/mp4;base64,${longB64}`, 'the clip as picked');
+  assert.ok(frameRequests[2].video === `data:video/mp4;base64,${longB64}`, 'the clip as picked');
   await assertStrip(page.locator('.video-card .video-strip'), long);
   // The cost: the reference's video tokens (8 groups of 4x8 patches merged 2x2 = 64).
   assert.equal(await page.locator('.video-card .video-sum').textContent(),
