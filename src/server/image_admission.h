@@ -1,157 +1,21 @@
-// Image work admitted like compute: a budget of decoded-image memory shared
-// by every request being parsed or waiting, and a cap on decodes running at
-// once. A decoder reserves what the header's dimensions will cost before it
-// allocates a pixel (DecodeBudget); the reservation travels with the decoded
-// pixels and is returned when they are dropped — by the engine right after
-// preprocessing (VisionStage), or when the request fails.
-//
-// Policy: a request whose own images can never fit the budget gets 413 at
-// once; one that would fit but finds the budget (or every decode place)
-// taken waits, at most until its image deadline (--image-time-limit), and
-// then gets 429 with Retry-After. Nothing is allocated before admission, so
-// an over-budget request is never an out-of-memory 500.
+// The server's media admission (media/admission.h), one for every request:
+// a request whose media can never fit --image-memory-budget is 413
+// image_too_large at once; one that waits past its deadline for the budget
+// or a decode place (--max-image-decodes) is 429 images_busy, with
+// Retry-After.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <string>
-
-#include <vector>
-
-#include "image/image.h"
-#include "video/video.h"
+#include "media/admission.h"
 
 namespace qvl {
 
-struct ImageAdmissionOptions {
-  // Decoded image bytes held at once across requests: pixels kept until the
-  // engine preprocesses them, plus the decoders' working buffers.
-  uint64_t memory_budget_bytes = uint64_t{1} << 30;
-  int max_decodes = 2;  // images decoded at once across requests
-  // One request's image work (fetching, waiting for admission, decoding),
-  // from its first image; each decode gets what is left.
-  double time_limit_s = 30;
-};
-
-class ImageAdmission {
+class ServerImageAdmission final : public ImageAdmission {
  public:
-  using Clock = std::chrono::steady_clock;
+  using ImageAdmission::ImageAdmission;
 
-  explicit ImageAdmission(const ImageAdmissionOptions& options) : options_(options) {}
-  ImageAdmission(const ImageAdmission&) = delete;
-  ImageAdmission& operator=(const ImageAdmission&) = delete;
-
-  // A share of the memory budget, returned when destroyed.
-  class Reservation {
-   public:
-    Reservation() = default;
-    Reservation(Reservation&& o) noexcept;
-    Reservation& operator=(Reservation&& o) noexcept;
-    ~Reservation();
-    uint64_t bytes() const { return bytes_; }
-    // Gives back what is over `bytes` (the decoders' working buffers, once
-    // only the pixels are left).
-    void shrink_to(uint64_t bytes);
-
-   private:
-    friend class ImageAdmission;
-    Reservation(ImageAdmission* owner, uint64_t bytes) : owner_(owner), bytes_(bytes) {}
-    ImageAdmission* owner_ = nullptr;
-    uint64_t bytes_ = 0;
-  };
-
-  // One of the decode places, returned when destroyed.
-  class DecodeTurn {
-   public:
-    DecodeTurn(DecodeTurn&& o) noexcept : owner_(o.owner_) { o.owner_ = nullptr; }
-    DecodeTurn& operator=(DecodeTurn&&) = delete;
-    ~DecodeTurn();
-
-   private:
-    friend class ImageAdmission;
-    explicit DecodeTurn(ImageAdmission* owner) : owner_(owner) {}
-    ImageAdmission* owner_;
-  };
-
-  // Throws ApiError: 413 when `bytes` plus what this request already holds
-  // exceed the whole budget, 429 when `deadline` passes first.
-  Reservation reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline, const std::string& param);
-  DecodeTurn decode_turn(Clock::time_point deadline, const std::string& param);
-
-  const ImageAdmissionOptions& options() const { return options_; }
-  uint64_t reserved_bytes() const;
-  int decoding() const;
-
- private:
-  void release(uint64_t bytes);
-  void end_decode();
-
-  const ImageAdmissionOptions options_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  uint64_t reserved_ = 0;
-  int decoding_ = 0;
+ protected:
+  [[noreturn]] void refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const override;
+  [[noreturn]] void refuse_busy(const std::string& what, const std::string& param) const override;
 };
-
-// When a request's media decoding must have ended: the admission's image
-// time limit from `start`, less `spent_s` the request's earlier media took;
-// never without an admission or a limit.
-ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
-                                                 ImageAdmission::Clock::time_point start, double spent_s = 0);
-
-// One image's admission as a decoder sees it: the DecodeBudget whose
-// reserve() the decoder calls from the header, holding the reservation it
-// takes until the image is handed over with its pixels (hold()).
-class ImageReserver final : public DecodeBudget {
- public:
-  ImageReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
-                std::string param)
-      : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
-
-  void reserve(uint64_t peak_bytes) override;
-  // The decoded image, sharing ownership with its reservation (shrunk to
-  // the pixels): the budget is returned when the last reference goes.
-  std::shared_ptr<const Image> hold(Image image);
-
- private:
-  ImageAdmission& admission_;
-  uint64_t request_holds_;
-  ImageAdmission::Clock::time_point deadline_;
-  std::string param_;
-  ImageAdmission::Reservation reservation_;
-};
-
-// A video's admission: every reservation its decoding asks for (one for a
-// clip, from its headers; one per frame of a frame list), kept with the
-// sampled frames until they are dropped.
-class VideoReserver final : public DecodeBudget {
- public:
-  VideoReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
-                std::string param)
-      : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
-
-  void reserve(uint64_t peak_bytes) override;
-  // The video, sharing ownership with its reservations shrunk to its frames.
-  std::shared_ptr<const Video> hold(Video video);
-
- private:
-  ImageAdmission& admission_;
-  uint64_t request_holds_;
-  uint64_t reserved_ = 0;
-  ImageAdmission::Clock::time_point deadline_;
-  std::string param_;
-  std::vector<ImageAdmission::Reservation> reservations_;
-};
-
-// Bytes an image's pixels take while held.
-inline uint64_t held_bytes(const Image& image) { return image.rgb.capacity(); }
-inline uint64_t held_bytes(const Video& video) {
-  uint64_t n = 0;
-  for (const Image& f : video.frames) n += held_bytes(f);
-  return n;
-}
 
 }  // namespace qvl

@@ -49,7 +49,7 @@ struct ServerCore {
   std::unique_ptr<JobStore> jobs;  // --jobs-db: jobs, batches, stored responses
   ChatLimits chat_limits;
   JsonLimits json_limits;
-  ImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
+  ServerImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<JobRunner>

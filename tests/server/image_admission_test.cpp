@@ -33,7 +33,7 @@ ImageAdmissionOptions options(uint64_t budget, int decodes = 2) {
 }
 
 TEST(ImageAdmission, ReservationsAddUpAndComeBack) {
-  ImageAdmission a(options(1000));
+  ServerImageAdmission a(options(1000));
   {
     auto r1 = a.reserve(600, 0, Clock::now(), "p");
     auto r2 = a.reserve(400, 0, Clock::now(), "p");
@@ -48,7 +48,7 @@ TEST(ImageAdmission, ReservationsAddUpAndComeBack) {
 }
 
 TEST(ImageAdmission, WhatCanNeverFitIsRefusedAtOnce) {
-  ImageAdmission a(options(1000));
+  ServerImageAdmission a(options(1000));
   const auto t = Clock::now();
   EXPECT_EQ(status_of([&] { a.reserve(1001, 0, Clock::now() + std::chrono::seconds(10), "p"); }), 413);
   EXPECT_EQ(status_of([&] { a.reserve(600, 500, Clock::now() + std::chrono::seconds(10), "p"); }), 413);
@@ -56,7 +56,7 @@ TEST(ImageAdmission, WhatCanNeverFitIsRefusedAtOnce) {
 }
 
 TEST(ImageAdmission, AWaiterGetsTheBudgetWhenItIsReturned) {
-  ImageAdmission a(options(1000));
+  ServerImageAdmission a(options(1000));
   auto held = std::make_unique<ImageAdmission::Reservation>(a.reserve(900, 0, Clock::now(), "p"));
   std::thread giver([&] {
     std::this_thread::sleep_for(milliseconds(50));
@@ -68,7 +68,7 @@ TEST(ImageAdmission, AWaiterGetsTheBudgetWhenItIsReturned) {
 }
 
 TEST(ImageAdmission, DecodePlacesAreBounded) {
-  ImageAdmission a(options(1000, 1));
+  ServerImageAdmission a(options(1000, 1));
   {
     auto turn = a.decode_turn(Clock::now(), "p");
     EXPECT_EQ(a.decoding(), 1);
@@ -81,7 +81,7 @@ TEST(ImageAdmission, DecodePlacesAreBounded) {
 // The decoder's reserve() takes the reservation; hold() hands it over with
 // the pixels, shrunk to them, and the budget returns with the last reference.
 TEST(ImageAdmission, TheReservationLivesAsLongAsThePixels) {
-  ImageAdmission a(options(1 << 20));
+  ServerImageAdmission a(options(1 << 20));
   ImageReserver reserver(a, 0, Clock::now(), "p");
   reserver.reserve(5000);  // the decoder's peak, from the header
   EXPECT_EQ(a.reserved_bytes(), 5000u);

@@ -1,0 +1,138 @@
+#include "media/admission.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace qvl {
+
+std::string mebibytes(uint64_t bytes) { return cat(bytes / (1024 * 1024), " MiB"); }
+
+void ImageAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
+  throw MediaRefusal(MediaRefusal::Kind::TooLarge,
+                     cat("decoding needs ", bytes, " bytes",
+                         request_holds > 0 ? cat(" beside the ", request_holds, " bytes of the request's earlier media")
+                                           : std::string(),
+                         ", over the image memory budget of ", options_.memory_budget_bytes, " bytes"),
+                     param);
+}
+
+void ImageAdmission::refuse_busy(const std::string& what, const std::string& param) const {
+  throw MediaRefusal(MediaRefusal::Kind::Busy, cat("busy decoding other media (", what, ")"), param);
+}
+
+ImageAdmission::Reservation::Reservation(Reservation&& o) noexcept : owner_(o.owner_), bytes_(o.bytes_) {
+  o.owner_ = nullptr;
+  o.bytes_ = 0;
+}
+
+ImageAdmission::Reservation& ImageAdmission::Reservation::operator=(Reservation&& o) noexcept {
+  std::swap(owner_, o.owner_);
+  std::swap(bytes_, o.bytes_);
+  return *this;
+}
+
+ImageAdmission::Reservation::~Reservation() {
+  if (owner_ && bytes_ > 0) owner_->release(bytes_);
+}
+
+void ImageAdmission::Reservation::shrink_to(uint64_t bytes) {
+  if (!owner_ || bytes >= bytes_) return;
+  owner_->release(bytes_ - bytes);
+  bytes_ = bytes;
+}
+
+ImageAdmission::DecodeTurn::~DecodeTurn() {
+  if (owner_) owner_->end_decode();
+}
+
+ImageAdmission::Reservation ImageAdmission::reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline,
+                                                    const std::string& param) {
+  const uint64_t budget = options_.memory_budget_bytes;
+  if (bytes > budget || request_holds > budget - bytes) refuse_too_large(bytes, request_holds, param);
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_until(lock, deadline, [&] { return reserved_ <= budget - bytes; }))
+    refuse_busy(cat(mebibytes(reserved_), " of the ", mebibytes(budget), " image memory budget are taken"), param);
+  reserved_ += bytes;
+  return Reservation(this, bytes);
+}
+
+ImageAdmission::DecodeTurn ImageAdmission::decode_turn(Clock::time_point deadline, const std::string& param) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_until(lock, deadline, [&] { return decoding_ < options_.max_decodes; }))
+    refuse_busy(cat("all ", options_.max_decodes, " decode places are taken"), param);
+  ++decoding_;
+  return DecodeTurn(this);
+}
+
+uint64_t ImageAdmission::reserved_bytes() const {
+  std::lock_guard lock(mutex_);
+  return reserved_;
+}
+
+int ImageAdmission::decoding() const {
+  std::lock_guard lock(mutex_);
+  return decoding_;
+}
+
+void ImageAdmission::release(uint64_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    reserved_ -= bytes;
+  }
+  changed_.notify_all();
+}
+
+void ImageAdmission::end_decode() {
+  {
+    std::lock_guard lock(mutex_);
+    --decoding_;
+  }
+  changed_.notify_all();
+}
+
+void ImageReserver::reserve(uint64_t peak_bytes) {
+  reservation_ = admission_.reserve(peak_bytes, request_holds_, deadline_, param_);
+}
+
+std::shared_ptr<const Image> ImageReserver::hold(Image image) {
+  struct Held {
+    Image image;
+    ImageAdmission::Reservation reservation;
+  };
+  image.rgb.shrink_to_fit();
+  reservation_.shrink_to(held_bytes(image));
+  auto held = std::make_shared<Held>(Held{std::move(image), std::move(reservation_)});
+  return std::shared_ptr<const Image>(held, &held->image);
+}
+
+void VideoReserver::reserve(uint64_t peak_bytes) {
+  reservations_.push_back(admission_.reserve(peak_bytes, request_holds_ + reserved_, deadline_, param_));
+  reserved_ += peak_bytes;
+}
+
+std::shared_ptr<const Video> VideoReserver::hold(Video video) {
+  struct Held {
+    Video video;
+    std::vector<ImageAdmission::Reservation> reservations;
+  };
+  for (Image& f : video.frames) f.rgb.shrink_to_fit();
+  uint64_t left = held_bytes(video);
+  for (ImageAdmission::Reservation& r : reservations_) {
+    const uint64_t keep = std::min(r.bytes(), left);
+    r.shrink_to(keep);
+    left -= keep;
+  }
+  auto held = std::make_shared<Held>(Held{std::move(video), std::move(reservations_)});
+  return std::shared_ptr<const Video>(held, &held->video);
+}
+
+ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
+                                                 ImageAdmission::Clock::time_point start, double spent_s) {
+  using Clock = ImageAdmission::Clock;
+  const double time_limit = admission ? admission->options().time_limit_s : 0;
+  if (time_limit <= 0) return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit - spent_s));
+}
+
+}  // namespace qvl
