@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
-#include "image/image.h"
+#include "media/intake.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -33,9 +33,11 @@ void on_sigint(int) {
   }
 }
 
-bool load_into(const std::string& path, std::vector<MessagePart>& pending) {
+// An image or video file through the media intake into the next turn's
+// parts; false (and why on stderr) when it cannot be used.
+bool load_into(MediaIntake& intake, const std::string& path, std::vector<MessagePart>& pending) {
   try {
-    pending.push_back({"", std::make_shared<Image>(load_image(path))});
+    pending.push_back({"", intake.image(read_media_bytes(path, intake.limits().image.max_encoded_bytes), path)});
     return true;
   } catch (const Error& e) {
     std::cerr << "cannot use image " << path << ": " << e.what() << "\n";
@@ -43,12 +45,14 @@ bool load_into(const std::string& path, std::vector<MessagePart>& pending) {
   }
 }
 
-bool load_video_into(const std::string& path, const FrameSampling& sampling, std::vector<MessagePart>& pending) {
+bool load_video_into(MediaIntake& intake, const std::string& path, const VideoOptions& options,
+                     std::vector<MessagePart>& pending) {
   try {
-    pending.push_back({"", nullptr, std::make_shared<Video>(load_video(path, sampling))});
+    const std::vector<uint8_t> bytes = read_media_bytes(path, intake.limits().video.max_encoded_bytes);
+    pending.push_back({"", nullptr, intake.video(bytes, options, path)});
     return true;
   } catch (const Error& e) {
-    std::cerr << "cannot use " << e.what() << "\n";
+    std::cerr << "cannot use video " << path << ": " << e.what() << "\n";
     return false;
   }
 }
@@ -71,10 +75,12 @@ int cmd_chat(int argc, char** argv) {
   if (!args.positional().empty())
     throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
   std::vector<MessagePart> pending;
+  MediaIntake intake{MediaLimits{}};  // no admission: one conversation in its own process
   size_t next_image = 0, next_video = 0;
   for (const std::string& name : args.given_order()) {
-    if (name == "image" && !load_into(prompt.images[next_image++], pending)) return 1;
-    if (name == "video" && !load_video_into(prompt.videos[next_video++], prompt.video_sampling(), pending)) return 1;
+    if (name == "image" && !load_into(intake, prompt.images[next_image++], pending)) return 1;
+    if (name == "video" && !load_video_into(intake, prompt.videos[next_video++], prompt.video_options(), pending))
+      return 1;
   }
   std::unique_ptr<Engine> engine = Engine::create(engine_params(model, requested));
 
@@ -96,11 +102,11 @@ int cmd_chat(int argc, char** argv) {
       continue;
     }
     if (line.rfind("/image ", 0) == 0) {
-      load_into(line.substr(7), pending);
+      load_into(intake, line.substr(7), pending);
       continue;
     }
     if (line.rfind("/video ", 0) == 0) {
-      load_video_into(line.substr(7), prompt.video_sampling(), pending);
+      load_video_into(intake, line.substr(7), prompt.video_options(), pending);
       continue;
     }
     Message user{"user", std::move(pending)};

@@ -1,5 +1,6 @@
 // qvl run: one prompt about zero or more images; the answer streams to stdout
 // (text) or comes back as one JSON object (--output-format json).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,7 +12,7 @@
 #include "cli/options.h"
 #include "engine/engine.h"
 #include "image/image.h"
-#include "pdf/pdf_file.h"
+#include "media/intake.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -60,32 +61,43 @@ int cmd_run(int argc, char** argv) {
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
   bool any_pdf = false;
+  MediaIntake intake{MediaLimits{}};
   auto add_image = [&](const std::string& path) {
-    if (is_pdf_file(path)) {
+    std::vector<uint8_t> bytes;
+    try {
+      bytes = read_media_bytes(path, std::max(intake.limits().image.max_encoded_bytes, intake.limits().pdf.max_bytes));
+    } catch (const Error& e) {
+      fail("image ", path, ": ", e.what());
+    }
+    if (is_pdf(bytes)) {
       any_pdf = true;
-      std::vector<PdfPageImage> pages;
       try {
-        pages = render_pdf_file(path, pdf);
+        MediaIntake::PlannedPdf planned = intake.plan_pdf(bytes, pdf);
+        for (const PdfPagePlan& page : planned.pages) {
+          if (page.dpi_lowered || verbose)
+            std::cerr << path << ": page " << page.index + 1 << " rendered at " << page.dpi << " dpi (" << page.width
+                      << "x" << page.height << " px"
+                      << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
+          user.parts.push_back({"", intake.pdf_page(planned.doc, page, path)});
+        }
       } catch (const Error& e) {
         fail("PDF ", path, ": ", e.what());
-      }
-      for (PdfPageImage& page : pages) {
-        if (page.dpi_lowered || verbose)
-          std::cerr << path << ": page " << page.page << " rendered at " << page.dpi << " dpi ("
-                    << page.image.width << "x" << page.image.height << " px"
-                    << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
-        user.parts.push_back({"", std::make_shared<Image>(std::move(page.image))});
       }
       return;
     }
     try {
-      user.parts.push_back({"", std::make_shared<Image>(load_image(path))});
+      user.parts.push_back({"", intake.image(bytes, path)});
     } catch (const Error& e) {
       fail("image ", path, ": ", e.what());
     }
   };
   auto add_video = [&](const std::string& path) {
-    auto video = std::make_shared<Video>(load_video(path, prompt.video_sampling()));
+    std::shared_ptr<const Video> video;
+    try {
+      video = intake.video(read_media_bytes(path, intake.limits().video.max_encoded_bytes), prompt.video_options(), path);
+    } catch (const Error& e) {
+      fail("video ", path, ": ", e.what());
+    }
     if (verbose)
       std::cerr << path << ": " << video->frames.size() << " of " << video->total_frames << " frames sampled ("
                 << video->width << "x" << video->height << ", " << video->fps << " fps, " << video->codec << ")\n";

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "media/intake.h"
 #include "video/video.h"
 #include "engine/engine.h"
 #include "io/model_source.h"
@@ -38,12 +39,12 @@ struct PromptOptions {
   // Frame sampling of every --video (the model's video processor defaults).
   double video_fps = 2.0;
   int video_max_frames = 768;
-  FrameSampling video_sampling() const {
-    FrameSampling s;
-    s.fps = video_fps;
-    s.max_frames = video_max_frames;
-    s.min_frames = std::min(s.min_frames, video_max_frames);
-    return s;
+  VideoOptions video_options() const {
+    VideoOptions o;
+    o.fps = video_fps;
+    o.max_frames = video_max_frames;
+    o.min_frames = std::min<int64_t>(FrameSampling{}.min_frames, video_max_frames);
+    return o;
   }
 };
 

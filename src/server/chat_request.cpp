@@ -9,7 +9,6 @@
 
 #include "server/api_error.h"
 #include "server/document_input.h"
-#include "server/image_admission.h"
 #include "server/video_input.h"
 #include "util/error.h"
 #include "util/json_number.h"
@@ -184,7 +183,7 @@ struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
   std::vector<PendingImage> pending;
-  VideoRequestOptions video_defaults;  // mm_processor_kwargs
+  VideoOptions video_defaults;  // mm_processor_kwargs
   std::vector<PendingVideo> videos;
   std::vector<DocumentSource> documents;  // PDF parts: their pages replace them (document_input.h)
 
@@ -303,37 +302,19 @@ void check_image_count(const json& messages, const ChatLimits& limits) {
                 "too_many_images");
 }
 
-// Fetches and decodes the request's images in order. With an admission,
-// each decode waits for a decode place and reserves its memory (from the
-// header, before any pixel is allocated) within the request's image time
-// limit; the reservation stays with the pixels until they are dropped.
+// Fetches and decodes the request's images in order, through the request's
+// media intake (its admission, deadline and memory held so far).
 void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, const ChatLimits& limits,
-                   ImageAdmission* admission) {
+                   MediaIntake& intake) {
   if (pending.empty()) return;
   const Clock::time_point start = Clock::now();
-  const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline = media_deadline(admission, start);
-  uint64_t held = 0;  // this request's pixels so far
   for (const PendingImage& p : pending) {
-    std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);
-    DecodeLimits decode = limits.decode;
+    const std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);
     std::shared_ptr<const Image> image;
     try {
-      if (!admission) {
-        image = std::make_shared<const Image>(decode_image(bytes, decode));
-      } else {
-        const ImageAdmission::DecodeTurn turn = admission->decode_turn(deadline, p.param);
-        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-        if (time_limit > 0 && left <= 0)
-          bad_request(p.param, cat("the request's images took over the limit of ", time_limit,
-                                   " s (--image-time-limit) to fetch and decode"),
-                      "image_time_limit");
-        ImageReserver reserver(*admission, held, deadline, p.param);
-        decode.budget = &reserver;
-        decode.max_seconds = time_limit > 0 ? left : 0;
-        image = reserver.hold(decode_image(bytes, decode));
-        held += held_bytes(*image);
-      }
+      image = intake.image(bytes, p.param);
+    } catch (const MediaTimeLimit& e) {
+      refuse_time_limit(e, p.param);
     } catch (const Error& e) {
       bad_request(p.param, cat("the image cannot be used: ", e.what()), "invalid_image");
     }
@@ -502,6 +483,18 @@ std::vector<ToolCall> tool_calls(const json& tcs, const std::string& param) {
 
 std::span<const std::string_view> chat_fields() { return kAccepted; }
 
+MediaLimits media_limits(const ChatLimits& limits) {
+  MediaLimits m;
+  m.image = limits.decode;
+  m.video.max_encoded_bytes = limits.media.max_video_bytes;
+  m.pdf = limits.media.pdf;
+  return m;
+}
+
+void refuse_time_limit(const MediaTimeLimit& e, const std::string& param) {
+  bad_request(param, cat(e.what(), " (--image-time-limit)"), "image_time_limit");
+}
+
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard) {
   ChatLimits l;
   l.media = media;
@@ -596,7 +589,7 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   // /v1/qvl/config.
   if (auto v = integer(body, "max_pixels", 1, INT64_MAX)) g.max_pixels = *v;
   if (auto v = integer(body, "min_pixels", 1, INT64_MAX)) g.min_pixels = *v;
-  VideoRequestOptions video_defaults;
+  VideoOptions video_defaults;
   if (const json* kw = field(body, "mm_processor_kwargs")) {
     video_defaults = parse_mm_processor_kwargs(*kw);
     // vLLM applies them to images too; the top-level fields win.
@@ -669,9 +662,12 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Image
   // PDFs are opened and their pages counted and sized before any image is
   // decoded; their pages are rendered after, through the same admission.
   RequestDocuments documents(std::move(parts.documents), limits, out.images);
-  decode_images(out, parts.pending, limits, admission);
-  decode_videos(out, parts.videos, limits, admission);
-  documents.render_into(out, admission);
+  // One intake for all of them: one deadline, and each medium reserved
+  // beside what the earlier ones hold.
+  MediaIntake intake(media_limits(limits), admission);
+  decode_images(out, parts.pending, limits, intake);
+  decode_videos(out, parts.videos, limits, intake);
+  documents.render_into(out, intake);
   out.images += documents.pages();
   return out;
 }

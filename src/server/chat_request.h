@@ -20,6 +20,7 @@
 
 #include "engine/engine.h"
 #include "image/image.h"
+#include "media/intake.h"
 #include "server/media.h"
 
 namespace qvl {
@@ -58,6 +59,13 @@ std::span<const std::string_view> chat_fields();
 // What the server applies: its media options (the largest encoded image
 // follows max_image_bytes) and its default repetition guard.
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard);
+
+// The decoders' caps of a request's media (media/intake.h) under `limits`.
+MediaLimits media_limits(const ChatLimits& limits);
+
+// The request's media ran past its deadline (--image-time-limit): 400
+// image_time_limit naming `param`.
+[[noreturn]] void refuse_time_limit(const MediaTimeLimit& e, const std::string& param);
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits,
                                ImageAdmission* admission = nullptr);

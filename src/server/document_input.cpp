@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "server/api_error.h"
-#include "server/image_admission.h"
+#include "media/admission.h"
 #include "server/media.h"
 #include "util/error.h"
 
@@ -106,8 +106,7 @@ struct RequestDocuments::Opened {
   std::vector<PdfPagePlan> plan;
 };
 
-RequestDocuments::RequestDocuments(std::vector<DocumentSource> sources, const ChatLimits& limits, int other_images)
-    : limits_(limits.media.pdf) {
+RequestDocuments::RequestDocuments(std::vector<DocumentSource> sources, const ChatLimits& limits, int other_images) {
   const PdfLimits& caps = limits.media.pdf;
   int64_t total_pages = 0, pixels = 0;
   for (DocumentSource& s : sources) {
@@ -154,20 +153,10 @@ int RequestDocuments::pages() const {
   return static_cast<int>(n);
 }
 
-void RequestDocuments::render_into(ChatRequest& request, ImageAdmission* admission) {
+void RequestDocuments::render_into(ChatRequest& request, MediaIntake& intake) {
   if (opened_.empty()) return;
-  // The image time limit runs from the request's first image: what the
-  // images took is spent already.
-  const double time_limit = admission ? admission->options().time_limit_s : 0;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = media_deadline(admission, start, request.image_ms / 1000);
-  // What the request's decoded images hold: the pages are reserved beside them.
-  uint64_t held = 0;
-  for (const Message& m : request.generate.messages)
-    for (const MessagePart& p : m.parts)
-      if (p.image) held += held_bytes(*p.image);
-
-  if (admission) {
+  if (const ImageAdmission* admission = intake.admission()) {
     // Every page's pixels and the largest page's rendering peak, checked
     // against the whole budget before the first page: a request that can
     // never fit is 413 at once, not after rendering half of it.
@@ -178,7 +167,7 @@ void RequestDocuments::render_into(ChatRequest& request, ImageAdmission* admissi
         pages_bytes += px * kPdfPageBytesPerPixel;
         largest = std::max(largest, px);
       }
-    const uint64_t need = held + pages_bytes + largest * (kPdfRenderPeakBytesPerPixel - kPdfPageBytesPerPixel);
+    const uint64_t need = intake.held_bytes() + pages_bytes + largest * (kPdfRenderPeakBytesPerPixel - kPdfPageBytesPerPixel);
     const uint64_t budget = admission->options().memory_budget_bytes;
     if (need > budget)
       throw ApiError(413, "image_too_large",
@@ -188,8 +177,6 @@ void RequestDocuments::render_into(ChatRequest& request, ImageAdmission* admissi
                      opened_.front().source.param);
   }
 
-  PdfLimits render_limits = limits_;
-  render_limits.time_budget_s = 0;  // the request's deadline is checked here, before each page
   // Later parts first, so the indices of earlier ones stay where they were.
   std::vector<Opened*> order;
   for (Opened& o : opened_) order.push_back(&o);
@@ -201,22 +188,11 @@ void RequestDocuments::render_into(ChatRequest& request, ImageAdmission* admissi
   for (size_t d = 0; d < opened_.size(); ++d) {
     Opened& o = opened_[d];
     for (const PdfPagePlan& p : o.plan) {
-      if (time_limit > 0 && Clock::now() >= deadline)
-        bad_request(o.source.param,
-                    cat("the request's images took over the limit of ", time_limit,
-                        " s (--image-time-limit) to fetch, decode and render; stopped before page ", p.index + 1),
-                    "image_time_limit");
       std::shared_ptr<const Image> image;
       try {
-        if (!admission) {
-          image = std::make_shared<const Image>(std::move(render_pages(o.doc, {p}, render_limits).front().image));
-        } else {
-          const ImageAdmission::DecodeTurn turn = admission->decode_turn(deadline, o.source.param);
-          ImageReserver reserver(*admission, held, deadline, o.source.param);
-          reserver.reserve(static_cast<uint64_t>(p.width * p.height) * kPdfRenderPeakBytesPerPixel);
-          image = reserver.hold(std::move(render_pages(o.doc, {p}, render_limits).front().image));
-          held += held_bytes(*image);
-        }
+        image = intake.pdf_page(o.doc, p, o.source.param);
+      } catch (const MediaTimeLimit& e) {
+        refuse_time_limit(e, o.source.param);
       } catch (const Error& e) {
         bad_request(o.source.param, cat("the PDF cannot be rendered: ", e.what()), "invalid_pdf");
       }

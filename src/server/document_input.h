@@ -24,7 +24,7 @@
 
 namespace qvl {
 
-class ImageAdmission;
+class MediaIntake;
 
 // A document part as the body gave it; its pages go to message `message`,
 // replacing part `part`.
@@ -71,18 +71,17 @@ class RequestDocuments {
 
   int pages() const;
 
-  // Renders every page and puts them into `request`'s messages, each
-  // document's pages in place of its part. With an admission each page
-  // waits for a decode place and reserves its rendering peak from the plan
-  // before Poppler allocates anything; the reservation shrinks to the RGB
-  // pixels and travels with them. The image time limit counts from the
-  // request's first image (request.image_ms is what it has spent).
-  void render_into(ChatRequest& request, ImageAdmission* admission);
+  // Renders every page through the request's media intake and puts them
+  // into `request`'s messages, each document's pages in place of its part.
+  // With an admission each page waits for a decode place and reserves its
+  // rendering peak from the plan before Poppler allocates anything; the
+  // reservation shrinks to the RGB pixels and travels with them. The time
+  // limit is the intake's, from the request's first medium.
+  void render_into(ChatRequest& request, MediaIntake& intake);
 
  private:
   struct Opened;
   std::vector<Opened> opened_;
-  PdfLimits limits_;  // the server's (limits.media.pdf)
 };
 
 }  // namespace qvl

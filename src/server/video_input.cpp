@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "server/api_error.h"
-#include "server/image_admission.h"
 #include "util/error.h"
 #include "util/json_number.h"
 
@@ -17,10 +16,9 @@ using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 // The sampling keys of qwen-vl-utils' video part, which vLLM's
-// mm_processor_kwargs takes too. Frames up to the processor's own maximum.
+// mm_processor_kwargs takes too (media/intake.h's VideoOptions).
 constexpr std::array<std::string_view, 6> kSamplingKeys = {"fps",        "min_frames", "max_frames",
                                                           "min_pixels", "max_pixels", "total_pixels"};
-constexpr int64_t kMaxFrames = 768;
 
 // A key's path inside the part `param`; a part that is the whole body
 // (POST /v1/qvl/videos/frames) has no name of its own.
@@ -50,14 +48,14 @@ double number_key(const json& v, const std::string& param, double lo, double hi)
 }
 
 // One sampling key into `o`; false when `key` is not one.
-bool sampling_key(const std::string& key, const json& v, const std::string& param, VideoRequestOptions& o) {
+bool sampling_key(const std::string& key, const json& v, const std::string& param, VideoOptions& o) {
   if (v.is_null()) return std::find(kSamplingKeys.begin(), kSamplingKeys.end(), key) != kSamplingKeys.end();
-  if (key == "fps") o.fps = number_key(v, param, 0.01, 60);
-  else if (key == "min_frames") o.min_frames = integer_key(v, param, 1, kMaxFrames);
-  else if (key == "max_frames") o.max_frames = integer_key(v, param, 1, kMaxFrames);
-  else if (key == "min_pixels") o.min_pixels = integer_key(v, param, 1, int64_t{1} << 40);
-  else if (key == "max_pixels") o.max_pixels = integer_key(v, param, 1, int64_t{1} << 40);
-  else if (key == "total_pixels") o.total_pixels = integer_key(v, param, 1, int64_t{1} << 40);
+  if (key == "fps") o.fps = number_key(v, param, kMinVideoFps, kMaxVideoFps);
+  else if (key == "min_frames") o.min_frames = integer_key(v, param, 1, kMaxVideoFrames);
+  else if (key == "max_frames") o.max_frames = integer_key(v, param, 1, kMaxVideoFrames);
+  else if (key == "min_pixels") o.min_pixels = integer_key(v, param, 1, kMaxVideoPixels);
+  else if (key == "max_pixels") o.max_pixels = integer_key(v, param, 1, kMaxVideoPixels);
+  else if (key == "total_pixels") o.total_pixels = integer_key(v, param, 1, kMaxVideoPixels);
   else return false;
   return true;
 }
@@ -67,30 +65,12 @@ std::string url_of(const json& v, const std::string& param) {
   return v.get<std::string>();
 }
 
-FrameSampling sampling_of(const VideoRequestOptions& o) {
-  FrameSampling s;
-  if (o.fps) s.fps = *o.fps;
-  if (o.min_frames) s.min_frames = static_cast<int>(*o.min_frames);
-  if (o.max_frames) s.max_frames = static_cast<int>(*o.max_frames);
-  return s;
-}
-
-// The processor's budget is over all sampled frames together: a per-frame
-// min_pixels / max_pixels (qwen-vl-utils) scales with the frame count, so
-// every frame lands inside it; total_pixels caps the whole.
-void apply_pixels(const VideoRequestOptions& o, Video& v) {
-  const auto n = static_cast<int64_t>(v.frames.size());
-  if (o.min_pixels) v.min_pixels = *o.min_pixels * n;
-  if (o.max_pixels) v.max_pixels = *o.max_pixels * n;
-  if (o.total_pixels) v.max_pixels = v.max_pixels > 0 ? std::min(v.max_pixels, *o.total_pixels) : *o.total_pixels;
-}
-
 }  // namespace
 
-VideoRequestOptions parse_mm_processor_kwargs(const json& kwargs) {
+VideoOptions parse_mm_processor_kwargs(const json& kwargs) {
   if (!kwargs.is_object())
     bad_request("mm_processor_kwargs", "'mm_processor_kwargs' must be an object", "invalid_type");
-  VideoRequestOptions o;
+  VideoOptions o;
   for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
     const std::string param = "mm_processor_kwargs." + it.key();
     if (!sampling_key(it.key(), it.value(), param, o))
@@ -101,16 +81,16 @@ VideoRequestOptions parse_mm_processor_kwargs(const json& kwargs) {
   return o;
 }
 
-PendingVideo parse_video_part(const json& part, const std::string& param, const VideoRequestOptions& defaults) {
+PendingVideo parse_video_part(const json& part, const std::string& param, const VideoOptions& defaults) {
   PendingVideo v;
   v.param = param;
   const std::string& type = part.at("type").get_ref<const std::string&>();
-  VideoRequestOptions own;  // the part's keys, which win over mm_processor_kwargs
+  VideoOptions own;  // the part's keys, which win over mm_processor_kwargs
   for (auto it = part.begin(); it != part.end(); ++it) {
     const std::string& key = it.key();
     if (key == "type" || (type == "video_url" && key == "video_url") || (type == "video" && key == "video")) continue;
     if (type == "video" && key == "sample_fps") {
-      if (!it->is_null()) v.sample_fps = number_key(*it, sub(param, "sample_fps"), 0.01, 240);
+      if (!it->is_null()) v.sample_fps = number_key(*it, sub(param, "sample_fps"), kMinVideoFps, kMaxFrameListFps);
       continue;
     }
     if (!sampling_key(key, *it, sub(param, key), own))
@@ -135,8 +115,8 @@ PendingVideo parse_video_part(const json& part, const std::string& param, const 
     }
   } else if (src->is_array()) {
     if (src->empty()) bad_request(sub(param, "video"), "a frame list needs at least one frame");
-    if (static_cast<int64_t>(src->size()) > kMaxFrames)
-      bad_request(sub(param, "video"), cat("a frame list has at most ", kMaxFrames, " frames, got ", src->size()));
+    if (static_cast<int64_t>(src->size()) > kMaxVideoFrames)
+      bad_request(sub(param, "video"), cat("a frame list has at most ", kMaxVideoFrames, " frames, got ", src->size()));
     v.frame_list = true;
     for (size_t k = 0; k < src->size(); ++k) {
       v.url_params.push_back(sub(param, cat("video[", k, "]")));
@@ -167,53 +147,25 @@ PendingVideo parse_video_part(const json& part, const std::string& param, const 
 }
 
 void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, const ChatLimits& limits,
-                   ImageAdmission* admission) {
+                   MediaIntake& intake) {
   if (pending.empty()) return;
   const Clock::time_point start = Clock::now();
-  const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline = media_deadline(admission, start);
-  uint64_t held = 0;
   MediaOptions clip_media = limits.media;
   clip_media.max_image_bytes = std::max(limits.media.max_image_bytes, limits.media.max_video_bytes);
   for (const PendingVideo& p : pending) {
     std::shared_ptr<const Video> video;
-    std::optional<VideoReserver> reserver;
-    std::optional<ImageAdmission::DecodeTurn> turn;
-    if (admission) {
-      turn.emplace(admission->decode_turn(deadline, p.param));
-      reserver.emplace(*admission, held, deadline, p.param);
-    }
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    if (time_limit > 0 && left <= 0)
-      bad_request(p.param, cat("the request's images and videos took over the limit of ", time_limit,
-                               " s (--image-time-limit) to fetch and decode"),
-                  "image_time_limit");
     try {
-      Video v;
       if (p.frame_list) {
-        std::vector<Image> frames;
-        for (size_t k = 0; k < p.urls.size(); ++k) {
-          const std::vector<uint8_t> bytes = fetch_image_bytes(p.urls[k], limits.media, p.url_params[k]);
-          DecodeLimits decode = limits.decode;
-          if (reserver) decode.budget = &*reserver;
-          if (time_limit > 0) decode.max_seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
-          frames.push_back(decode_image(bytes, decode));
-        }
-        v = video_from_frames(std::move(frames), p.sample_fps);
+        const auto frame_bytes = [&](size_t k) { return fetch_image_bytes(p.urls[k], limits.media, p.url_params[k]); };
+        video = intake.frames(p.urls.size(), frame_bytes, p.sample_fps, p.options, p.param);
       } else {
-        const std::vector<uint8_t> bytes = fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]);
-        VideoLimits vl;
-        vl.max_encoded_bytes = limits.media.max_video_bytes;
-        vl.max_seconds = time_limit > 0 ? left : vl.max_seconds;
-        if (reserver) vl.budget = &*reserver;
-        v = decode_video(bytes, sampling_of(p.options), vl);
+        video = intake.video(fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]), p.options, p.param);
       }
-      apply_pixels(p.options, v);
-      video = reserver ? reserver->hold(std::move(v)) : std::make_shared<const Video>(std::move(v));
+    } catch (const MediaTimeLimit& e) {
+      refuse_time_limit(e, p.param);
     } catch (const Error& e) {
       bad_request(p.param, cat("the video cannot be used: ", e.what()), "invalid_video");
     }
-    held += held_bytes(*video);
     out.generate.messages[p.message].parts[p.part].video = std::move(video);
   }
   out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -13,22 +13,13 @@
 #include <vector>
 
 #include "server/chat_request.h"
+#include "media/intake.h"
 #include "video/video.h"
 
 namespace qvl {
 
-class ImageAdmission;
-
-// The request's choices for one video; unset: the model's defaults.
-struct VideoRequestOptions {
-  std::optional<double> fps;
-  std::optional<int64_t> min_frames, max_frames;
-  std::optional<int64_t> min_pixels, max_pixels;  // per frame (qwen-vl-utils)
-  std::optional<int64_t> total_pixels;             // all sampled frames together
-};
-
-// mm_processor_kwargs: the keys above; any other is a 400 naming it.
-VideoRequestOptions parse_mm_processor_kwargs(const nlohmann::ordered_json& kwargs);
+// mm_processor_kwargs: VideoOptions' keys; any other is a 400 naming it.
+VideoOptions parse_mm_processor_kwargs(const nlohmann::ordered_json& kwargs);
 
 // A video part whose URLs are known and whose frames are not yet.
 struct PendingVideo {
@@ -38,19 +29,19 @@ struct PendingVideo {
   std::string param;              // the part ("messages[0].content[1]")
   bool frame_list = false;
   double sample_fps = 2.0;        // frame list: frames per second they were taken at
-  VideoRequestOptions options;
+  VideoOptions options;
 };
 
 // `defaults`: mm_processor_kwargs; the part's own keys win. `param` names the
 // part in refusals ("messages[0].content[1]" -> "messages[0].content[1].fps");
 // empty for a body that is a part (POST /v1/qvl/videos/frames: "fps").
 PendingVideo parse_video_part(const nlohmann::ordered_json& part, const std::string& param,
-                              const VideoRequestOptions& defaults);
+                              const VideoOptions& defaults);
 
-// Fetches, decodes and samples each pending video into its message part.
-// Throws ApiError: 400 naming the part for a video that cannot be used, 413 /
-// 429 from the admission.
+// Fetches each pending video and hands it to the request's media intake,
+// into its message part. Throws ApiError: 400 naming the part for a video
+// that cannot be used or the spent time limit, 413 / 429 from the admission.
 void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, const ChatLimits& limits,
-                   ImageAdmission* admission);
+                   MediaIntake& intake);
 
 }  // namespace qvl
