@@ -12,7 +12,7 @@
  *   qvl_request* req;
  *   qvl_request_init(&rp, &req);
  *   qvl_request_add_message(req, "user", NULL);
- *   qvl_request_add_image_file(req, "cat.jpg");
+ *   qvl_request_add_image_file(req, "cat.jpg");   (or a video, a PDF's pages)
  *   qvl_request_add_text(req, "What is in the picture?");
  *
  *   qvl_result res;
@@ -38,7 +38,7 @@
  * call returns.
  *
  * ABI: the structs grow at their end, and only with a new minor version,
- * which is also the .so's version (libqvl.so.0.2): a program runs with the
+ * which is also the .so's version (libqvl.so.0.3): a program runs with the
  * library it was built against. Start params from qvl_*_default_params() so
  * a rebuild picks up the new fields' defaults.
  */
@@ -98,8 +98,8 @@ typedef enum qvl_tool_choice {
 typedef struct qvl_model qvl_model;
 typedef struct qvl_request qvl_request;
 
-/* "0.2.0": the library's version (0.2 added n, logit_bias, logprobs, the
- * repetition guard's params and qvl_generate_deltas). */
+/* "0.3.0": the library's version (0.2 added n, logit_bias, logprobs, the
+ * repetition guard's params and qvl_generate_deltas; 0.3 videos and PDFs). */
 QVL_API const char* qvl_version(void);
 /* The message of the calling thread's last failed qvl_* call ("" if none).
  * Valid until the next failing call on this thread. */
@@ -187,6 +187,45 @@ QVL_API qvl_status qvl_request_add_image_file(qvl_request* request, const char* 
 /* 8-bit RGB pixels, row r at rgb + r * stride (stride >= 3 * width). */
 QVL_API qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t* rgb, int32_t width, int32_t height,
                                              int32_t stride);
+
+/* Since 0.3: videos and PDFs. Every medium is decoded when it is added, the
+ * way qvl serve and qvl run decode it (one media intake), with the same caps;
+ * a medium that cannot be used is QVL_ERR_INVALID_ARGUMENT with one line
+ * saying why, and the request stays as it was. */
+
+/* How a video is sampled and sized: the keys of qvl serve's video parts
+ * (qwen-vl-utils'). 0 means the video processor's default. */
+typedef struct qvl_video_params {
+  double fps;                 /* frames sampled per second of video, 0.01..60; 0: 2 */
+  int32_t min_frames;         /* 1..768; 0: 4 */
+  int32_t max_frames;         /* 1..768; 0: 768 */
+  int64_t min_pixels;         /* each frame's area after resizing; 0: the model's range */
+  int64_t max_pixels;
+  int64_t total_pixels;       /* all sampled frames' area together; 0: the model's */
+} qvl_video_params;
+
+QVL_API qvl_video_params qvl_video_default_params(void);
+/* An encoded video (MP4/MOV, WebM/MKV, AVI, animated GIF), read from memory
+ * only; just the sampled frames are kept. `params` may be NULL (defaults). */
+QVL_API qvl_status qvl_request_add_video(qvl_request* request, const uint8_t* bytes, size_t len,
+                                         const qvl_video_params* params);
+QVL_API qvl_status qvl_request_add_video_file(qvl_request* request, const char* path, const qvl_video_params* params);
+/* A video given as its frames (at most 768), every one used, frame k taken
+ * at k / fps seconds (qwen-vl-utils' list of frames with sample_fps): each an
+ * encoded image of lens[k] bytes (as qvl_request_add_image takes), or for
+ * _rgb 8-bit RGB (row r at frames[k] + r * stride). Only the pixel fields of
+ * `params` apply (fps, min_frames and max_frames sample a video file). */
+QVL_API qvl_status qvl_request_add_video_frames(qvl_request* request, const uint8_t* const* frames, const size_t* lens,
+                                                size_t n_frames, double fps, const qvl_video_params* params);
+QVL_API qvl_status qvl_request_add_video_rgb(qvl_request* request, const uint8_t* const* frames, size_t n_frames,
+                                             int32_t width, int32_t height, int32_t stride, double fps,
+                                             const qvl_video_params* params);
+/* A PDF's pages as images, in order: `pages` chooses them ("1-3,7"; NULL or
+ * "": every page, at most 32), rendered at `dpi` (0: 144). */
+QVL_API qvl_status qvl_request_add_pdf(qvl_request* request, const uint8_t* bytes, size_t len, const char* pages,
+                                       double dpi);
+QVL_API qvl_status qvl_request_add_pdf_file(qvl_request* request, const char* path, const char* pages, double dpi);
+
 /* A call the assistant made earlier (history replay; arguments is JSON text). */
 QVL_API qvl_status qvl_request_add_tool_call(qvl_request* request, const char* id, const char* name,
                                              const char* arguments);

@@ -86,7 +86,7 @@ def _check(status):
 
 
 def version():
-    """The library's version ("0.2.0")."""
+    """The library's version ("0.3.0")."""
     return _library().qvl_version().decode()
 
 

@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -22,6 +20,7 @@
 #include "engine/engine.h"
 #include "image/image.h"
 #include "io/model_source.h"
+#include "media/intake.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -36,6 +35,10 @@ struct qvl_model {
 
 struct qvl_request {
   qvl::GenerateRequest request;
+  // Every medium is decoded as it is added, through the intake qvl serve and
+  // qvl run use, with its default caps; no admission (the request meets a
+  // model only in qvl_generate, and a program's memory is its own to budget).
+  qvl::MediaIntake media{qvl::MediaLimits{}};
   std::atomic<bool> cancel{false};
   std::unordered_map<int32_t, size_t> bias_at;  // token id -> its entry in request.logit_bias
 };
@@ -164,9 +167,105 @@ qvl::Message& last_message(qvl_request* r) {
   return r->request.messages.back();
 }
 
-void add_image(qvl_request* r, qvl::Image image) {
-  qvl::Message& m = last_message(r);
-  m.parts.push_back({"", std::make_shared<const qvl::Image>(std::move(image))});
+void add_image(qvl_request* r, std::shared_ptr<const qvl::Image> image) {
+  last_message(r).parts.push_back({"", std::move(image)});
+}
+
+void add_video(qvl_request* r, std::shared_ptr<const qvl::Video> video) {
+  last_message(r).parts.push_back({"", nullptr, std::move(video)});
+}
+
+// A file's bytes for a medium (`kind`: "image", "video", "PDF"); a file that
+// cannot be read is QVL_ERR_IO naming it.
+std::vector<uint8_t> media_file(const char* path, size_t max_bytes, const char* kind) {
+  require(path != nullptr && *path, qvl::cat(kind, " path: empty").c_str());
+  try {
+    return qvl::read_media_bytes(path, max_bytes);
+  } catch (const qvl::Error& e) {
+    fail_with(QVL_ERR_IO, qvl::cat(kind, " ", path, ": ", e.what()));
+  }
+}
+
+// Runs `decode`, a medium that cannot be used being QVL_ERR_INVALID_ARGUMENT
+// after `what` ("video", "video clip.mp4").
+template <typename F>
+auto decoded(const std::string& what, F&& decode) {
+  try {
+    return decode();
+  } catch (const qvl::Error& e) {
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat(what, ": ", e.what()));
+  }
+}
+
+// 8-bit RGB rows at `stride` bytes into a packed image; `what` names it in errors.
+qvl::Image rgb_image(const uint8_t* rgb, int32_t width, int32_t height, int32_t stride, const std::string& what) {
+  if (rgb == nullptr) fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": rgb is NULL");
+  if (width <= 0 || height <= 0) fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": width and height must be positive");
+  if (int64_t{width} * height > 100'000'000) fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": over 100 million pixels");
+  if (int64_t{stride} < int64_t{width} * 3)
+    fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": stride must be at least 3 * width");
+  qvl::Image img;
+  img.width = width;
+  img.height = height;
+  const size_t row = size_t(width) * 3;
+  img.rgb.resize(row * size_t(height));
+  for (int32_t y = 0; y < height; ++y) std::memcpy(img.rgb.data() + row * size_t(y), rgb + size_t(stride) * size_t(y), row);
+  return img;
+}
+
+// qvl_video_params as the server's video part keys; 0 is unset. A list of
+// frames (`frame_list`) is not sampled: fps and the frame counts are refused.
+qvl::VideoOptions video_options(const qvl_video_params* p, bool frame_list) {
+  qvl::VideoOptions o;
+  if (!p) return o;
+  auto bad = [](const std::string& m) { fail_with(QVL_ERR_INVALID_ARGUMENT, "video params: " + m); };
+  if (frame_list && (p->fps != 0 || p->min_frames != 0 || p->max_frames != 0))
+    bad("fps, min_frames and max_frames sample a video file; a list of frames is used whole (its own fps gives its rate)");
+  if (p->fps != 0) {
+    if (!(p->fps >= qvl::kMinVideoFps && p->fps <= qvl::kMaxVideoFps))
+      bad(qvl::cat("fps must be 0 (the default, 2) or in [", qvl::kMinVideoFps, ", ", qvl::kMaxVideoFps, "], got ", p->fps));
+    o.fps = p->fps;
+  }
+  auto frames = [&](int32_t v, const char* name, std::optional<int64_t>& into) {
+    if (v == 0) return;
+    if (v < 0 || v > qvl::kMaxVideoFrames) bad(qvl::cat(name, " must be 0 (the default) or in [1, ", qvl::kMaxVideoFrames, "], got ", v));
+    into = v;
+  };
+  frames(p->min_frames, "min_frames", o.min_frames);
+  frames(p->max_frames, "max_frames", o.max_frames);
+  if (o.min_frames && o.max_frames && *o.min_frames > *o.max_frames)
+    bad(qvl::cat("min_frames (", *o.min_frames, ") exceeds max_frames (", *o.max_frames, ")"));
+  auto pixels = [&](int64_t v, const char* name, std::optional<int64_t>& into) {
+    if (v == 0) return;
+    if (v < 0 || v > qvl::kMaxVideoPixels) bad(qvl::cat(name, " must be 0 (the model's) or in [1, 2^40], got ", v));
+    into = v;
+  };
+  pixels(p->min_pixels, "min_pixels", o.min_pixels);
+  pixels(p->max_pixels, "max_pixels", o.max_pixels);
+  pixels(p->total_pixels, "total_pixels", o.total_pixels);
+  return o;
+}
+
+// A list of frames' count and rate, checked as qvl serve checks a frame list's.
+void check_frame_list(const uint8_t* const* frames, size_t n_frames, double fps) {
+  require(frames != nullptr && n_frames > 0, "video: no frames");
+  if (n_frames > static_cast<size_t>(qvl::kMaxVideoFrames))
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("video: at most ", qvl::kMaxVideoFrames, " frames, got ", n_frames));
+  if (!(fps >= qvl::kMinVideoFps && fps <= qvl::kMaxFrameListFps))
+    fail_with(QVL_ERR_INVALID_ARGUMENT,
+              qvl::cat("video: fps must be in [", qvl::kMinVideoFps, ", ", qvl::kMaxFrameListFps, "], got ", fps));
+}
+
+qvl::PdfRenderRequest pdf_request(const char* pages, double dpi) {
+  qvl::PdfRenderRequest r;
+  if (pages) r.pages = pages;
+  if (dpi != 0) r.dpi = dpi;
+  return r;
+}
+
+void add_pdf(qvl_request* r, std::span<const uint8_t> bytes, const char* pages, double dpi, const std::string& what) {
+  for (std::shared_ptr<const qvl::Image>& page : decoded(what, [&] { return r->media.pdf(bytes, pdf_request(pages, dpi), what); }))
+    add_image(r, std::move(page));
 }
 
 void parse_tools(const char* text, qvl::GenerateRequest& g) {
@@ -484,27 +583,16 @@ qvl_status qvl_request_add_image(qvl_request* request, const uint8_t* bytes, siz
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
     require(bytes != nullptr && len > 0, "image: no bytes");
-    try {
-      add_image(request, qvl::decode_image({bytes, len}));
-    } catch (const qvl::Error& e) {
-      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("image: ", e.what()));
-    }
+    add_image(request, decoded("image", [&] { return request->media.image({bytes, len}, "image"); }));
   });
 }
 
 qvl_status qvl_request_add_image_file(qvl_request* request, const char* path) {
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
-    require(path != nullptr && *path, "image path: empty");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail_with(QVL_ERR_IO, qvl::cat("image ", path, ": cannot open the file"));
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (bytes.empty()) fail_with(QVL_ERR_IO, qvl::cat("image ", path, ": empty or unreadable"));
-    try {
-      add_image(request, qvl::decode_image(bytes));
-    } catch (const qvl::Error& e) {
-      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("image ", path, ": ", e.what()));
-    }
+    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().image.max_encoded_bytes, "image");
+    const std::string what = qvl::cat("image ", path);
+    add_image(request, decoded(what, [&] { return request->media.image(bytes, what); }));
   });
 }
 
@@ -512,17 +600,75 @@ qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t* rgb, i
                                      int32_t stride) {
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
-    require(rgb != nullptr, "image: rgb is NULL");
-    require(width > 0 && height > 0, "image: width and height must be positive");
-    require(int64_t{width} * height <= 100'000'000, "image: over 100 million pixels");
-    require(int64_t{stride} >= int64_t{width} * 3, "image: stride must be at least 3 * width");
-    qvl::Image img;
-    img.width = width;
-    img.height = height;
-    const size_t row = size_t(width) * 3;
-    img.rgb.resize(row * size_t(height));
-    for (int32_t y = 0; y < height; ++y) std::memcpy(img.rgb.data() + row * size_t(y), rgb + size_t(stride) * size_t(y), row);
-    add_image(request, std::move(img));
+    add_image(request, std::make_shared<const qvl::Image>(rgb_image(rgb, width, height, stride, "image")));
+  });
+}
+
+qvl_video_params qvl_video_default_params(void) {
+  qvl_video_params p;
+  std::memset(&p, 0, sizeof p);
+  return p;
+}
+
+qvl_status qvl_request_add_video(qvl_request* request, const uint8_t* bytes, size_t len, const qvl_video_params* params) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(bytes != nullptr && len > 0, "video: no bytes");
+    const qvl::VideoOptions options = video_options(params, false);
+    add_video(request, decoded("video", [&] { return request->media.video({bytes, len}, options, "video"); }));
+  });
+}
+
+qvl_status qvl_request_add_video_file(qvl_request* request, const char* path, const qvl_video_params* params) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    const qvl::VideoOptions options = video_options(params, false);
+    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().video.max_encoded_bytes, "video");
+    const std::string what = qvl::cat("video ", path);
+    add_video(request, decoded(what, [&] { return request->media.video(bytes, options, what); }));
+  });
+}
+
+qvl_status qvl_request_add_video_frames(qvl_request* request, const uint8_t* const* frames, const size_t* lens,
+                                        size_t n_frames, double fps, const qvl_video_params* params) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(lens != nullptr, "video: lens is NULL");
+    check_frame_list(frames, n_frames, fps);
+    for (size_t k = 0; k < n_frames; ++k)
+      if (!frames[k] || lens[k] == 0) fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("video: frame ", k, " has no bytes"));
+    const qvl::VideoOptions options = video_options(params, true);
+    const auto frame_bytes = [&](size_t k) { return std::vector<uint8_t>(frames[k], frames[k] + lens[k]); };
+    add_video(request, decoded("video", [&] { return request->media.frames(n_frames, frame_bytes, fps, options, "video"); }));
+  });
+}
+
+qvl_status qvl_request_add_video_rgb(qvl_request* request, const uint8_t* const* frames, size_t n_frames, int32_t width,
+                                     int32_t height, int32_t stride, double fps, const qvl_video_params* params) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    check_frame_list(frames, n_frames, fps);
+    const qvl::VideoOptions options = video_options(params, true);
+    std::vector<qvl::Image> rgb;
+    rgb.reserve(n_frames);
+    for (size_t k = 0; k < n_frames; ++k) rgb.push_back(rgb_image(frames[k], width, height, stride, qvl::cat("video frame ", k)));
+    add_video(request, decoded("video", [&] { return request->media.frames(std::move(rgb), fps, options, "video"); }));
+  });
+}
+
+qvl_status qvl_request_add_pdf(qvl_request* request, const uint8_t* bytes, size_t len, const char* pages, double dpi) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    require(bytes != nullptr && len > 0, "PDF: no bytes");
+    add_pdf(request, {bytes, len}, pages, dpi, "PDF");
+  });
+}
+
+qvl_status qvl_request_add_pdf_file(qvl_request* request, const char* path, const char* pages, double dpi) {
+  return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
+    last_message(request);
+    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().pdf.max_bytes, "PDF");
+    add_pdf(request, bytes, pages, dpi, qvl::cat("PDF ", path));
   });
 }
 

@@ -2,7 +2,10 @@
  * status and a message naming what failed, cancel works from another thread,
  * a JSON-schema answer and a required tool call come back complete, and n,
  * logit_bias, logprobs, the repetition guard and per-choice streaming do
- * what qvl.h says.
+ * what qvl.h says. Videos (a file, its bytes, a list of frames encoded or
+ * RGB) give the reference's greedy tokens (tests/fixtures/video), hostile
+ * clips are refused with one line and leave the model usable, and a PDF's
+ * pages come in as images.
  *
  *   test_capi FIXTURES_DIR
  */
@@ -79,6 +82,346 @@ static void test_errors(const char* fixtures) {
   CHECK_STATUS(qvl_request_add_image(r, junk, sizeof junk), QVL_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(qvl_request_add_image_file(r, "/nonexistent/cat.jpg"), QVL_ERR_IO);
   CHECK(strstr(qvl_last_error(), "/nonexistent/cat.jpg") != NULL);
+  qvl_request_free(r);
+}
+
+/* ---- media ---- */
+
+/* A whole file in memory (NUL-terminated besides); NULL when unreadable. */
+static uint8_t* read_all(const char* path, size_t* len) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t* buf = (uint8_t*)malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) buf[n] = 0;
+  *len = (size_t)n;
+  return buf;
+}
+
+/* One golden prompt of tests/fixtures/video/manifest.json: its greedy ids
+ * and prompt token count, read from the JSON text (the prompts come after
+ * every "name" of the same value in "videos"; "generated_ids" and
+ * "num_tokens" follow within the prompt's object). */
+struct golden_prompt {
+  int32_t ids[64];
+  size_t n_ids;
+  int64_t num_tokens;
+};
+
+static int read_golden(const char* manifest, const char* name, struct golden_prompt* g) {
+  char key[128];
+  snprintf(key, sizeof key, "\"name\": \"%s\"", name);
+  const char* prompts = strstr(manifest, "\"prompts\"");
+  const char* at = prompts ? strstr(prompts, key) : NULL;
+  if (!at) return 0;
+  const char* ids = strstr(at, "\"generated_ids\": [");
+  const char* tokens = strstr(at, "\"num_tokens\": ");
+  if (!ids || !tokens) return 0;
+  g->num_tokens = strtoll(tokens + strlen("\"num_tokens\": "), NULL, 10);
+  g->n_ids = 0;
+  char* p = (char*)strchr(ids, '[') + 1;
+  while (g->n_ids < 64) {
+    while (*p == ' ' || *p == '\n' || *p == ',') ++p;
+    if (*p == ']') break;
+    g->ids[g->n_ids++] = (int32_t)strtol(p, &p, 10);
+  }
+  return g->n_ids > 0;
+}
+
+static qvl_request_params greedy16(void) {
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 0;
+  rp.max_tokens = 16;
+  rp.ignore_eos = 1;
+  return rp;
+}
+
+/* Generates `r` and checks its tokens against the golden; frees `r`. */
+static void expect_golden(qvl_request* r, const struct golden_prompt* g, const char* what) {
+  qvl_result res;
+  qvl_status st = qvl_generate(model, r, NULL, NULL, &res);
+  if (st != QVL_OK) {
+    fprintf(stderr, "%s: %s (%s)\n", what, qvl_status_name(st), qvl_last_error());
+    ++failures;
+    qvl_request_free(r);
+    return;
+  }
+  int same = res.n_token_ids == g->n_ids;
+  for (size_t i = 0; same && i < g->n_ids; ++i) same = res.token_ids[i] == g->ids[i];
+  if (!same) {
+    fprintf(stderr, "%s: the greedy ids differ from the golden:", what);
+    for (size_t i = 0; i < res.n_token_ids; ++i) fprintf(stderr, " %d", res.token_ids[i]);
+    fprintf(stderr, "\n");
+    ++failures;
+  }
+  if (res.prompt_tokens != g->num_tokens) {
+    fprintf(stderr, "%s: %lld prompt tokens, the golden has %lld\n", what, (long long)res.prompt_tokens,
+            (long long)g->num_tokens);
+    ++failures;
+  }
+  qvl_result_free(&res);
+  qvl_request_free(r);
+}
+
+/* The frames of the golden frame list (frames_rgb of
+ * video_frames_150x100_x6.safetensors: uint8 [6, 100, 150, 3]), from the
+ * safetensors header's data_offsets. */
+static uint8_t* golden_frames_rgb(const char* video_dir, size_t* offset) {
+  char path[4096 + 64];
+  snprintf(path, sizeof path, "%s/video_frames_150x100_x6.safetensors", video_dir);
+  size_t len = 0;
+  uint8_t* file = read_all(path, &len);
+  if (!file || len < 8) return NULL;
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | file[i];
+  char* text = (char*)malloc(header + 1);
+  memcpy(text, file + 8, header);
+  text[header] = 0;
+  const char* entry = strstr(text, "\"frames_rgb\"");
+  const char* offsets = entry ? strstr(entry, "\"data_offsets\":") : NULL;
+  if (!offsets) {
+    free(text);
+    free(file);
+    return NULL;
+  }
+  *offset = 8 + header + (size_t)strtoull(strchr(offsets, '[') + 1, NULL, 10);
+  free(text);
+  return file;
+}
+
+static void test_video_goldens(const char* fixtures) {
+  char dir[2048], path[4096];
+  snprintf(dir, sizeof dir, "%s/video", fixtures);
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  size_t len = 0;
+  char* manifest = (char*)read_all(path, &len);
+  CHECK(manifest != NULL);
+  if (!manifest) return;
+  struct golden_prompt question, two_turn, frame_list;
+  CHECK(read_golden(manifest, "video_question", &question));
+  CHECK(read_golden(manifest, "two_turn_video", &two_turn));
+  CHECK(read_golden(manifest, "frame_list_video", &frame_list));
+  free(manifest);
+  qvl_request_params rp = greedy16();
+
+  /* The lossless 8-s clip as a file, then as bytes. */
+  snprintf(path, sizeof path, "%s/videos/long_112x80_24fps.mp4", dir);
+  qvl_request* r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_video_file(r, path, NULL), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "What happens in this video?"), QVL_OK);
+  expect_golden(r, &question, "video_question (file)");
+  uint8_t* clip = read_all(path, &len);
+  CHECK(clip != NULL);
+  r = user_request(&rp, NULL);
+  qvl_video_params vp = qvl_video_default_params();
+  CHECK_STATUS(qvl_request_add_video(r, clip, len, &vp), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "What happens in this video?"), QVL_OK);
+  expect_golden(r, &question, "video_question (bytes)");
+  free(clip);
+
+  /* A system message, a video turn, an answer and a text turn. */
+  snprintf(path, sizeof path, "%s/videos/portrait_120x216_10fps.mp4", dir);
+  CHECK_STATUS(qvl_request_init(&rp, &r), QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(r, "system", "You are a helpful assistant."), QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(r, "user", NULL), QVL_OK);
+  CHECK_STATUS(qvl_request_add_video_file(r, path, NULL), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "Describe the motion."), QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(r, "assistant", "Coloured rings expand from a drifting centre."), QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(r, "user", "How many seconds is it?"), QVL_OK);
+  expect_golden(r, &two_turn, "two_turn_video");
+
+  /* Six PNG frames at 2 fps: encoded, then as the RGB they decode to. */
+  uint8_t* pngs[6];
+  size_t lens[6];
+  for (int k = 0; k < 6; ++k) {
+    snprintf(path, sizeof path, "%s/videos/frames_150x100_x6/frame_%03d.png", dir, k);
+    pngs[k] = read_all(path, &lens[k]);
+    CHECK(pngs[k] != NULL);
+  }
+  r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_video_frames(r, (const uint8_t* const*)pngs, lens, 6, 2.0, NULL), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "What is written here?"), QVL_OK);
+  expect_golden(r, &frame_list, "frame_list_video (encoded frames)");
+  for (int k = 0; k < 6; ++k) free(pngs[k]);
+
+  size_t offset = 0;
+  uint8_t* st = golden_frames_rgb(dir, &offset);
+  CHECK(st != NULL);
+  if (st) {
+    const uint8_t* frames[6];
+    for (int k = 0; k < 6; ++k) frames[k] = st + offset + (size_t)k * 100 * 150 * 3;
+    r = user_request(&rp, NULL);
+    CHECK_STATUS(qvl_request_add_video_rgb(r, frames, 6, 150, 100, 150 * 3, 2.0, NULL), QVL_OK);
+    CHECK_STATUS(qvl_request_add_text(r, "What is written here?"), QVL_OK);
+    expect_golden(r, &frame_list, "frame_list_video (RGB frames)");
+    /* A list of frames is not sampled: fps in its params is refused, naming it. */
+    r = user_request(&rp, NULL);
+    vp = qvl_video_default_params();
+    vp.fps = 1;
+    CHECK_STATUS(qvl_request_add_video_rgb(r, frames, 6, 150, 100, 150 * 3, 2.0, &vp), QVL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(qvl_last_error(), "fps") != NULL);
+    CHECK_STATUS(qvl_request_add_video_rgb(r, frames, 6, 150, 100, 150 * 3, 0, NULL), QVL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(qvl_last_error(), "video: fps must be in") != NULL);
+    qvl_request_free(r);
+    free(st);
+  }
+}
+
+/* Sampling params change the frames: max_frames 6 under 40000 total pixels
+ * is the reference case long_112x80_24fps@max6_px40000, grid (3, 4, 6): 18
+ * video tokens where the defaults give 64; out-of-range params name the key. */
+static void test_video_params(const char* fixtures) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/video/videos/long_112x80_24fps.mp4", fixtures);
+  qvl_request_params rp = greedy16();
+  rp.max_tokens = 1;
+  int64_t tokens[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    qvl_video_params vp = qvl_video_default_params();
+    if (k == 1) {
+      vp.max_frames = 6;
+      vp.total_pixels = 40000;
+    }
+    qvl_request* r = user_request(&rp, NULL);
+    CHECK_STATUS(qvl_request_add_video_file(r, path, &vp), QVL_OK);
+    CHECK_STATUS(qvl_request_add_text(r, "Hi"), QVL_OK);
+    qvl_result res;
+    CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+    tokens[k] = res.prompt_tokens;
+    qvl_result_free(&res);
+    qvl_request_free(r);
+  }
+  /* 8 groups of 8 tokens against 3 groups of 6, each group with its "<t seconds>" text and delimiters. */
+  CHECK(tokens[0] - tokens[1] > 64 - 18);
+  qvl_request* r = user_request(&rp, NULL);
+  qvl_video_params vp = qvl_video_default_params();
+  vp.fps = 100;
+  CHECK_STATUS(qvl_request_add_video_file(r, path, &vp), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "fps must be") != NULL);
+  vp = qvl_video_default_params();
+  vp.min_frames = 10;
+  vp.max_frames = 6;
+  CHECK_STATUS(qvl_request_add_video_file(r, path, &vp), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "min_frames (10) exceeds max_frames (6)") != NULL);
+  qvl_request_free(r);
+}
+
+/* Hostile or broken clips: one line each, the request left as it was, and
+ * the model answering after them. */
+static void test_hostile_video(const char* fixtures) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/video/videos/stripes_96x64_24fps.mp4", fixtures);
+  size_t len = 0;
+  uint8_t* clip = read_all(path, &len);
+  CHECK(clip != NULL);
+  if (!clip) return;
+  qvl_request_params rp = greedy16();
+  rp.max_tokens = 2;
+  qvl_request* r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_video(r, clip, len * 6 / 10, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "video: video is truncated or damaged") != NULL);
+  CHECK(strchr(qvl_last_error(), '\n') == NULL);
+  uint8_t noise[5000];
+  memset(noise, 0x17, sizeof noise);
+  CHECK_STATUS(qvl_request_add_video(r, noise, sizeof noise, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "not a supported container") != NULL);
+  /* An MP4 whose header declares what its bytes do not hold: the first 4 KB. */
+  CHECK_STATUS(qvl_request_add_video(r, clip, 4096, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strncmp(qvl_last_error(), "video: ", 7) == 0);
+  /* An image is not a video, and a video not an image. */
+  CHECK_STATUS(qvl_request_add_image(r, clip, len), QVL_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(qvl_request_add_video_file(r, "/nonexistent/clip.mp4", NULL), QVL_ERR_IO);
+  CHECK(strstr(qvl_last_error(), "/nonexistent/clip.mp4") != NULL);
+  CHECK_STATUS(qvl_request_add_video(r, NULL, 0, NULL), QVL_ERR_INVALID_ARGUMENT);
+  /* Nothing was added: the request is the text turn it was, and answers. */
+  CHECK_STATUS(qvl_request_add_text(r, "Hi"), QVL_OK);
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  CHECK(res.prompt_tokens < 20);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  /* The same model still takes a good clip. */
+  r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_video(r, clip, len, NULL), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "Hi"), QVL_OK);
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  CHECK(res.n_token_ids == 2);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  free(clip);
+}
+
+/* A PDF of `pages` 2 x 2 inch pages (288 x 288 px at 144 dpi), each with a
+ * filled box: header, objects, a cross-reference table with their true
+ * offsets, trailer. */
+static size_t write_pdf(char* out, size_t cap, int pages) {
+  size_t offsets[64];
+  int n = 0;
+  size_t at = (size_t)snprintf(out, cap, "%%PDF-1.7\n");
+  offsets[n++] = at;
+  at += (size_t)snprintf(out + at, cap - at, "1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n");
+  offsets[n++] = at;
+  at += (size_t)snprintf(out + at, cap - at, "2 0 obj\n<< /Type /Pages /Count %d /Kids [", pages);
+  for (int p = 0; p < pages; ++p) at += (size_t)snprintf(out + at, cap - at, " %d 0 R", 3 + 2 * p);
+  at += (size_t)snprintf(out + at, cap - at, " ] >>\nendobj\n");
+  for (int p = 0; p < pages; ++p) {
+    char content[64];
+    const int clen = snprintf(content, sizeof content, "0 0 0 rg %d 10 40 40 re f", 10 + 20 * p);
+    offsets[n++] = at;
+    at += (size_t)snprintf(out + at, cap - at,
+                           "%d 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 144 144] /Contents %d 0 R >>\nendobj\n",
+                           3 + 2 * p, 4 + 2 * p);
+    offsets[n++] = at;
+    at += (size_t)snprintf(out + at, cap - at, "%d 0 obj\n<< /Length %d >>\nstream\n%s\nendstream\nendobj\n",
+                           4 + 2 * p, clen, content);
+  }
+  const size_t xref = at;
+  at += (size_t)snprintf(out + at, cap - at, "xref\n0 %d\n0000000000 65535 f \n", n + 1);
+  for (int i = 0; i < n; ++i) at += (size_t)snprintf(out + at, cap - at, "%010zu 00000 n \n", offsets[i]);
+  at += (size_t)snprintf(out + at, cap - at, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%zu\n%%%%EOF\n", n + 1,
+                         xref);
+  return at;
+}
+
+static int64_t pdf_prompt_tokens(const char* pdf, size_t len, const char* pages) {
+  qvl_request_params rp = greedy16();
+  rp.max_tokens = 1;
+  qvl_request* r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_pdf(r, (const uint8_t*)pdf, len, pages, 0), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "Read the document."), QVL_OK);
+  qvl_result res;
+  int64_t tokens = -1;
+  if (qvl_generate(model, r, NULL, NULL, &res) == QVL_OK) tokens = res.prompt_tokens;
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  return tokens;
+}
+
+static void test_pdf(void) {
+  static char pdf[8192];
+  const size_t len = write_pdf(pdf, sizeof pdf, 3);
+  /* Each page is the same size: each adds the same image tokens. */
+  const int64_t one = pdf_prompt_tokens(pdf, len, "2"), two = pdf_prompt_tokens(pdf, len, "1,3"),
+                all = pdf_prompt_tokens(pdf, len, NULL);
+  CHECK(one > 0 && two > one);
+  CHECK(all - two == two - one);
+  qvl_request_params rp = greedy16();
+  qvl_request* r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_pdf(r, (const uint8_t*)pdf, len, "2-4", 0), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "page 4 in '2-4' is past the end (the document has 3 pages)") != NULL);
+  CHECK_STATUS(qvl_request_add_pdf(r, (const uint8_t*)pdf, len / 2, NULL, 0), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strncmp(qvl_last_error(), "PDF: ", 5) == 0);
+  CHECK_STATUS(qvl_request_add_pdf(r, (const uint8_t*)pdf, len, NULL, 5000), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "dpi") != NULL);
+  CHECK_STATUS(qvl_request_add_pdf_file(r, "/nonexistent/doc.pdf", NULL, 0), QVL_ERR_IO);
+  CHECK(strstr(qvl_last_error(), "/nonexistent/doc.pdf") != NULL);
   qvl_request_free(r);
 }
 
@@ -617,6 +960,10 @@ int main(int argc, char** argv) {
   test_deltas();
   test_delta_stop();
   test_json_schema_choices();
+  test_video_goldens(argv[1]);
+  test_video_params(argv[1]);
+  test_hostile_video(argv[1]);
+  test_pdf();
   qvl_model_free(model);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");
