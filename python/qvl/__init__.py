@@ -4,6 +4,7 @@
     with qvl.Model("Qwen/Qwen3-VL-2B-Instruct") as model:
         r = model.chat([{"role": "user", "content": "What is in the picture?"}], images=["cat.jpg"])
         print(r.text)
+        r = model.chat("What happens?", videos=["clip.mp4"])  # a file, its bytes, or (frames, fps)
         for piece in model.chat("Tell me a story.", stream=True):
             print(piece, end="", flush=True)
         r = model.chat("Name a color.", n=3, seed=1, logprobs=True, top_logprobs=2)
@@ -164,15 +165,37 @@ class Delta:
         return f"Delta(choice={self.choice}, text={self.text!r}, logprob={self.logprob!r})"
 
 
+# The sampling keys of a video part (qvl serve's and qwen-vl-utils'), as qvl_video_params.
+_VIDEO_KEYS = ("fps", "min_frames", "max_frames", "min_pixels", "max_pixels", "total_pixels")
+
+
+def _is_pil(x):
+    return hasattr(x, "convert") and hasattr(x, "tobytes") and hasattr(x, "size")
+
+
+def _encoded(x, where):
+    """An encoded image or clip given as bytes or a path, as bytes."""
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x)
+    path = os.fspath(x)
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise IoError(f"{where} {path}: {e.strerror or e}", _capi.QVL_ERR_IO) from None
+
+
 class _Request:
     """A qvl_request built from OpenAI-style messages; freed by close()."""
 
-    def __init__(self, lib, params, messages, images, stop, logit_bias):
+    def __init__(self, lib, params, messages, images, videos, stop, logit_bias):
         self._lib = lib
         self.handle = ctypes.c_void_p()
         _check(lib.qvl_request_init(ctypes.byref(params), ctypes.byref(self.handle)))
         try:
-            self._add_messages(messages, list(images or []))
+            self._add_messages(messages, list(images or []), list(videos or []))
             for s in stop or []:
                 _check(lib.qvl_request_add_stop(self.handle, _b(s)))
             for token_id, bias in logit_bias:
@@ -190,17 +213,17 @@ class _Request:
         if self.handle:
             self._lib.qvl_request_cancel(self.handle)
 
-    def _add_messages(self, messages, images):
+    def _add_messages(self, messages, images, videos):
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         messages = list(messages)
         if not messages:
             raise InvalidArgumentError("messages: at least one message is needed", _capi.QVL_ERR_INVALID_ARGUMENT)
-        # images=: placed before the text of the last user message (as `qvl run --image` does).
+        # images= then videos=: placed before the text of the last user message (as `qvl run --image` does).
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
-        if images and last_user is None:
-            raise InvalidArgumentError("images: there is no user message to attach them to",
-                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+        if (images or videos) and last_user is None:
+            raise InvalidArgumentError(f"{'images' if images else 'videos'}: there is no user message to attach "
+                                       "them to", _capi.QVL_ERR_INVALID_ARGUMENT)
         lib, h = self._lib, self.handle
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or "role" not in m:
@@ -209,6 +232,9 @@ class _Request:
             if i == last_user:
                 for image in images:
                     self._add_image(image, "images")
+                for k, video in enumerate(videos):
+                    part = video if isinstance(video, dict) else {"video": video}
+                    self._add_video(part, f"videos[{k}]")
             content = m.get("content")
             if content is None:
                 pass
@@ -239,8 +265,86 @@ class _Request:
                 raise InvalidArgumentError(f"{where}: an image part needs 'image' (a path, bytes or a PIL image)",
                                            _capi.QVL_ERR_INVALID_ARGUMENT)
             self._add_image(image, where)
+        elif kind == "video":
+            self._add_video({k: v for k, v in part.items() if k != "type"}, where)
+        elif kind == "pdf":
+            self._add_pdf(part, where)
         else:
-            raise InvalidArgumentError(f"{where}.type: unsupported part type {kind!r} (text and image are)",
+            raise InvalidArgumentError(f"{where}.type: unsupported part type {kind!r} (text, image, video and pdf are)",
+                                       _capi.QVL_ERR_INVALID_ARGUMENT)
+
+    def _add_video(self, part, where):
+        """A video part's fields: "video" (a path, encoded bytes, a list of frames, or (frames, fps)),
+        "sample_fps" (a list's rate, default 2) and the sampling keys."""
+        lib, h = self._lib, self.handle
+        video = part.get("video")
+        if video is None:
+            raise InvalidArgumentError(f"{where}: a video part needs 'video' (a path, bytes, or frames with their "
+                                       "fps)", _capi.QVL_ERR_INVALID_ARGUMENT)
+        p = lib.qvl_video_default_params()
+        for key, value in part.items():
+            if key in ("video", "sample_fps") or value is None:
+                continue
+            if key not in _VIDEO_KEYS:
+                raise InvalidArgumentError(f"{where}.{key}: unknown video option ({', '.join(_VIDEO_KEYS)} and "
+                                           "sample_fps are)", _capi.QVL_ERR_INVALID_ARGUMENT)
+            setattr(p, key, float(value) if key == "fps" else int(value))
+        fps = part.get("sample_fps")
+        if isinstance(video, tuple):
+            if len(video) != 2:
+                raise InvalidArgumentError(f"{where}: a video as a tuple is (frames, fps)", _capi.QVL_ERR_INVALID_ARGUMENT)
+            video, fps = video
+        if isinstance(video, (bytes, bytearray, memoryview)):
+            data = bytes(video)
+            _check(lib.qvl_request_add_video(h, data, len(data), ctypes.byref(p)))
+        elif isinstance(video, (str, os.PathLike)):
+            path = os.fspath(video)
+            if path.startswith("file://"):
+                path = path[len("file://"):]
+            _check(lib.qvl_request_add_video_file(h, _b(path), ctypes.byref(p)))
+        elif isinstance(video, (list, tuple)):
+            self._add_frames(list(video), 2.0 if fps is None else float(fps), p, where)
+        else:
+            raise InvalidArgumentError(f"{where}: a video must be a path, bytes, or a list of frames with their fps, "
+                                       f"not {type(video).__name__}", _capi.QVL_ERR_INVALID_ARGUMENT)
+
+    def _add_frames(self, frames, fps, p, where):
+        """Frames as PIL images (RGB), or as encoded images (bytes or paths); one kind per video."""
+        lib, h, n = self._lib, self.handle, len(frames)
+        if n and all(_is_pil(f) for f in frames):
+            rgb = [f.convert("RGB") for f in frames]
+            w, h_px = rgb[0].size
+            for k, f in enumerate(rgb):
+                if tuple(f.size) != (w, h_px):
+                    raise InvalidArgumentError(f"{where}: frame {k} is {f.size[0]}x{f.size[1]}, frame 0 {w}x{h_px}; "
+                                               "a video's frames are all one size", _capi.QVL_ERR_INVALID_ARGUMENT)
+            data = [f.tobytes() for f in rgb]
+            _check(lib.qvl_request_add_video_rgb(h, (_capi.c_char_p * n)(*data), n, w, h_px, 3 * w, fps,
+                                                 ctypes.byref(p)))
+        elif all(isinstance(f, (bytes, bytearray, memoryview, str, os.PathLike)) for f in frames):
+            data = [_encoded(f, f"{where} frame") for f in frames]
+            _check(lib.qvl_request_add_video_frames(h, (_capi.c_char_p * n)(*data),
+                                                    (_capi.c_size_t * n)(*[len(d) for d in data]), n, fps,
+                                                    ctypes.byref(p)))
+        else:
+            raise InvalidArgumentError(f"{where}: a video's frames must all be PIL images, or all encoded images "
+                                       "(bytes or paths)", _capi.QVL_ERR_INVALID_ARGUMENT)
+
+    def _add_pdf(self, part, where):
+        """{"type": "pdf", "pdf": path | bytes, "pages": "1-3,7" (default every page), "dpi": 144}."""
+        lib, h = self._lib, self.handle
+        pdf, pages, dpi = part.get("pdf"), _b(part.get("pages")), float(part.get("dpi") or 0)
+        for key in part:
+            if key not in ("type", "pdf", "pages", "dpi"):
+                raise InvalidArgumentError(f"{where}.{key}: unknown pdf field (pdf, pages and dpi are)",
+                                           _capi.QVL_ERR_INVALID_ARGUMENT)
+        if isinstance(pdf, (bytes, bytearray, memoryview)):
+            data = bytes(pdf)
+            _check(lib.qvl_request_add_pdf(h, data, len(data), pages, dpi))
+        elif isinstance(pdf, (str, os.PathLike)):
+            _check(lib.qvl_request_add_pdf_file(h, _b(os.fspath(pdf)), pages, dpi))
+        else:
+            raise InvalidArgumentError(f"{where}: a pdf part needs 'pdf' (a path or bytes)",
                                        _capi.QVL_ERR_INVALID_ARGUMENT)
 
     def _add_image(self, image, where):
@@ -400,15 +504,22 @@ class Model:
     def __del__(self):
         self.close()
 
-    def chat(self, messages, images=None, stream=False, max_tokens=0, temperature=None, top_p=None, top_k=None,
+    def chat(self, messages, images=None, videos=None, stream=False, max_tokens=0, temperature=None, top_p=None, top_k=None,
              min_p=None, seed=None, repetition_penalty=None, presence_penalty=None, frequency_penalty=None,
              stop=None, ignore_eos=False, response_format=None, tools=None, tool_choice=None,
              parallel_tool_calls=True, n=1, logit_bias=None, logprobs=False, top_logprobs=None,
              repetition_guard=None, repetition_guard_repeats=None, min_pixels=None, max_pixels=None):
         """Answers OpenAI-style messages ({"role": ..., "content": str or [{"type": "text", "text": ...},
-        {"type": "image", "image": path | bytes | PIL image}]}); `messages` may also be one user string.
-        `images` are placed before the text of the last user message. Unset sampling options take the
-        model's generation_config; temperature 0 is greedy.
+        {"type": "image", "image": path | bytes | PIL image}, {"type": "video", "video": ...},
+        {"type": "pdf", "pdf": path | bytes, "pages": "1-3", "dpi": 144}]}); `messages` may also be one
+        user string. `images`, then `videos`, are placed before the text of the last user message. Unset
+        sampling options take the model's generation_config; temperature 0 is greedy.
+
+        A video (qwen-vl-utils' part): "video" is a file path, an encoded clip's bytes (MP4/MOV, WebM/MKV,
+        AVI, GIF), a list of frames (PIL images, or encoded images as bytes or paths) taken at
+        "sample_fps" (default 2), or a (frames, fps) tuple; "fps", "min_frames", "max_frames" sample a
+        clip, "min_pixels", "max_pixels" (per frame) and "total_pixels" size it. `videos` takes the same
+        values as "video", or such part dicts.
 
         response_format: None, "json_object", {"type": "json_object"}, {"type": "json_schema",
         "json_schema": {"schema": {...}}} or a JSON Schema dict. tools: OpenAI-style tool dicts;
@@ -461,7 +572,7 @@ class Model:
         p.max_pixels = int(max_pixels or 0)
         if isinstance(stop, str):
             stop = [stop]
-        request = _Request(lib, p, messages, images, stop, _logit_bias(logit_bias))
+        request = _Request(lib, p, messages, images, videos, stop, _logit_bias(logit_bias))
         if stream:
             return Stream(self, request)
         try:

@@ -64,6 +64,17 @@ class RequestParams(ctypes.Structure):
     ]
 
 
+class VideoParams(ctypes.Structure):
+    _fields_ = [
+        ("fps", c_double),
+        ("min_frames", c_int32),
+        ("max_frames", c_int32),
+        ("min_pixels", c_int64),
+        ("max_pixels", c_int64),
+        ("total_pixels", c_int64),
+    ]
+
+
 class Result(ctypes.Structure):
     _fields_ = [
         ("text", c_void_p),
@@ -178,6 +189,15 @@ def _declare(lib):
     fn("qvl_request_add_image", ctypes.c_int, c_void_p, c_char_p, c_size_t)
     fn("qvl_request_add_image_file", ctypes.c_int, c_void_p, c_char_p)
     fn("qvl_request_add_image_rgb", ctypes.c_int, c_void_p, c_char_p, c_int32, c_int32, c_int32)
+    fn("qvl_video_default_params", VideoParams)
+    fn("qvl_request_add_video", ctypes.c_int, c_void_p, c_char_p, c_size_t, P(VideoParams))
+    fn("qvl_request_add_video_file", ctypes.c_int, c_void_p, c_char_p, P(VideoParams))
+    fn("qvl_request_add_video_frames", ctypes.c_int, c_void_p, P(c_char_p), P(c_size_t), c_size_t, c_double,
+       P(VideoParams))
+    fn("qvl_request_add_video_rgb", ctypes.c_int, c_void_p, P(c_char_p), c_size_t, c_int32, c_int32, c_int32,
+       c_double, P(VideoParams))
+    fn("qvl_request_add_pdf", ctypes.c_int, c_void_p, c_char_p, c_size_t, c_char_p, c_double)
+    fn("qvl_request_add_pdf_file", ctypes.c_int, c_void_p, c_char_p, c_char_p, c_double)
     fn("qvl_request_add_tool_call", ctypes.c_int, c_void_p, c_char_p, c_char_p, c_char_p)
     fn("qvl_request_add_stop", ctypes.c_int, c_void_p, c_char_p)
     fn("qvl_request_add_logit_bias", ctypes.c_int, c_void_p, c_int32, c_float)
