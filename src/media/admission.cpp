@@ -91,38 +91,37 @@ void ImageAdmission::end_decode() {
   changed_.notify_all();
 }
 
-void ImageReserver::reserve(uint64_t peak_bytes) {
-  reservation_ = admission_.reserve(peak_bytes, request_holds_, deadline_, param_);
-}
-
-std::shared_ptr<const Image> ImageReserver::hold(Image image) {
-  struct Held {
-    Image image;
-    ImageAdmission::Reservation reservation;
-  };
-  image.rgb.shrink_to_fit();
-  reservation_.shrink_to(held_bytes(image));
-  auto held = std::make_shared<Held>(Held{std::move(image), std::move(reservation_)});
-  return std::shared_ptr<const Image>(held, &held->image);
-}
-
-void VideoReserver::reserve(uint64_t peak_bytes) {
+void MediaReserver::reserve(uint64_t peak_bytes) {
   reservations_.push_back(admission_.reserve(peak_bytes, request_holds_ + reserved_, deadline_, param_));
   reserved_ += peak_bytes;
 }
 
-std::shared_ptr<const Video> VideoReserver::hold(Video video) {
+void MediaReserver::shrink_to(uint64_t bytes) {
+  for (ImageAdmission::Reservation& r : reservations_) {
+    const uint64_t keep = std::min(r.bytes(), bytes);
+    r.shrink_to(keep);
+    bytes -= keep;
+  }
+}
+
+std::shared_ptr<const Image> MediaReserver::hold(Image image) {
+  struct Held {
+    Image image;
+    std::vector<ImageAdmission::Reservation> reservations;
+  };
+  image.rgb.shrink_to_fit();
+  shrink_to(held_bytes(image));
+  auto held = std::make_shared<Held>(Held{std::move(image), std::move(reservations_)});
+  return std::shared_ptr<const Image>(held, &held->image);
+}
+
+std::shared_ptr<const Video> MediaReserver::hold(Video video) {
   struct Held {
     Video video;
     std::vector<ImageAdmission::Reservation> reservations;
   };
   for (Image& f : video.frames) f.rgb.shrink_to_fit();
-  uint64_t left = held_bytes(video);
-  for (ImageAdmission::Reservation& r : reservations_) {
-    const uint64_t keep = std::min(r.bytes(), left);
-    r.shrink_to(keep);
-    left -= keep;
-  }
+  shrink_to(held_bytes(video));
   auto held = std::make_shared<Held>(Held{std::move(video), std::move(reservations_)});
   return std::shared_ptr<const Video>(held, &held->video);
 }

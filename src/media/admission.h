@@ -125,42 +125,26 @@ class ImageAdmission {
 ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
                                                  ImageAdmission::Clock::time_point start, double spent_s = 0);
 
-// One image's admission as a decoder sees it: the DecodeBudget whose
-// reserve() the decoder calls from the header, holding the reservation it
-// takes until the image is handed over with its pixels (hold()).
-class ImageReserver final : public DecodeBudget {
+// One medium's admission as its decoder sees it: the DecodeBudget whose
+// reserve() the decoder calls from the header (once for an image or a clip,
+// once per frame of a frame list), holding every reservation it takes until
+// the pixels are handed over with them (hold()).
+class MediaReserver final : public DecodeBudget {
  public:
-  ImageReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
+  MediaReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
                 std::string param)
       : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
 
   void reserve(uint64_t peak_bytes) override;
-  // The decoded image, sharing ownership with its reservation (shrunk to
-  // the pixels): the budget is returned when the last reference goes.
+  // The decoded image or video, sharing ownership with its reservations
+  // (shrunk to its pixels): the budget is returned when the last reference goes.
   std::shared_ptr<const Image> hold(Image image);
-
- private:
-  ImageAdmission& admission_;
-  uint64_t request_holds_;
-  ImageAdmission::Clock::time_point deadline_;
-  std::string param_;
-  ImageAdmission::Reservation reservation_;
-};
-
-// A video's admission: every reservation its decoding asks for (one for a
-// clip, from its headers; one per frame of a frame list), kept with the
-// sampled frames until they are dropped.
-class VideoReserver final : public DecodeBudget {
- public:
-  VideoReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
-                std::string param)
-      : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
-
-  void reserve(uint64_t peak_bytes) override;
-  // The video, sharing ownership with its reservations shrunk to its frames.
   std::shared_ptr<const Video> hold(Video video);
 
  private:
+  // Gives back what the reservations hold over `bytes`.
+  void shrink_to(uint64_t bytes);
+
   ImageAdmission& admission_;
   uint64_t request_holds_;
   uint64_t reserved_ = 0;

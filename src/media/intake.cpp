@@ -65,7 +65,7 @@ std::shared_ptr<const Image> MediaIntake::image(std::span<const uint8_t> bytes, 
   if (!admission_) return std::make_shared<const Image>(decode_image(bytes, decode));
   const ImageAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
   decode.max_seconds = seconds_left(param);
-  ImageReserver reserver(*admission_, held_, deadline_, param);
+  MediaReserver reserver(*admission_, held_, deadline_, param);
   decode.budget = &reserver;
   std::shared_ptr<const Image> image = reserver.hold(decode_image(bytes, decode));
   held_ += qvl::held_bytes(*image);
@@ -76,7 +76,7 @@ std::shared_ptr<const Video> MediaIntake::video(std::span<const uint8_t> bytes, 
                                                 const std::string& param) {
   VideoLimits vl = limits_.video;
   std::optional<ImageAdmission::DecodeTurn> turn;
-  std::optional<VideoReserver> reserver;
+  std::optional<MediaReserver> reserver;
   if (admission_) {
     turn.emplace(admission_->decode_turn(deadline_, param));
     reserver.emplace(*admission_, held_, deadline_, param);
@@ -93,7 +93,7 @@ std::shared_ptr<const Video> MediaIntake::video(std::span<const uint8_t> bytes, 
 std::shared_ptr<const Video> MediaIntake::frames(size_t n, const std::function<std::vector<uint8_t>(size_t)>& frame_bytes,
                                                  double fps, const VideoOptions& options, const std::string& param) {
   std::optional<ImageAdmission::DecodeTurn> turn;
-  std::optional<VideoReserver> reserver;
+  std::optional<MediaReserver> reserver;
   if (admission_) {
     turn.emplace(admission_->decode_turn(deadline_, param));
     reserver.emplace(*admission_, held_, deadline_, param);
@@ -124,7 +124,7 @@ std::shared_ptr<const Video> MediaIntake::frames(std::vector<Image> rgb, double 
   apply_pixels(options, v);
   std::shared_ptr<const Video> video;
   if (admission_) {  // the frames exist already: what they hold is reserved now, or refused
-    VideoReserver reserver(*admission_, held_, deadline_, param);
+    MediaReserver reserver(*admission_, held_, deadline_, param);
     reserver.reserve(qvl::held_bytes(v));
     video = reserver.hold(std::move(v));
   } else {
@@ -145,7 +145,7 @@ std::shared_ptr<const Image> MediaIntake::pdf_page(const PdfDocument& doc, const
   }
   const ImageAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
   seconds_left(param);
-  ImageReserver reserver(*admission_, held_, deadline_, param);
+  MediaReserver reserver(*admission_, held_, deadline_, param);
   reserver.reserve(static_cast<uint64_t>(page.width * page.height) * kPdfRenderPeakBytesPerPixel);
   std::shared_ptr<const Image> image = reserver.hold(rendered());
   held_ += qvl::held_bytes(*image);

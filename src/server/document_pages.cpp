@@ -68,7 +68,7 @@ std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail&
     image = std::make_shared<const Image>(doc.render_page(index, t.dpi));
   } else {
     const ImageAdmission::DecodeTurn turn = admission->decode_turn(deadline, "file_data");
-    ImageReserver reserver(*admission, 0, deadline, "file_data");
+    MediaReserver reserver(*admission, 0, deadline, "file_data");
     reserver.reserve(static_cast<uint64_t>(t.width * t.height) * kPdfRenderPeakBytesPerPixel);
     image = reserver.hold(doc.render_page(index, t.dpi));
   }

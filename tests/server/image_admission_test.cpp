@@ -82,7 +82,7 @@ TEST(ImageAdmission, DecodePlacesAreBounded) {
 // the pixels, shrunk to them, and the budget returns with the last reference.
 TEST(ImageAdmission, TheReservationLivesAsLongAsThePixels) {
   ServerImageAdmission a(options(1 << 20));
-  ImageReserver reserver(a, 0, Clock::now(), "p");
+  MediaReserver reserver(a, 0, Clock::now(), "p");
   reserver.reserve(5000);  // the decoder's peak, from the header
   EXPECT_EQ(a.reserved_bytes(), 5000u);
   Image img;
