@@ -55,7 +55,7 @@ class InvalidArgumentError(Error, ValueError):
 
 
 class IoError(Error, OSError):
-    """A model folder or image file that cannot be found or read, or a failed download."""
+    """A model folder or media file (image, video, PDF) that cannot be found or read, or a failed download."""
 
 
 class ModelError(Error):
