@@ -8,6 +8,7 @@
 #include "image/preprocess.h"
 #include "server/api_error.h"
 #include "server/base64.h"
+#include "media/intake.h"
 #include "server/image_admission.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -69,13 +70,13 @@ VideoFramesRequest parse_video_frames_request(const ojson& body) {
 
 json video_frames_json(const VideoFramesRequest& request, const ChatLimits& limits, ImageAdmission* admission,
                        const VideoTokenCounter& tokens) {
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = media_deadline(admission, start);
-
-  // The chat route's decoding, into a one-part request.
+  // The chat route's decoding, into a one-part request; the thumbnails
+  // share its deadline.
+  MediaIntake intake(media_limits(limits), admission);
+  const Clock::time_point deadline = intake.deadline();
   ChatRequest decoded;
   decoded.generate.messages.push_back(Message{"user", {MessagePart{}}, {}});
-  decode_videos(decoded, {request.video}, limits, admission);
+  decode_videos(decoded, {request.video}, limits, intake);
   const std::shared_ptr<const Video> video = decoded.generate.messages[0].parts[0].video;
 
   const int64_t video_tokens = tokens(video);
