@@ -74,15 +74,16 @@ int cmd_chat(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
+  const EngineParams params = engine_params(model, requested);
+  const VideoOptions video_options = prompt.video_options(video_token_budget(params));
   std::vector<MessagePart> pending;
   MediaIntake intake{MediaLimits{}};  // no admission: one conversation in its own process
   size_t next_image = 0, next_video = 0;
   for (const std::string& name : args.given_order()) {
     if (name == "image" && !load_into(intake, prompt.images[next_image++], pending)) return 1;
-    if (name == "video" && !load_video_into(intake, prompt.videos[next_video++], prompt.video_options(), pending))
-      return 1;
+    if (name == "video" && !load_video_into(intake, prompt.videos[next_video++], video_options, pending)) return 1;
   }
-  std::unique_ptr<Engine> engine = Engine::create(engine_params(model, requested));
+  std::unique_ptr<Engine> engine = Engine::create(params);
 
   std::vector<Message> history;
   if (args.has("system")) history.push_back({"system", {{prompt.system, nullptr}}});
@@ -106,7 +107,7 @@ int cmd_chat(int argc, char** argv) {
       continue;
     }
     if (line.rfind("/video ", 0) == 0) {
-      load_video_into(intake, line.substr(7), prompt.video_options(), pending);
+      load_video_into(intake, line.substr(7), video_options, pending);
       continue;
     }
     Message user{"user", std::move(pending)};

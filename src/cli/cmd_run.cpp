@@ -91,10 +91,12 @@ int cmd_run(int argc, char** argv) {
       fail("image ", path, ": ", e.what());
     }
   };
+  EngineParams params = engine_params(model, requested);
+  const VideoOptions video_options = prompt.video_options(video_token_budget(params));
   auto add_video = [&](const std::string& path) {
     std::shared_ptr<const Video> video;
     try {
-      video = intake.video(read_media_bytes(path, intake.limits().video.max_encoded_bytes), prompt.video_options(), path);
+      video = intake.video(read_media_bytes(path, intake.limits().video.max_encoded_bytes), video_options, path);
     } catch (const Error& e) {
       fail("video ", path, ": ", e.what());
     }
@@ -115,7 +117,6 @@ int cmd_run(int argc, char** argv) {
   user.parts.push_back({question, nullptr});
   req.messages.push_back(std::move(user));
 
-  EngineParams params = engine_params(model, requested);
   std::unique_ptr<Engine> engine = Engine::create(params);
   const EngineInfo& info = engine->info();
   if (verbose)

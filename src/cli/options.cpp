@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "io/model_config.h"
 #include "util/error.h"
 
 namespace qvl::cli {
@@ -58,6 +59,11 @@ void visit_options(EngineParams& p, Args& v) {
   v(p.max_pixels, "max-pixels", "N", "largest image area after resizing")
       .range(1, int64_t{1} << 40)
       .unset("the model's");
+  v(p.max_video_tokens, "max-video-tokens", "N",
+    "prompt tokens one video may take, timestamps included: fewer and smaller frames are sampled to fit (a "
+    "request's own limits may only lower it); 0: the model's own limits, ~12k tokens for a minute of video")
+      .range(0, 1 << 24)
+      .env("QVL_MAX_VIDEO_TOKENS");
   v(p.image_cache_bytes, "image-cache-mb", "MB",
     "memory for cached image embeddings (a repeated image skips the vision encoder; 0: off)")
       .range(0, 1 << 20)
@@ -215,6 +221,11 @@ void visit_options(ServerOptions& o, Args& v) {
       .range(0.1, 3600);
   v(o.body_timeout_s, "body-timeout", "SECONDS", "time for a request's body to arrive, plus 1 s per 64 KiB (then 408)")
       .range(0.1, 3600);
+}
+
+VideoTokenBudget video_token_budget(const EngineParams& params) {
+  const PreprocessorConfig& frames = ModelFolder::open(params.model_dir).video_preprocessor.frames;
+  return {params.max_video_tokens, frames.factor(), frames.temporal_patch_size};
 }
 
 EngineParams engine_params(const ModelChoice& model, EngineParams p) {

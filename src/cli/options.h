@@ -36,14 +36,16 @@ struct PromptOptions {
   std::vector<std::string> images;  // image files, in order
   std::vector<std::string> videos;  // video files, in order (Args::given_order interleaves them with images)
   std::string system;               // empty: no system message
-  // Frame sampling of every --video (the model's video processor defaults).
+  // Frame sampling of every --video (the model's video processor defaults),
+  // within the engine's video-token budget (EngineInfo::video_budget).
   double video_fps = 2.0;
   int video_max_frames = 768;
-  VideoOptions video_options() const {
+  VideoOptions video_options(const VideoTokenBudget& budget) const {
     VideoOptions o;
     o.fps = video_fps;
     o.max_frames = video_max_frames;
     o.min_frames = std::min<int64_t>(FrameSampling{}.min_frames, video_max_frames);
+    o.budget = budget;
     return o;
   }
 };
@@ -53,7 +55,7 @@ void visit_options(ModelSourceOptions& o, Args& v);
 // --model, then the model-source options.
 void visit_options(ModelChoice& m, Args& v);
 // --weights, --precision, --threads, --ctx-size, --kv-type, --batch,
-// --min-pixels, --max-pixels, --image-cache-mb.
+// --min-pixels, --max-pixels, --max-video-tokens, --image-cache-mb.
 void visit_options(EngineParams& p, Args& v);
 // --weight-cache, --weight-cache-max-gb.
 void visit_options(WeightCacheOptions& c, Args& v);
@@ -78,6 +80,12 @@ void visit_options(ServerOptions& o, Args& v);
 // weight-conversion progress line on stderr when it takes > 1 s. Throws
 // UsageError without --model.
 EngineParams engine_params(const ModelChoice& model, EngineParams requested);
+
+// EngineParams::max_video_tokens in the units of the model in
+// params.model_dir (its video_preprocessor_config), for front ends that
+// sample a video's frames before the engine is loaded (as
+// EngineInfo::video_budget gives them after).
+VideoTokenBudget video_token_budget(const EngineParams& params);
 
 // A weight-conversion progress callback: one line on stderr (redrawn on a
 // terminal) once conversion has taken over 1 s.

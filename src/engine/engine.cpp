@@ -74,6 +74,8 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
   info.min_pixels = std::min(p.min_pixels > 0 ? p.min_pixels : pp.min_pixels, info.max_pixels);
   info.patch_size = pp.patch_size;
   info.merge_size = pp.merge_size;
+  const PreprocessorConfig& vp = f.video_preprocessor.frames;
+  info.video_budget = {p.max_video_tokens, vp.factor(), vp.temporal_patch_size};
   // No answer outgrows its slot, so "until the context is full" is slot_ctx.
   info.default_max_tokens = p.default_max_tokens > 0 ? p.default_max_tokens
                                                      : f.generation.max_new_tokens.value_or(0);
@@ -128,7 +130,7 @@ PreprocessOptions Engine::Impl::preprocess_options(const GenerateRequest& r) con
 
 PreparedPrompt Engine::Impl::prepare(const GenerateRequest& r, bool with_keys) const {
   return prepare_prompt(r.messages, r.tools, model->folder(), chat_template, tokenizer, preprocess_options(r),
-                        with_keys ? std::optional<uint64_t>(key_seed) : std::nullopt);
+                        with_keys ? std::optional<uint64_t>(key_seed) : std::nullopt, info.video_budget.max_tokens);
 }
 
 bool Engine::Run::emit(Answer& a, const std::string& piece, const TokenLogprob* logprob) {

@@ -73,6 +73,13 @@ struct EngineParams {
   // bounds memory and time per image); it lowers max_pixels, the model's
   // included. 0: none.
   int64_t pixel_cap = 0;
+  // Prompt tokens one video may take, its timestamps' text included
+  // (VideoTokenBudget): fewer frames are sampled and smaller ones kept to fit
+  // (within_token_budget, video_options_within_budget). Half the default
+  // context: a clip of any length leaves the other half to the question, the
+  // conversation and the answer. 0: the model's video_preprocessor_config
+  // alone (a minute of 640x360 video is then ~12k tokens).
+  int64_t max_video_tokens = 4096;
   // A request's max_tokens when it sets none; 0: the model's
   // generation_config max_new_tokens, else until the context is full.
   int64_t default_max_tokens = 0;
@@ -267,6 +274,9 @@ struct EngineInfo {
   // (patch_size * merge_size)^2 pixels (preprocessor_config).
   int64_t min_pixels = 0, max_pixels = 0;
   int patch_size = 0, merge_size = 0;
+  // EngineParams::max_video_tokens in the video processor's units: front ends
+  // sample frames within it (FrameSampling::budget) before decoding.
+  VideoTokenBudget video_budget;
   int64_t default_max_tokens = 0;  // a request's max_tokens when it sets none; 0: until the context is full
   int64_t vocab_size = 0;          // the logits' width (logit_bias ids are below it)
   size_t weights_bytes = 0;        // the weight matrices in their loaded format

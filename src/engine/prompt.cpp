@@ -7,14 +7,33 @@ namespace qvl {
 
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed) {
-  return prepare_prompt(messages, {}, folder, chat_template, tokenizer, preprocess_options, key_seed);
+                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed,
+                              int64_t max_video_tokens) {
+  return prepare_prompt(messages, {}, folder, chat_template, tokenizer, preprocess_options, key_seed,
+                        max_video_tokens);
+}
+
+PreprocessOptions video_options_within_budget(const Video& v, const VideoPreprocessorConfig& config,
+                                              const Tokenizer& tokenizer, int64_t max_tokens) {
+  const PreprocessOptions own{v.min_pixels, v.max_pixels};
+  if (max_tokens <= 0) return own;
+  const int tp = config.frames.temporal_patch_size;
+  int64_t text = 0;
+  for (double t : temporal_group_timestamps(v.frame_indices, v.fps, tp))
+    text += static_cast<int64_t>(tokenizer.encode(video_timestamp_text(t)).size()) + 2;  // + vision_start, vision_end
+  const int n = static_cast<int>(v.frames.size());
+  const int64_t groups = (n + tp - 1) / tp;
+  if (max_tokens - text < groups)
+    fail("a video of ", n, " frames has ", groups, " temporal groups whose timestamps take ", text,
+         " tokens, leaving under one vision token per group within the video-token budget of ", max_tokens,
+         " (--max-video-tokens); sample fewer frames");
+  return video_options_within_tokens(n, v.height, v.width, config.frames, own, max_tokens - text);
 }
 
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::vector<Tool>& tools,
                               const ModelFolder& folder, const ChatTemplate& chat_template,
                               const Tokenizer& tokenizer, const PreprocessOptions& preprocess_options,
-                              std::optional<uint64_t> key_seed) {
+                              std::optional<uint64_t> key_seed, int64_t max_video_tokens) {
   PreparedPrompt p;
   const ModelConfig& c = folder.config;
   const int merge = c.vision.spatial_merge_size;
@@ -35,13 +54,14 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
                                               preprocess_options.max_pixels, *key_seed)
                                   : ImageKey{});
         p.videos.push_back(nullptr);
+        p.video_options.emplace_back();
         run_grids.push_back(p.grids.back());
         cp.kind = ChatPart::Kind::Image;
         cp.image_tokens = p.grids.back().tokens(merge);
       } else if (part.video) {
         const Video& v = *part.video;
         if (v.frames.empty()) fail("video part without frames");
-        const PreprocessOptions options{v.min_pixels, v.max_pixels};
+        const PreprocessOptions options = video_options_within_budget(v, video_config, tokenizer, max_video_tokens);
         const ResizedSize size =
             video_preprocess_size(static_cast<int>(v.frames.size()), v.height, v.width, video_config.frames, options);
         const int patch = video_config.frames.patch_size, tp = video_config.frames.temporal_patch_size;
@@ -50,7 +70,8 @@ PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::v
         p.images.push_back(nullptr);
         p.videos.push_back(part.video);
         p.grids.push_back(grid);
-        p.keys.push_back(key_seed ? video_key(v.frames, v.min_pixels, v.max_pixels, *key_seed) : ImageKey{});
+        p.video_options.push_back(options);
+        p.keys.push_back(key_seed ? video_key(v.frames, options.min_pixels, options.max_pixels, *key_seed) : ImageKey{});
         for (int g = 0; g < grid.t; ++g) run_grids.push_back({1, grid.h, grid.w});
         cp.kind = ChatPart::Kind::Video;
         cp.image_tokens = static_cast<int>(ImageGrid{1, grid.h, grid.w}.tokens(merge));

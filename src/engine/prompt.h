@@ -28,6 +28,9 @@ struct PreparedPrompt {
   std::vector<std::shared_ptr<const Video>> videos;
   std::vector<ImageGrid> grids;        // per image or video (a video's t: its temporal groups)
   std::vector<ImageKey> keys;          // per image (hash 0 when not asked for)
+  // Per item: a video's pixel range as preprocessed (its own, lowered to the
+  // video-token budget); unused for images.
+  std::vector<PreprocessOptions> video_options;
   PromptPositions positions;           // [L] and rope_delta
   std::vector<int64_t> image_row;      // [L]: row among all image tokens, -1 for text
   // [L]: 0 for text, the image's key hash for its tokens; a video's key from
@@ -41,13 +44,24 @@ struct PreparedPrompt {
 // messages' tool_calls render as <tool_call> blocks (name and arguments text
 // verbatim). `key_seed`: hash every image (image_key) with this seed; without
 // it the keys (and token_key) stay 0, for callers that only count tokens.
+// `max_video_tokens` (0: none): each video's prompt tokens, its timestamps'
+// text and delimiters included, at most this many (video_tokens_within).
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const std::vector<Tool>& tools,
                               const ModelFolder& folder, const ChatTemplate& chat_template,
                               const Tokenizer& tokenizer, const PreprocessOptions& preprocess_options,
-                              std::optional<uint64_t> key_seed);
+                              std::optional<uint64_t> key_seed, int64_t max_video_tokens = 0);
 // Without tools.
 PreparedPrompt prepare_prompt(const std::vector<Message>& messages, const ModelFolder& folder,
                               const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed);
+                              const PreprocessOptions& preprocess_options, std::optional<uint64_t> key_seed,
+                              int64_t max_video_tokens = 0);
+
+// A video's pixel range within `max_tokens` prompt tokens (0: its own range):
+// the text of each temporal group ("<t seconds>" as `tokenizer` splits it,
+// vision_start, vision_end) comes off the budget first, the vision tokens
+// get the rest (video_options_within_tokens). Throws naming the budget when
+// the text alone does not leave one token per group.
+PreprocessOptions video_options_within_budget(const Video& video, const VideoPreprocessorConfig& config,
+                                              const Tokenizer& tokenizer, int64_t max_tokens);
 
 }  // namespace qvl

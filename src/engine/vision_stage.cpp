@@ -82,7 +82,7 @@ bool VisionStage::step(const Model& model, ImageEmbeddingCache& cache, ThreadPoo
       const size_t item = parts_[j].image;
       if (const Video* v = p.videos[item].get())
         encode_->pixels.push_back(
-            preprocess_video(v->frames, model.folder().video_preprocessor.frames, {v->min_pixels, v->max_pixels}));
+            preprocess_video(v->frames, model.folder().video_preprocessor.frames, p.video_options[item]));
       else
         encode_->pixels.push_back(preprocess(*p.images[item], model.folder().preprocessor, options_));
     }

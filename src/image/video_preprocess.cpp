@@ -42,6 +42,41 @@ ResizedSize video_preprocess_size(int num_frames, int height, int width, const P
                             max_pixels);
 }
 
+PreprocessOptions video_options_within_tokens(int num_frames, int height, int width,
+                                              const PreprocessorConfig& config, PreprocessOptions options,
+                                              int64_t vision_tokens) {
+  const int tp = config.temporal_patch_size, f = config.factor();
+  const int64_t groups = (num_frames + tp - 1) / tp;
+  if (vision_tokens < groups)
+    fail("a video of ", num_frames, " frames (", groups, " temporal groups) cannot fit in ", vision_tokens,
+         " vision tokens: each group takes at least one");
+  auto tokens = [&](const PreprocessOptions& o) {
+    const ResizedSize s = video_preprocess_size(num_frames, height, width, config, o);
+    return groups * (s.height / f) * (s.width / f);
+  };
+  if (tokens(options) <= vision_tokens) return options;
+  // smart_resize bounds t_bar·h·w (unscaled, t_bar = n rounded half to even
+  // to a multiple of tp) or n·h·w (scaled) by max_pixels, and a token is
+  // f² pixels of one group of tp frames: this budget keeps both branches
+  // within `vision_tokens` for any n.
+  const int64_t t_bar = static_cast<int64_t>(std::nearbyint(static_cast<double>(num_frames) / tp)) * tp;
+  const int64_t frames = std::max<int64_t>(1, std::min<int64_t>(num_frames, t_bar));
+  const int64_t current = options.max_pixels > 0 ? options.max_pixels : config.max_pixels;
+  options.max_pixels = std::min(current, vision_tokens * int64_t{f} * f * frames / groups);
+  options.min_pixels = std::min(options.min_pixels, options.max_pixels);
+  // A side floored at f (an extreme aspect ratio) can still overshoot:
+  // shrink until it fits; one token per group always does.
+  for (int64_t now = tokens(options), i = 0; i < 64 && now > vision_tokens; ++i, now = tokens(options)) {
+    options.max_pixels = std::max<int64_t>(1, std::min(options.max_pixels * 15 / 16,
+                                                       options.max_pixels * vision_tokens / now));
+    options.min_pixels = std::min(options.min_pixels, options.max_pixels);
+  }
+  if (tokens(options) > vision_tokens)
+    fail("a ", width, "x", height, " video of ", num_frames, " frames cannot be resized to fit in ", vision_tokens,
+         " vision tokens");
+  return options;
+}
+
 PixelValues preprocess_video(std::span<const Image> frames, const PreprocessorConfig& config,
                              const PreprocessOptions& options) {
   const int p = config.patch_size, m = config.merge_size, tp = config.temporal_patch_size;

@@ -29,6 +29,16 @@ ResizedSize video_smart_resize(int num_frames, int height, int width, int tempor
 ResizedSize video_preprocess_size(int num_frames, int height, int width, const PreprocessorConfig& config,
                                   const PreprocessOptions& options = {});
 
+// `options` with max_pixels lowered (never raised) so that num_frames frames
+// of width × height take at most `vision_tokens` vision tokens: grid_t =
+// ceil(n / tp) groups of (h / f)·(w / f) tokens each (f = patch × merge).
+// The processor's own knob, its total pixel budget, is what moves: qwen-vl-
+// utils likewise lowers a clip's max_pixels to fit its total_pixels
+// (fetch_video). Throws when not even one token per group fits.
+PreprocessOptions video_options_within_tokens(int num_frames, int height, int width,
+                                              const PreprocessorConfig& config, PreprocessOptions options,
+                                              int64_t vision_tokens);
+
 // frames: the sampled frames, all the same size. grid_t = ceil(n / tp).
 PixelValues preprocess_video(std::span<const Image> frames, const PreprocessorConfig& config,
                              const PreprocessOptions& options = {});

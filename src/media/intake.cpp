@@ -45,6 +45,7 @@ FrameSampling frame_sampling(const VideoOptions& o) {
   if (o.fps) s.fps = *o.fps;
   if (o.min_frames) s.min_frames = static_cast<int>(*o.min_frames);
   if (o.max_frames) s.max_frames = static_cast<int>(*o.max_frames);
+  s.budget = o.budget;
   return s;
 }
 

@@ -40,6 +40,7 @@ struct VideoOptions {
   std::optional<int64_t> min_frames, max_frames;
   std::optional<int64_t> min_pixels, max_pixels;  // per frame (qwen-vl-utils)
   std::optional<int64_t> total_pixels;             // all sampled frames together
+  VideoTokenBudget budget;  // the front end's --max-video-tokens (none: the model's own limits)
 };
 
 // The ranges a front end accepts for them: frames up to the processor's own

@@ -38,6 +38,9 @@ struct ChatLimits {
   int64_t vocab_size = 0;        // logit_bias ids must be below it (0: unchecked here)
   int max_logit_bias = 300;      // entries
   int max_tools = 128;
+  // The engine's video-token budget (EngineInfo::video_budget): frames are
+  // sampled within it; a frame list longer than it allows is refused.
+  VideoTokenBudget video_budget;
 };
 
 struct ChatRequest {

@@ -277,6 +277,7 @@ int Server::start() {
 void Server::attach(std::unique_ptr<Engine> engine) {
   ServerCore& c = impl_->core;
   c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());  // ids that are tokens
+  c.chat_limits.video_budget = engine->info().video_budget;
   c.engine = std::move(engine);
   c.scheduler = std::make_unique<Scheduler>(*c.engine, c.options.scheduler);
   c.ready.store(true);

@@ -154,12 +154,23 @@ void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, c
   clip_media.max_image_bytes = std::max(limits.media.max_image_bytes, limits.media.max_video_bytes);
   for (const PendingVideo& p : pending) {
     std::shared_ptr<const Video> video;
+    VideoOptions options = p.options;
+    options.budget = limits.video_budget;
     try {
       if (p.frame_list) {
         const auto frame_bytes = [&](size_t k) { return fetch_image_bytes(p.urls[k], limits.media, p.url_params[k]); };
-        video = intake.frames(p.urls.size(), frame_bytes, p.sample_fps, p.options, p.param);
+        video = intake.frames(p.urls.size(), frame_bytes, p.sample_fps, options, p.param);
+        // A frame list is used whole, so the budget cannot sample it down.
+        const int most = within_token_budget(FrameSampling{.max_frames = kMaxVideoFrames, .budget = limits.video_budget},
+                                             video->width, video->height)
+                             .max_frames;
+        if (static_cast<int64_t>(video->frames.size()) > most)
+          bad_request(sub(p.param, "video"),
+                      cat("a list of ", video->frames.size(), " frames of ", video->width, "x", video->height,
+                          " is over the server's video-token budget of ", limits.video_budget.max_tokens,
+                          " tokens (--max-video-tokens), which allows at most ", most, " such frames"));
       } else {
-        video = intake.video(fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]), p.options, p.param);
+        video = intake.video(fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]), options, p.param);
       }
     } catch (const MediaTimeLimit& e) {
       refuse_time_limit(e, p.param);

@@ -251,7 +251,8 @@ Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling
   out.height = facts.height;
   out.fps = facts.fps;
   out.total_frames = facts.frames;
-  out.frame_indices = sample_frame_indices(facts.frames, facts.fps, sampling);
+  out.frame_indices =
+      sample_frame_indices(facts.frames, facts.fps, within_token_budget(sampling, facts.width, facts.height));
   if (limits.budget) limits.budget->reserve(video_decode_peak_bytes(out.width, out.height, out.frame_indices.size()));
   out.frames.reserve(out.frame_indices.size());
 

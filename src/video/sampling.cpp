@@ -30,6 +30,23 @@ std::vector<int64_t> sample_frame_indices(int64_t total_frames, double video_fps
   return idx;
 }
 
+FrameSampling within_token_budget(FrameSampling s, int width, int height) {
+  const VideoTokenBudget& b = s.budget;
+  if (b.max_tokens <= 0 || b.token_side <= 0 || b.frames_per_group <= 0) return s;
+  // The clip's tokens per group before any scaling: smart_resize's sides
+  // rounded half to even to multiples of token_side, at least one.
+  auto side_tokens = [&](int px) {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::nearbyint(static_cast<double>(px) / b.token_side)));
+  };
+  const int64_t own = side_tokens(width) * side_tokens(height);
+  const int64_t per_group = std::min(kMinGroupVisionTokens, own) + kMaxGroupTextTokens;
+  const int64_t groups = std::max<int64_t>(1, b.max_tokens / per_group);
+  const int64_t frames = groups * b.frames_per_group;
+  if (frames < s.max_frames) s.max_frames = static_cast<int>(frames);
+  s.min_frames = std::min(s.min_frames, s.max_frames);
+  return s;
+}
+
 std::vector<double> temporal_group_timestamps(std::span<const int64_t> frame_indices, double video_fps,
                                               int temporal_patch_size) {
   if (frame_indices.empty() || temporal_patch_size < 1) return {};

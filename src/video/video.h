@@ -16,10 +16,32 @@ namespace qvl {
 // Which frames of a clip are used: transformers' Qwen3VLVideoProcessor
 // (video_processing_qwen3_vl.py, class attributes fps=2, min_frames=4,
 // max_frames=768; the checkpoint's video_preprocessor_config.json sets none).
+// A cap on the prompt tokens one video takes: its vision tokens plus, per
+// temporal group, the "<t seconds>" text and the group's vision_start /
+// vision_end (qvl's --max-video-tokens). Before decoding it lowers
+// max_frames (within_token_budget); after sampling, the engine lowers the
+// processor's total pixel budget to fit the rest (video_preprocess.h).
+struct VideoTokenBudget {
+  int64_t max_tokens = 0;    // 0: no cap (the model's video_preprocessor_config alone)
+  int token_side = 32;       // pixels per side of one vision token: patch_size × merge_size
+  int frames_per_group = 2;  // temporal_patch_size
+};
+
+// The fewest vision tokens per temporal group the budget plans frames for:
+// qwen-vl-utils' VIDEO_MIN_TOKEN_NUM (vision_process.py), its floor on a
+// frame's size. A clip smaller than that needs only its own size.
+inline constexpr int64_t kMinGroupVisionTokens = 128;
+// The most text tokens a temporal group adds: "<", up to 4 digits of seconds
+// (VideoLimits::max_duration_s is under 10^4), ".", one decimal, " seconds",
+// ">", and vision_start / vision_end (checked against the tokenizer by
+// tests/engine/video_budget_test.cpp).
+inline constexpr int64_t kMaxGroupTextTokens = 11;
+
 struct FrameSampling {
   double fps = 2.0;  // frames sampled per second of video
   int min_frames = 4;
   int max_frames = 768;
+  VideoTokenBudget budget;  // lowers max_frames for the clip's size (within_token_budget)
 };
 
 struct VideoLimits {
@@ -63,6 +85,14 @@ Video video_from_frames(std::vector<Image> frames, double fps);
 // [min_frames, max_frames] and to total, then np.linspace(0, total - 1, n)
 // rounded half to even. Throws qvl::Error for a total or rate it cannot use.
 std::vector<int64_t> sample_frame_indices(int64_t total_frames, double video_fps, const FrameSampling& sampling);
+
+// `s` with max_frames (and min_frames with it) lowered so that every temporal
+// group of a width × height clip can keep min(kMinGroupVisionTokens, its
+// unscaled token count) vision tokens plus kMaxGroupTextTokens of text within
+// s.budget: groups = max_tokens / (that), frames = groups × frames_per_group
+// (at least one group). Unchanged without a budget. decode_video applies it
+// once the headers give the size.
+FrameSampling within_token_budget(FrameSampling s, int width, int height);
 
 // Qwen3VLProcessor._calculate_timestamps: the indices padded with the last
 // to a multiple of `temporal_patch_size`, each index / video_fps seconds, one

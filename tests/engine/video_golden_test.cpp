@@ -67,6 +67,7 @@ Engine& engine() {
     p.model_dir = kFixtures + "/tiny-qwen3vl";
     p.threads = 2;
     p.ctx_size = 1024;
+    p.max_video_tokens = 0;  // the reference processor has no token budget
     return Engine::create(p);
   }();
   return *e;

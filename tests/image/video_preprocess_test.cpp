@@ -135,4 +135,36 @@ TEST(VideoSmartResize, RefusesTinyAndExtremeFrames) {
   EXPECT_THROW(qvl::video_smart_resize(0, 64, 64, 2, 32, 4096, 25165824), qvl::Error);
 }
 
+// video_options_within_tokens keeps every frame count and shape within the
+// vision tokens it is given (both smart_resize branches, odd counts whose
+// t_bar rounds down, a side floored at 32 px), and leaves a clip that
+// already fits alone.
+TEST(VideoTokenBudget, EveryCountAndShapeFitsItsTokens) {
+  qvl::PreprocessorConfig c;
+  c.patch_size = 16;
+  c.merge_size = 2;
+  c.temporal_patch_size = 2;
+  c.min_pixels = 4096;
+  c.max_pixels = 25165824;
+  const std::pair<int, int> shapes[] = {{360, 640}, {1080, 1920}, {640, 360}, {100, 100}, {32, 6400}, {97, 313}};
+  for (const auto& [h, w] : shapes)
+    for (int n = 1; n <= 41; n += 2 + (n > 9) * 5)
+      for (int64_t tokens : {int64_t{30}, int64_t{500}, int64_t{4000}}) {
+        const int64_t groups = (n + 1) / 2;
+        if (tokens < groups) continue;
+        const qvl::PreprocessOptions o = qvl::video_options_within_tokens(n, h, w, c, {}, tokens);
+        const qvl::ResizedSize s = qvl::video_preprocess_size(n, h, w, c, o);
+        EXPECT_LE(groups * (s.height / 32) * (s.width / 32), tokens) << w << "x" << h << " n=" << n;
+        // Not needlessly small: over half the budget is used once a group
+        // has room for a few tokens a side (sides are floored to multiples
+        // of 32).
+        const qvl::ResizedSize own = qvl::video_preprocess_size(n, h, w, c, {});
+        const int64_t own_tokens = groups * (own.height / 32) * (own.width / 32);
+        if (own_tokens <= tokens) EXPECT_EQ(o.max_pixels, 0) << "a clip that fits is left alone";
+        else if (h >= 64 && w >= 64 && tokens >= 16 * groups)
+          EXPECT_GT(2 * groups * (s.height / 32) * (s.width / 32), tokens) << w << "x" << h << " n=" << n;
+      }
+  EXPECT_THROW(qvl::video_options_within_tokens(9, 360, 640, c, {}, 4), qvl::Error);
+}
+
 }  // namespace

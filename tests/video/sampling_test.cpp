@@ -73,6 +73,37 @@ TEST(FrameSampling, RefusesUnusableInput) {
   EXPECT_EQ(error_of(10, 30.0, {2.0, 8, 4}), "sampling frame range [8, 4] is empty");
 }
 
+// The video-token budget lowers max_frames to budget / (min(128, the clip's
+// own tokens per group) + 11) groups of 2 frames (video.h).
+TEST(FrameSampling, TokenBudgetLowersMaxFramesForTheClipSize) {
+  qvl::FrameSampling s;
+  s.budget = {4096, 32, 2};
+  // 640x360: 20 x round(11.25) = 220 tokens a group, planned at 128.
+  EXPECT_EQ(qvl::within_token_budget(s, 640, 360).max_frames, 2 * (4096 / 139));
+  // 112x80: 4 x round(2.5) = 8 (half to even): 4096 / 19 = 215 groups.
+  EXPECT_EQ(qvl::within_token_budget(s, 112, 80).max_frames, 430);
+  // 16x16 rounds to no token side: one token a group, 4096 / 12 = 341 groups.
+  EXPECT_EQ(qvl::within_token_budget(s, 16, 16).max_frames, 682);
+  // A request's lower max_frames stays; min_frames never passes max_frames.
+  s.max_frames = 20;
+  EXPECT_EQ(qvl::within_token_budget(s, 640, 360).max_frames, 20);
+  s = {};
+  s.min_frames = 100;
+  s.budget = {1000, 32, 2};
+  const qvl::FrameSampling low = qvl::within_token_budget(s, 1920, 1080);
+  EXPECT_EQ(low.max_frames, 2 * (1000 / 139));
+  EXPECT_EQ(low.min_frames, low.max_frames);
+  // A budget under one group still samples one group.
+  s.budget = {50, 32, 2};
+  EXPECT_EQ(qvl::within_token_budget(s, 1920, 1080).max_frames, 2);
+  // No budget: the processor's own range.
+  s = {};
+  EXPECT_EQ(qvl::within_token_budget(s, 1920, 1080).max_frames, 768);
+  EXPECT_EQ(qvl::sample_frame_indices(1800, 30.0, qvl::within_token_budget({2.0, 4, 768, {4096, 32, 2}}, 640, 360))
+                .size(),
+            58u);
+}
+
 TEST(TemporalGroupTimestamps, OddCountRepeatsTheLastFrame) {
   const std::vector<int64_t> idx = {0, 6, 13, 20, 26};
   const auto ts = qvl::temporal_group_timestamps(idx, 10.0);
