@@ -24,6 +24,8 @@
 #include "util/args.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
+#include "video/encode.h"
+#include "video/video.h"
 
 namespace qvl::cli {
 namespace {
@@ -202,6 +204,73 @@ void page_figures(Engine& engine, const Model& model, nlohmann::ordered_json& j)
   engine.reset();
 }
 
+// The bench's clip: 10 s of 640x360 at 30 fps, H.264 in MP4 (what phones and
+// browsers send), encoded in memory frame by frame: gradients that drift
+// and a block that moves, so no frame repeats the one before, smooth enough
+// to compress like camera footage (~1 MB, not the megabytes of noise).
+constexpr int kClipWidth = 640, kClipHeight = 360, kClipFps = 30, kClipSeconds = 10;
+
+std::vector<uint8_t> bench_clip(std::string& described) {
+  const VideoEncoding e{"mp4", "libx264", kClipWidth, kClipHeight, kClipFps, int64_t{kClipFps} * kClipSeconds};
+  if (!can_encode(e)) fail("this FFmpeg cannot encode the bench's clip (libx264 in mp4); use --skip-video");
+  std::vector<uint8_t> bytes = encode_video(e, [&](int64_t k) {
+    Image f;
+    f.width = kClipWidth;
+    f.height = kClipHeight;
+    f.rgb.resize(size_t(kClipWidth) * kClipHeight * 3);
+    const int shift = static_cast<int>(k * 3);
+    for (int y = 0; y < kClipHeight; ++y)
+      for (int x = 0; x < kClipWidth; ++x) {
+        uint8_t* px = &f.rgb[(size_t(y) * kClipWidth + x) * 3];
+        const bool block = (x + kClipWidth - shift % kClipWidth) % kClipWidth < 80 && y > 140 && y < 220;
+        px[0] = block ? 240 : static_cast<uint8_t>((x + shift) / 3);
+        px[1] = block ? 40 : static_cast<uint8_t>(y * 2 / 3 + shift / 5);
+        px[2] = static_cast<uint8_t>((x + y) / 4);
+      }
+    return f;
+  });
+  described = cat(kClipSeconds, " s ", kClipWidth, "x", kClipHeight, " ", kClipFps, " fps ", e.encoder, " in ",
+                  e.container, " (", bytes.size(), " bytes)");
+  return bytes;
+}
+
+// A question about the clip through the real path: the clip decoded from
+// memory with the frames the engine's video-token budget samples (only
+// those kept, as a request's are), then generate() as a request runs it:
+// vision over every temporal group, prefill, first token. Peak RSS is this
+// figure's alone (the high-water mark is reset first).
+void video_figures(Engine& engine, nlohmann::ordered_json& j) {
+  engine.reset();
+  std::string clip;
+  const std::vector<uint8_t> bytes = bench_clip(clip);
+  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS (Linux 4.0+)
+  FrameSampling sampling;
+  sampling.budget = engine.info().video_budget;
+  const Clock::time_point start = Clock::now();
+  auto video = std::make_shared<const Video>(decode_video(bytes, sampling));
+  const double decode_ms = seconds_since(start) * 1e3;
+  std::vector<Message> question = {{"user", {{"", nullptr, video}, {"What happens in this video?", nullptr}}}};
+  const int64_t without = static_cast<int64_t>(
+      engine.prompt_tokens(greedy_request({{"user", {{"What happens in this video?", nullptr}}}}, 1)).size());
+  const GenerateResult r = engine.generate(greedy_request(question, 1));
+  const double to_first_token_ms = seconds_since(start) * 1e3;
+  j["video_clip"] = clip;
+  j["video_frames_in_clip"] = video->total_frames;
+  j["video_frames_kept"] = video->frames.size();
+  j["video_kept_frames_bytes"] = video->frames.size() * size_t(video->width) * video->height * 3;
+  j["video_tokens"] = r.prompt_tokens - without;
+  j["video_prompt_tokens"] = r.prompt_tokens;
+  j["video_max_tokens"] = engine.info().video_budget.max_tokens;
+  j["video_decode_ms"] = decode_ms;
+  j["video_preprocess_ms"] = r.timings.preprocess_ms;
+  j["video_vision_ms"] = r.timings.vision_ms;
+  j["video_prefill_ms"] = r.timings.prefill_ms;
+  j["video_first_token_ms"] = r.timings.first_token_ms;  // from generate(), as the engine's other first-token figures
+  j["video_decode_to_first_token_ms"] = to_first_token_ms;  // the clip's bytes to the first token
+  j["video_peak_rss_bytes"] = proc_status_bytes("VmHWM");
+  engine.reset();
+}
+
 // Jump-forward's saving on a constrained answer (masks cached): the tokens
 // its grammar forced, the forwards the answer took and its time from
 // request to last token, with jump-forward off and on (the best of three
@@ -270,17 +339,20 @@ int cmd_bench(int argc, char** argv) {
             "Figures: vision on synthetic 448x448 and 1024x768 images, a document page (896x1152 = 1008 image\n"
             "tokens: vision, prefill, first token, a 200-token answer), text prefill of 256 and 1024 tokens,\n"
             "decode over --decode-tokens tokens, aggregate decode of 1, 2, 4 and 8 streams decoding together\n"
-            "(each width for about --decode-tokens steps), and the machine's read bandwidth measured in the same run.");
+            "(each width for about --decode-tokens steps), the machine's read bandwidth measured in the same run,\n"
+            "and a 10-s 640x360 30-fps H.264 clip made in memory, asked about as a request is (decode, vision,\n"
+            "first token, peak RSS, video tokens within --max-video-tokens).");
   ModelChoice choice;  // `model` is the loaded Model below
   EngineParams requested;
-  requested.ctx_size = 2048;  // enough for every figure; less address space
+  requested.ctx_size = 4096;  // enough for every figure (the clip's ~2.3k tokens); less address space
   int64_t decode_tokens = 128;
-  bool skip_vision = false, skip_page = false;
+  bool skip_vision = false, skip_page = false, skip_video = false;
   visit_options(choice, args);
   visit_options(requested, args);
   args(decode_tokens, "decode-tokens", "N", "tokens decoded for decode_tok_s").range(1, 100000);
-  args(skip_vision, "skip-vision", "leave out the vision figures (the page's too)");
+  args(skip_vision, "skip-vision", "leave out the vision figures (the page's and the video's too)");
   args(skip_page, "skip-page", "leave out the document page's figures (896x1152, a 200-token answer)");
+  args(skip_video, "skip-video", "leave out the video's figures (a 10-s 640x360 clip)");
   bool constrained_only = false;
   args(constrained_only, "constrained-only",
        "only the load figures and the constrained-decoding ones (an invoice schema: mask cost, jump-forward off/on)");
@@ -476,6 +548,8 @@ int cmd_bench(int argc, char** argv) {
   fractions("vision", "1024x768", vision_kernel);
   fractions("vision", "page", vision_kernel);
   fractions("prefill", "256", prefill_kernel);
+  // Last: it resets the peak-RSS mark that peak_rss_bytes read above.
+  if (!skip_vision && !skip_video) video_figures(*engine, j);
   std::cout << j.dump(2) << "\n";
   return 0;
 }

@@ -57,7 +57,9 @@ struct OutputFree {
 };
 
 void check(int rc, const char* doing, const VideoEncoding& e) {
-  if (rc < 0) fail("cannot ", doing, " (", e.encoder, " in ", e.container, "): ", av_error_text(rc));
+  if (rc < 0)
+    fail("cannot ", doing, " (", e.encoder, " in ", e.container, "): ", av_error_text(rc),
+         video_detail::FfmpegMessages::quoted_current());
 }
 
 // Fastest settings of the slow encoders (their private options).
@@ -78,6 +80,7 @@ bool can_encode(const VideoEncoding& e) {
 }
 
 std::vector<uint8_t> encode_video(const VideoEncoding& e, const std::function<Image(int64_t)>& frame) {
+  video_detail::FfmpegMessages messages;  // the encoders' banners stay off stderr
   const AVCodec* codec = avcodec_find_encoder_by_name(e.encoder.c_str());
   if (!codec) fail("this build of FFmpeg has no ", e.encoder, " encoder");
   if (e.width <= 0 || e.height <= 0 || e.fps <= 0 || e.frames <= 0)

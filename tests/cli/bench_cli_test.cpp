@@ -119,12 +119,42 @@ TEST(BenchCli, ReportsTheDocumentPage) {
   EXPECT_GE(j["page_answer_s"].get<double>() * 1e3, j["page_first_token_ms"].get<double>());
   EXPECT_EQ(j["vision_unit_page"], j["vision_unit_448x448"]);
 
-  const test::QvlResult skipped =
-      run_qvl({"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6", "--skip-page"});
+  const test::QvlResult skipped = run_qvl(
+      {"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6", "--skip-page", "--skip-video"});
   ASSERT_EQ(skipped.code, 0) << skipped.err;
   const json s = json::parse(skipped.out);
   EXPECT_FALSE(s.contains("page_first_token_ms"));
+  EXPECT_FALSE(s.contains("video_first_token_ms"));
   EXPECT_TRUE(s.contains("vision_ms_448x448"));
+}
+
+// The video figure (issue 34): a 10-s 640x360 30-fps clip made in memory and
+// asked about as a request is. fps-2 sampling keeps int(300 / 30 * 2) = 20
+// frames, 10 temporal groups of 352x640 = 11x20 = 220 tokens, each after an
+// 8-token timestamp (under 10 s) and its delimiters: 2280 tokens, within the
+// default --max-video-tokens 4096, so the clip keeps its own size.
+TEST(BenchCli, ReportsTheVideo) {
+  const test::QvlResult r = run_qvl(
+      {"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6", "--skip-page"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("x264"), std::string::npos) << "the encoder's banner leaked: " << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["video_frames_in_clip"], 300);
+  EXPECT_EQ(j["video_frames_kept"], 20);
+  EXPECT_EQ(j["video_kept_frames_bytes"], 20 * 640 * 360 * 3);
+  EXPECT_EQ(j["video_tokens"], 10 * 220 + 10 * 8);
+  EXPECT_EQ(j["video_max_tokens"], 4096);
+  EXPECT_GT(j["video_prompt_tokens"].get<int>(), 2280);
+  EXPECT_NE(j["video_clip"].get<std::string>().find("640x360 30 fps libx264 in mp4"), std::string::npos) << j["video_clip"];
+  for (const char* f : {"video_decode_ms", "video_preprocess_ms", "video_vision_ms", "video_prefill_ms",
+                        "video_first_token_ms", "video_decode_to_first_token_ms"})
+    EXPECT_GT(j[f].get<double>(), 0) << f;
+  EXPECT_GE(j["video_first_token_ms"].get<double>(),
+            j["video_vision_ms"].get<double>() + j["video_prefill_ms"].get<double>() - 1e-6);
+  EXPECT_GE(j["video_decode_to_first_token_ms"].get<double>(),
+            j["video_decode_ms"].get<double>() + j["video_first_token_ms"].get<double>() - 1e-6);
+  // The kept frames alone are 13.8 MB; the mark is this figure's peak.
+  EXPECT_GE(j["video_peak_rss_bytes"].get<double>(), j["video_kept_frames_bytes"].get<double>());
 }
 
 }  // namespace
