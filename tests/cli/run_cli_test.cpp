@@ -282,6 +282,21 @@ TEST(RunCli, VideoSamplingFlags) {
   EXPECT_NE(r.err.find("--video-fps"), std::string::npos) << r.err;
 }
 
+// --max-video-tokens 60 on the same clip (8 tokens a group at its size):
+// 60 / (8 + 11) = 3 groups, so the 6 frames --video-max-frames 6 gives.
+TEST(RunCli, MaxVideoTokensSamplesWithinTheBudget) {
+  const std::string clip = kClips + "long_112x80_24fps.mp4";
+  Outcome r = qvl("run " + kModel + "--video " + clip + " --video-max-frames 6 --prompt 'Hi' --output-format json --max-tokens 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int six_frames = nlohmann::json::parse(r.out)["usage"]["prompt_tokens"];
+  r = qvl("run " + kModel + "--video " + clip + " --max-video-tokens 60 --prompt 'Hi' --output-format json --max-tokens 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["usage"]["prompt_tokens"], six_frames);
+  r = qvl("run " + kModel + "--video " + clip + " --max-video-tokens 0 --prompt 'Hi' --output-format json --max-tokens 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["usage"]["prompt_tokens"].get<int>(), six_frames + 5 * 8);  // 16 frames
+}
+
 TEST(RunCli, ImagesAndVideosEnterInTheOrderGiven) {
   const std::string image = kFixtures + "/golden/images/tiny_40x36.png";
   const std::string clip = kClips + "tiny_56x48_7.5fps.mp4";
