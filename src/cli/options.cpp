@@ -63,6 +63,13 @@ void visit_options(EngineParams& p, Args& v) {
     "prompt tokens one video may take, timestamps included: fewer and smaller frames are sampled to fit (a "
     "request's own limits may only lower it); 0: the model's own limits, ~12k tokens for a minute of video")
       .range(0, 1 << 24)
+      // From kMinGroupVisionTokens + kMaxGroupTextTokens up, one temporal
+      // group of any clip fits, so no clip is refused for the budget.
+      .check([](const int64_t& n) {
+        return n == 0 || n >= kMinGroupVisionTokens + kMaxGroupTextTokens
+                   ? std::string()
+                   : cat("must be 0 (off) or at least ", kMinGroupVisionTokens + kMaxGroupTextTokens);
+      })
       .env("QVL_MAX_VIDEO_TOKENS");
   v(p.image_cache_bytes, "image-cache-mb", "MB",
     "memory for cached image embeddings (a repeated image skips the vision encoder; 0: off)")

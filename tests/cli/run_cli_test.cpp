@@ -282,19 +282,22 @@ TEST(RunCli, VideoSamplingFlags) {
   EXPECT_NE(r.err.find("--video-fps"), std::string::npos) << r.err;
 }
 
-// --max-video-tokens 60 on the same clip (8 tokens a group at its size):
-// 60 / (8 + 11) = 3 groups, so the 6 frames --video-max-frames 6 gives.
+// --max-video-tokens 139 (its smallest) on the same clip (8 tokens a group
+// at its size): 139 / (8 + 11) = 7 groups, so the 14 frames
+// --video-max-frames 14 gives; 0 lifts the budget: all 16.
 TEST(RunCli, MaxVideoTokensSamplesWithinTheBudget) {
   const std::string clip = kClips + "long_112x80_24fps.mp4";
-  Outcome r = qvl("run " + kModel + "--video " + clip + " --video-max-frames 6 --prompt 'Hi' --output-format json --max-tokens 1");
-  ASSERT_EQ(r.code, 0) << r.err;
-  const int six_frames = nlohmann::json::parse(r.out)["usage"]["prompt_tokens"];
-  r = qvl("run " + kModel + "--video " + clip + " --max-video-tokens 60 --prompt 'Hi' --output-format json --max-tokens 1");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["usage"]["prompt_tokens"], six_frames);
-  r = qvl("run " + kModel + "--video " + clip + " --max-video-tokens 0 --prompt 'Hi' --output-format json --max-tokens 1");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_GT(nlohmann::json::parse(r.out)["usage"]["prompt_tokens"].get<int>(), six_frames + 5 * 8);  // 16 frames
+  auto prompt_tokens = [&](const std::string& flags) {
+    Outcome r = qvl("run " + kModel + "--video " + clip + " " + flags + " --prompt 'Hi' --output-format json --max-tokens 1");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)["usage"]["prompt_tokens"].get<int>() : -1;
+  };
+  const int fourteen_frames = prompt_tokens("--video-max-frames 14");
+  EXPECT_EQ(prompt_tokens("--max-video-tokens 139"), fourteen_frames);
+  EXPECT_GT(prompt_tokens("--max-video-tokens 0"), fourteen_frames + 8);  // one more group
+  Outcome r = qvl("run " + kModel + "--video " + clip + " --max-video-tokens 100 --prompt 'Hi'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-video-tokens: 100 must be 0 (off) or at least 139"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, ImagesAndVideosEnterInTheOrderGiven) {

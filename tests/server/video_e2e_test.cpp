@@ -151,32 +151,35 @@ TEST(VideoBudget, AClipOverTheImageMemoryBudgetIsA413) {
   EXPECT_EQ(s.stop(), 0);
 }
 
-// --max-video-tokens 60 on long_112x80 (8 tokens a group at its own size,
-// 60 / (8 + 11) = 3 groups): 6 frames are sampled whatever the request asks,
-// 24 vision tokens; a request asking for more frames or pixels is clamped,
-// not refused. A frame list is used whole: one longer than the budget allows
-// is a 400 naming it.
+// --max-video-tokens 139 (its smallest) on long_112x80 (8 tokens a group at
+// its own size, 139 / (8 + 11) = 7 groups): 14 of its 16 frames are sampled
+// whatever the request asks, 56 vision tokens; a request asking for more
+// frames or pixels is clamped, not refused. A frame list is used whole: one
+// longer than the budget allows is a 400 naming it.
 TEST(VideoBudget, TheServersVideoTokenCapClampsRequestsAndRefusesLongFrameLists) {
-  ServerProcess s({"--max-video-tokens", "60"});
+  ServerProcess s({"--max-video-tokens", "139"});
   auto c = s.client();
   const json part = {{"type", "video"}, {"video", mp4_uri("long_112x80_24fps")}};
   json j = ok_response(c, body_with(part, "?", 1));
-  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["image_tokens"], 3 * 8);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["image_tokens"], 7 * 8);
   json greedy = part;
   greedy["max_frames"] = 16;
   greedy["total_pixels"] = int64_t{1} << 30;
   j = ok_response(c, body_with(greedy, "?", 1));
-  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["image_tokens"], 3 * 8);
-  // 150x100 frames: 5 x 3 tokens a group, 60 / (15 + 11) = 2 groups, 4 frames.
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["image_tokens"], 7 * 8);
+  // 150x100 frames: 5 x 3 tokens a group, 139 / (15 + 11) = 5 groups, 10 frames.
   json frames = json::array();
-  for (int k = 0; k < 6; ++k) frames.push_back(frame_uri(k));
+  for (int k = 0; k < 12; ++k) frames.push_back(frame_uri(k % 6));
   auto r = post_json(c, "/v1/chat/completions", body_with({{"type", "video"}, {"video", frames}, {"sample_fps", 2}}, "?"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   const json e = json::parse(r->body);
   EXPECT_EQ(e["error"]["param"], "messages[0].content[0].video") << r->body;
-  EXPECT_NE(e["error"]["message"].get<std::string>().find("at most 4 such frames"), std::string::npos) << r->body;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("at most 10 such frames"), std::string::npos) << r->body;
   EXPECT_NE(e["error"]["message"].get<std::string>().find("--max-video-tokens"), std::string::npos) << r->body;
+  // 10 frames fit.
+  frames.erase(frames.begin() + 10, frames.end());
+  ok_response(c, body_with({{"type", "video"}, {"video", frames}, {"sample_fps", 2}}, "?", 1));
   EXPECT_EQ(s.stop(), 0);
 }
 
