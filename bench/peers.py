@@ -62,6 +62,30 @@ Making the llama.cpp side (outside the repo; nothing of it is committed):
         --gguf /work/peers/gguf/random-2b-Q8_0.gguf --gguf /work/peers/gguf/random-2b-Q4_0.gguf \\
         --pytorch /work/shared/baselines/pytorch --rounds 3 > peers.json
 
+Video (--video): the same question about one clip, qvl and llama.cpp only (the PyTorch baseline has
+no video path). The clip is 10 s of 640x360 at 30 fps, H.264 in MP4 (ffmpeg's moving testsrc2 pattern,
+--video-seconds to shorten it for a quick check), written to the work folder by the ffmpeg program.
+llama-mtmd-cli decodes video through that same program (its mtmd-helper runs ffmpeg/ffprobe from
+PATH), so --video needs it: on Debian `apt-get install -y ffmpeg`. It is a bench-only tool: qvl itself
+decodes video with the FFmpeg libraries and never runs ffmpeg (scripts/install-deps.sh leaves it out).
+Figures per stack, each the median over --rounds:
+
+  video_decode_s        qvl: the clip's bytes to its sampled RGB frames (`qvl run`'s image_decode_ms);
+                        llama.cpp: not reported by its log (ffmpeg runs as a child before encoding)
+  video_vision_s        vision encoder over all the frames it keeps
+  video_first_token_s   frames in memory -> first token (qvl: generate()'s first_token_ms; llama.cpp:
+                        prompt eval, which spans its encoder, see mtmd_first_token_ms)
+  video_peak_rss_gb     peak resident memory of the whole process (wait4's ru_maxrss; for llama.cpp
+                        the largest of it and its ffmpeg children)
+  video_prompt_tokens   the whole prompt: qvl samples 2 fps within --max-video-tokens with Qwen's
+                        timestamps; llama.cpp 4 fps at the native size, so the two prompts differ
+  video_frames          qvl: frames kept (`qvl run --verbose`), two per temporal group
+  video_media_chunks    llama.cpp: media chunks it encoded (its -lv 4 log), one per frame group
+
+  bench/peers.py --video --qvl build/qvl --model /work/models/random-2b --qvl-weights q8 \\
+        --llama-bin /work/peers/llama.cpp/build/bin --mmproj /work/peers/gguf/mmproj-random-2b-F16.gguf \\
+        --gguf /work/peers/gguf/random-2b-Q8_0.gguf --ctx 16384 --decode-tokens 8 > peers-video.json
+
 Standard library only (the PyTorch baseline brings its own imports).
 """
 import argparse
@@ -69,6 +93,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import struct
 import subprocess
@@ -89,6 +114,12 @@ FIGURES = [
     ("peak_rss_gb", "GB", True), ("page_vision_s", "s", True), ("page_first_token_s", "s", True),
     ("page_peak_rss_gb", "GB", True), ("load_s", "s", True),
 ]
+VIDEO_FIGURES = [
+    ("video_decode_s", "s", True), ("video_vision_s", "s", True), ("video_first_token_s", "s", True),
+    ("video_peak_rss_gb", "GB", True), ("decode_tok_s", "tok/s", False),
+]
+VIDEO_PROMPT = "What happens in this video?"
+VIDEO_SIZE, VIDEO_FPS = (640, 360), 30
 
 
 # ---------------------------------------------------------------------------------------- images
@@ -171,6 +202,10 @@ class Qvl:
         self.name = f"qvl {weights}"
         self.family = weights
 
+    def video(self, clip):
+        r = qvl_video(self.a, self.weights, clip)
+        return r
+
     def measure(self, img448, page):
         r = qvl_run(self.a, self.weights, img448, self.a.decode_tokens)
         if page:
@@ -178,6 +213,28 @@ class Qvl:
             r.update(page_vision_s=p["vision_s"], page_first_token_s=p["first_token_s"],
                      page_prompt_tokens=p["prompt_tokens"], page_peak_rss_gb=p["peak_rss_gb"])
         return r
+
+
+def qvl_video(a, weights, clip):
+    so, se, wall, rss = run([a.qvl, "run", "--model", a.model, "--weights", weights, "--threads", str(a.threads),
+                            "--ctx-size", str(a.ctx), "--video", str(clip), "--prompt", VIDEO_PROMPT,
+                            "--max-tokens", str(a.decode_tokens), "--ignore-eos", "--temperature", "0",
+                            "--output-format", "json", "--verbose"], log=a.log)
+    j = json.loads(so.strip().splitlines()[-1])
+    t = j["timings"]
+    r = {
+        "video_decode_s": t["image_decode_ms"] / 1e3,
+        "video_vision_s": t["vision_ms"] / 1e3,
+        "video_first_token_s": t["first_token_ms"] / 1e3,
+        "video_prompt_tokens": j["usage"]["prompt_tokens"],
+        "video_peak_rss_gb": rss / 1e9,
+        "decode_tok_s": t.get("decode_tok_s"),
+        "wall_s": wall,
+    }
+    m = re.search(r": (\d+) of (\d+) frames sampled", se)  # `qvl run --verbose`
+    if m:
+        r["video_frames"] = int(m.group(1))
+    return r
 
 
 # ------------------------------------------------------------------------------------ llama.cpp
@@ -268,6 +325,31 @@ class Llama:
             r["decode_tok_s"] = t["eval_runs"] / (t["eval_ms"] / 1e3)
         return r
 
+    def video(self, clip):
+        a = self.a
+        _, se, wall, rss = run([self.cli, "-m", self.gguf, "--mmproj", a.mmproj, "--image", str(clip),
+                                "-p", VIDEO_PROMPT, "-n", str(a.decode_tokens), "--temp", "0", "--ignore-eos",
+                                "-t", str(a.threads), "-c", str(a.ctx), "-lv", "4"], log=a.log)
+        t = parse_mtmd_timings(se)
+        missing = {"vision_ms", "prompt_eval_ms"} - t.keys()
+        if missing:
+            raise RuntimeError(f"llama-mtmd-cli printed no {', '.join(sorted(missing))}; see --log")
+        first_ms, spans_vision = mtmd_first_token_ms(t)
+        r = {
+            "video_vision_s": t["vision_ms"] / 1e3,
+            "video_first_token_s": first_ms / 1e3,
+            "prompt_eval_spans_vision": spans_vision,
+            "video_prompt_tokens": t["prompt_tokens"],
+            "video_peak_rss_gb": rss / 1e9,
+            "wall_s": wall,
+        }
+        chunks = re.findall(r"encoding mtmd batch, n_chunks = (\d+)", se)  # one media chunk per frame group
+        if chunks:
+            r["video_media_chunks"] = sum(int(c) for c in chunks)
+        if t.get("eval_runs") and t["eval_ms"] > 0:
+            r["decode_tok_s"] = t["eval_runs"] / (t["eval_ms"] / 1e3)
+        return r
+
     def measure(self, img448, page):
         r = self.one(img448, self.a.decode_tokens)
         if page:
@@ -332,9 +414,9 @@ def median_of(rounds, key):
     return statistics.median(xs) if xs else None
 
 
-def ratios(qvl, peer):
+def ratios(qvl, peer, figures=FIGURES):
     out = {}
-    for key, _, _ in FIGURES:
+    for key, _, _ in figures:
         q, p = qvl.get(key), peer.get(key)
         if q is not None and p:
             out[key] = q / p
@@ -347,21 +429,74 @@ def fmt(v, unit=""):
     return f"{v:.3g} {unit}".strip() if abs(v) < 100 else f"{v:.0f} {unit}".strip()
 
 
-def table(results, pairs):
+def table(results, pairs, figures=FIGURES, counts=("prompt_tokens", "page_prompt_tokens")):
     names = list(results)
     w = max(12, *(len(n) for n in names))
     lines = ["figure".ljust(20) + "".join(n.rjust(w + 2) for n in names)]
-    for key, unit, _ in FIGURES + [("prompt_tokens", "", True), ("page_prompt_tokens", "", True)]:
+    for key, unit, _ in figures + [(c, "", True) for c in counts]:
         lines.append(key.ljust(20) + "".join(fmt(results[n]["median"].get(key), unit).rjust(w + 2) for n in names))
     if pairs:
         lines.append("")
         lines.append("qvl/peer (seconds, GB: below 1 = qvl ahead; tok/s: above 1 = qvl ahead)")
-        keys = [k for k, _, _ in FIGURES]
+        keys = [k for k, _, _ in figures]
         lines.append("pair".ljust(34) + "".join(k.rjust(max(len(k), 6) + 2) for k in keys))
         for pair, rs in pairs.items():
             lines.append(pair.ljust(34) + "".join(
                 (f"{rs[k]:.2f}" if k in rs else "-").rjust(max(len(k), 6) + 2) for k in keys))
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------- video
+
+def write_clip(path, seconds):
+    """The video: ffmpeg's moving testsrc2 pattern, H.264 (yuv420p) in MP4, as a phone would send."""
+    if not shutil.which("ffmpeg"):
+        raise SystemExit("--video needs the ffmpeg program (llama-mtmd-cli decodes video with it): "
+                         "apt-get install -y ffmpeg; qvl itself does not use it")
+    w, h = VIDEO_SIZE
+    subprocess.run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    f"testsrc2=size={w}x{h}:rate={VIDEO_FPS}:duration={seconds}", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", str(path)], check=True)
+
+
+def video_main(a, stacks, work):
+    stacks = [s for s in stacks if s.kind in ("qvl", "llama.cpp")]
+    if not stacks:
+        raise SystemExit("--video compares qvl and llama.cpp: give --qvl/--model or --llama-bin/--gguf/--mmproj")
+    clip = work / f"clip-{VIDEO_SIZE[0]}x{VIDEO_SIZE[1]}-{VIDEO_FPS}fps-{a.video_seconds:g}s.mp4"
+    write_clip(clip, a.video_seconds)
+    rounds = {s.name: [] for s in stacks}
+    for r in range(a.rounds):
+        for s in (stacks if r % 2 == 0 else stacks[::-1]):
+            print(f"round {r + 1}/{a.rounds}: {s.name} video ...", file=sys.stderr, flush=True)
+            try:
+                rounds[s.name].append(s.video(clip))
+            except (RuntimeError, OSError, KeyError, ValueError) as e:
+                print(f"  {s.name} failed: {e}", file=sys.stderr)
+    results = {}
+    for s in stacks:
+        rs = rounds[s.name]
+        keys = sorted({k for x in rs for k, v in x.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        results[s.name] = {"kind": s.kind, "format": s.family, "rounds": rs,
+                           "median": {k: median_of(rs, k) for k in keys}}
+    pairs = {}
+    for q in (s for s in stacks if s.kind == "qvl"):
+        for p in (s for s in stacks if s.kind != "qvl"):
+            if results[q.name]["median"] and results[p.name]["median"]:
+                pairs[f"{q.name} / {p.name}"] = ratios(results[q.name]["median"], results[p.name]["median"],
+                                                       VIDEO_FIGURES)
+    report = {
+        "prompt": VIDEO_PROMPT, "clip": {"file": clip.name, "bytes": clip.stat().st_size,
+                                         "size": list(VIDEO_SIZE), "fps": VIDEO_FPS, "seconds": a.video_seconds},
+        "threads": a.threads, "decode_tokens": a.decode_tokens, "ctx": a.ctx, "rounds": a.rounds,
+        "stacks": results, "ratios_qvl_over_peer": pairs,
+        "notes": "ratios are qvl/peer of the medians: for s and GB below 1 means qvl is ahead, for tok/s above 1; "
+                 "the prompts differ (qvl: 2 fps within its video-token budget, llama.cpp: 4 fps, native size)",
+    }
+    print(json.dumps(report, indent=1))
+    print(table(results, pairs, VIDEO_FIGURES, ("video_prompt_tokens", "video_frames", "video_media_chunks")),
+          file=sys.stderr)
+    return 0 if all(rounds.values()) else 1
 
 
 # ------------------------------------------------------------------------------------------ gguf
@@ -424,6 +559,9 @@ def main(argv):
     ap.add_argument("--skip-page", action="store_true", help="leave out the 896x1152 page")
     ap.add_argument("--workdir", help="where the PNGs go (default: a temporary folder)")
     ap.add_argument("--log", help="append every command and its output to this file")
+    ap.add_argument("--video", action="store_true",
+                    help="qvl and llama.cpp on one 640x360 30-fps clip instead of the images (needs ffmpeg)")
+    ap.add_argument("--video-seconds", type=float, default=10, help="--video: the clip's length")
     a = ap.parse_args(argv)
 
     stacks = []
@@ -435,7 +573,7 @@ def main(argv):
         stacks += [Llama(a, g) for g in a.gguf]
     else:
         print("llama.cpp: skipped (needs --llama-bin, --gguf and --mmproj)", file=sys.stderr)
-    if a.pytorch and a.model:
+    if a.pytorch and a.model and not a.video:
         stacks.append(Torch(a))
         if a.threads != 2:
             print(f"pytorch: its bench.py runs 2 threads, the others {a.threads}", file=sys.stderr)
@@ -446,6 +584,8 @@ def main(argv):
 
     work = Path(a.workdir or tempfile.mkdtemp(prefix="qvl-peers-"))
     work.mkdir(parents=True, exist_ok=True)
+    if a.video:
+        return video_main(a, stacks, work)
     img448, page = work / "image-448x448.png", work / "page-896x1152.png"
     write_png(img448, *SIZE_448, page=False)
     if not a.skip_page:
