@@ -270,6 +270,9 @@ def parse_mtmd_timings(log):
     m = re.search(r"n_tokens_batch = (\d+)", log)
     if m:
         r["image_tokens_first_batch"] = int(m.group(1))
+    chunks = re.findall(r"encoding mtmd batch, n_chunks = (\d+)", log)  # an image, or a video's frame group
+    if chunks:
+        r["media_chunks"] = sum(int(c) for c in chunks)
     return r
 
 
@@ -343,9 +346,8 @@ class Llama:
             "video_peak_rss_gb": rss / 1e9,
             "wall_s": wall,
         }
-        chunks = re.findall(r"encoding mtmd batch, n_chunks = (\d+)", se)  # one media chunk per frame group
-        if chunks:
-            r["video_media_chunks"] = sum(int(c) for c in chunks)
+        if "media_chunks" in t:
+            r["video_media_chunks"] = t["media_chunks"]
         if t.get("eval_runs") and t["eval_ms"] > 0:
             r["decode_tok_s"] = t["eval_runs"] / (t["eval_ms"] / 1e3)
         return r

@@ -41,6 +41,9 @@ class MtmdTimings(unittest.TestCase):
         self.assertEqual((t["eval_ms"], t["eval_runs"]), (3818.61, 3))  # not the prompt eval line
         self.assertEqual(t["load_ms"], 4736.59)
         self.assertEqual(t["image_tokens_first_batch"], 196)
+        self.assertEqual(t["media_chunks"], 1)
+        video = MTMD_LOG.replace("n_chunks = 1", "n_chunks = 2") + "I encoding mtmd batch, n_chunks = 3 (done = 2)\n"
+        self.assertEqual(peers.parse_mtmd_timings(video)["media_chunks"], 5)  # a video: one per frame group
 
     def test_first_token_is_the_prompt_span_when_it_covers_the_encoder(self):
         t = peers.parse_mtmd_timings(MTMD_LOG)
