@@ -138,9 +138,10 @@ struct Engine::Impl {
   // The token the grammar at `m` forces (its only continuation, EOS counted
   // where the value may end), or -1 when the answer has a choice.
   int32_t forced_token(const Run& r, GrammarMatcher& m) const;
-  // Jump-forward: a.forced = the tokens the grammar forces after the token
-  // just taken, at most `extra`, stopping short of one that would end the
-  // answer by the grammar, max_tokens or the context.
+  // Jump-forward: a.forced = the tokens the grammar (or a spent reasoning
+  // budget, "</think>") forces after the token just taken, at most `extra`,
+  // stopping short of one that would end the answer by the grammar,
+  // max_tokens or the context.
   void plan_forced(Run& r, Answer& a, int64_t extra) const;
   // Forgets a.forced[from...]: fed, but the answer ended before them, so
   // they leave the cache as if never fed.

@@ -4,11 +4,12 @@
 // the answers into choices.
 //
 // Jump-forward: where an answer's grammar admits one next token, that token
-// is forced. The forced tokens after a decided one are fed with it as one
-// piece of the batched decode (TextDecoder::forward_pieces), within the rows
-// whose bits equal decoding each token alone, and taken at the next step in
-// order, each decided from its own row's logits exactly as step-by-step
-// decoding decides it: the same tokens, text, logprobs and ends.
+// is forced (so is the "</think>" a spent reasoning budget calls for). The
+// forced tokens after a decided one are fed with it as one piece of the
+// batched decode (TextDecoder::forward_pieces), within the rows whose bits
+// equal decoding each token alone, and taken at the next step in order, each
+// decided from its own row's logits exactly as step-by-step decoding decides
+// it: the same tokens, text, logprobs and ends.
 #include <algorithm>
 #include <limits>
 
@@ -30,6 +31,12 @@ int64_t prefill_piece(int64_t done, int64_t todo, int64_t batch, int64_t piece) 
   const int64_t left = chunk_end - done;
   const int64_t len = std::min(left, std::max(piece, kMinPrefillPiece));
   return left - len < kMinPrefillPiece ? left : len;
+}
+
+// A Thinking answer whose reasoning has used its budget: "</think>" is its
+// next token, forced (GenerateRequest::reasoning_budget).
+bool reasoning_budget_spent(const GenerateRequest& req, const Answer& a) {
+  return a.reasoning && req.reasoning_budget && a.reasoning_tokens >= *req.reasoning_budget;
 }
 
 void cancel_all(Engine::Run& r) {
@@ -166,8 +173,7 @@ int32_t Engine::Impl::decide(Run& r, Answer& a, float* logits) {
   } else if (a.reasoning) {
     // Free text until "</think>", which the budget forces once spent. With a
     // value to produce after it, the answer may not end inside the reasoning.
-    const std::optional<int64_t>& budget = req.reasoning_budget;
-    if (budget && a.reasoning_tokens >= *budget) forced = think_close;
+    if (reasoning_budget_spent(req, a)) forced = think_close;
     else if (r.constraint && r.constraint->whole && logits)
       for (int32_t e : eos) logits[e] = -std::numeric_limits<float>::infinity();
   } else if (r.constraint && r.constraint->no_calls && tool_call_open >= 0) {
@@ -248,23 +254,30 @@ bool Engine::Impl::take(Run& r, Answer& a, int32_t token) {
 // The walk take() would make through the forced tokens, on a copy of the
 // grammar: stop strings, the repetition guard and callbacks cannot be
 // foreseen (a token they end the answer at leaves the cache again,
-// drop_forced), but the grammar, max_tokens and the context can.
+// drop_forced), but the grammar, the reasoning budget, max_tokens and the
+// context can. A spent budget forces "</think>", and after it the whole
+// answer's grammar starts (take()), so its forced opening follows too.
 void Engine::Impl::plan_forced(Run& r, Answer& a, int64_t extra) const {
   a.forced.clear();
   a.forced_taken = 0;
-  if (!a.matcher) return;
+  const bool closes_reasoning = reasoning_budget_spent(*r.request, a);
+  if (!a.matcher && !closes_reasoning) return;
   const EngineClock::time_point t = EngineClock::now();
   // A piece is attention's rows kernel's at most (the token taken plus the
   // forced), so each row keeps the bits of its token decoded alone.
   const int64_t room = std::min({extra, model->text().exact_piece() - 1,
                                  r.max_tokens - static_cast<int64_t>(a.choice.token_ids.size()) - 1,
                                  a.cache->capacity() - a.cache->size() - 1});
-  GrammarMatcher m = *a.matcher;
-  while (static_cast<int64_t>(a.forced.size()) < room) {
-    const int32_t token = forced_token(r, m);
+  std::optional<GrammarMatcher> m = a.matcher;
+  if (closes_reasoning && room > 0) {
+    a.forced.push_back(think_close);
+    if (r.constraint && r.constraint->whole) m.emplace(r.constraint->whole);
+  }
+  while (m && static_cast<int64_t>(a.forced.size()) < room) {
+    const int32_t token = forced_token(r, *m);
     if (token < 0 || std::find(eos.begin(), eos.end(), token) != eos.end()) break;
-    m.accept(token);
-    const bool closes = m.complete() && !m.can_continue();
+    m->accept(token);
+    const bool closes = m->complete() && !m->can_continue();
     if (closes && !r.constraint->block) break;  // the value's last token ends the answer: never fed
     a.forced.push_back(token);
     if (closes) break;  // a tool-call block closed: free text follows

@@ -12,7 +12,9 @@
 #include <optional>
 
 #include "engine/engine.h"
+#include "engine/reasoning.h"
 #include "engine_fixtures.h"
+#include "thinking_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qvl {
@@ -80,6 +82,7 @@ GenerateRequest tool_request(uint64_t seed) {
 struct Outcome {
   GenerateResult result;
   std::string streamed;
+  std::vector<std::string> deltas;  // piece by piece, as a client receives them
   std::vector<TokenLogprob> streamed_logprobs;
 };
 
@@ -89,6 +92,7 @@ Outcome generate(Engine& e, GenerateRequest r, bool jump_forward) {
   GenerateCallbacks cb;
   cb.on_delta = [&](const ChoiceDelta& d) {
     out.streamed += d.text;
+    out.deltas.emplace_back(d.text);
     if (d.logprob) out.streamed_logprobs.push_back(*d.logprob);
     return true;
   };
@@ -122,6 +126,7 @@ void expect_same(const Outcome& step, const Outcome& jump) {
   for (size_t i = 0; i < a.tool_calls.size(); ++i) EXPECT_EQ(a.tool_calls[i].arguments, b.tool_calls[i].arguments);
   expect_same_logprobs(a.logprobs, b.logprobs);
   EXPECT_EQ(step.streamed, jump.streamed);
+  EXPECT_EQ(step.deltas, jump.deltas);
   expect_same_logprobs(step.streamed_logprobs, jump.streamed_logprobs);
   EXPECT_EQ(a.timings.forced_tokens, b.timings.forced_tokens);
   EXPECT_EQ(a.timings.decode_steps, a.timings.decode_tokens) << "step by step: one token a step";
@@ -196,6 +201,106 @@ TEST_P(JumpForward, EndsInsideAForcedRunAsStepByStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, JumpForward, ::testing::Values(WeightFormat::BF16, WeightFormat::Q8),
+                         [](const auto& info) { return std::string(weight_format_name(info.param)); });
+
+// A Thinking model (the tiny model with the Thinking chat template) whose
+// reasoning budget runs out: "</think>" is forced after the budget's last
+// token, and after it the opening the reply's schema forces. With
+// jump-forward they go in one piece with that last reasoning token; the
+// answer (reasoning and reply, their streamed pieces as the server splits
+// them, logprobs) is step-by-step's, and the piece saves steps even where
+// "</think>" is the only forced token (no schema).
+class ThinkingJumpForward : public JumpForward {
+ protected:
+  Engine& engine() {
+    static std::map<WeightFormat, std::unique_ptr<Engine>> engines;
+    auto& e = engines[GetParam()];
+    if (!e) {
+      EngineParams p;
+      p.model_dir = test::make_thinking_model(kFixtures, ::testing::TempDir());
+      p.weights = GetParam();
+      p.threads = 2;
+      p.ctx_size = 2048;
+      e = Engine::create(p);
+    }
+    return *e;
+  }
+  int32_t think_close() { return engine().tokenizer().token_id("</think>"); }
+};
+
+GenerateRequest thinking_request(std::optional<uint64_t> seed, int64_t budget, bool schema, int64_t max_tokens) {
+  GenerateRequest r = schema ? json_request(seed, max_tokens) : user_request({}, "Count the cats.", max_tokens);
+  r.ignore_eos = false;
+  r.reasoning_budget = budget;
+  if (seed) {
+    r.sampling.temperature = 1.0;
+    r.sampling.seed = *seed;
+  }
+  r.top_logprobs = 2;
+  return r;
+}
+
+// The streamed pieces split as the chat route splits them: reasoning_content
+// and content deltas, in order.
+std::vector<std::pair<std::string, std::string>> split_deltas(const std::vector<std::string>& deltas) {
+  ReasoningSplitter s;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& d : deltas) {
+    ReasoningSplitter::Pieces p = s.push(d);
+    out.emplace_back(std::move(p.reasoning), std::move(p.content));
+  }
+  ReasoningSplitter::Pieces p = s.finish();
+  out.emplace_back(std::move(p.reasoning), std::move(p.content));
+  return out;
+}
+
+void expect_same_thinking(const Outcome& step, const Outcome& jump) {
+  expect_same(step, jump);
+  EXPECT_EQ(step.result.reasoning, jump.result.reasoning);
+  EXPECT_EQ(step.result.reasoning_tokens, jump.result.reasoning_tokens);
+  EXPECT_EQ(split_deltas(step.deltas), split_deltas(jump.deltas));
+}
+
+TEST_P(ThinkingJumpForward, ForcedCloseEqualsStepByStepAndSavesSteps) {
+  for (bool schema : {false, true}) {
+    for (std::optional<uint64_t> seed : {std::optional<uint64_t>(), std::optional<uint64_t>(5)}) {
+      for (int64_t budget : {0, 1, 4}) {
+        SCOPED_TRACE(::testing::Message() << "schema " << schema << " seed " << seed.value_or(0) << " budget "
+                                          << budget);
+        const GenerateRequest r = thinking_request(seed, budget, schema, 40);
+        const Outcome step = generate(engine(), r, false), jump = generate(engine(), r, true);
+        expect_same_thinking(step, jump);
+        const GenerateResult& res = jump.result;
+        ASSERT_GT(res.token_ids.size(), static_cast<size_t>(budget + 1)) << res.text;
+        EXPECT_EQ(res.token_ids[budget], think_close());
+        EXPECT_EQ(res.reasoning_tokens, budget);
+        EXPECT_EQ(step.result.timings.decode_tokens, res.timings.decode_tokens);
+        ASSERT_GE(step.result.timings.forced_tokens, 1) << "the close was not forced";
+        // Budget 0: "</think>" is decided from the prompt's logits, a step of
+        // its own either way; what a schema forces after it joins it. Without
+        // a schema "</think>" is the only forced token: exactly one step saved.
+        const int64_t steps = res.timings.decode_steps, steps_alone = step.result.timings.decode_steps;
+        if (!schema) EXPECT_EQ(steps, budget > 0 ? steps_alone - 1 : steps_alone);
+        else EXPECT_LT(steps, steps_alone);
+      }
+    }
+  }
+}
+
+// The budget's last token is the answer's last allowed one, or one before:
+// the forced close is cut where step-by-step cuts it.
+TEST_P(ThinkingJumpForward, MaxTokensAroundTheForcedCloseAsStepByStep) {
+  for (bool schema : {false, true})
+    for (int64_t n = 1; n <= 8; ++n) {
+      SCOPED_TRACE(::testing::Message() << "schema " << schema << " max_tokens " << n);
+      const GenerateRequest r = thinking_request(3, 3, schema, n);
+      const Outcome step = generate(engine(), r, false), jump = generate(engine(), r, true);
+      expect_same_thinking(step, jump);
+      EXPECT_EQ(jump.result.token_ids.size(), static_cast<size_t>(n));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ThinkingJumpForward, ::testing::Values(WeightFormat::BF16, WeightFormat::Q8),
                          [](const auto& info) { return std::string(weight_format_name(info.param)); });
 
 // Several answers decoding together, some with forced pieces: each equals
