@@ -514,7 +514,8 @@ TEST_F(Structured, ModelsAndUnknownRoutes) {
   EXPECT_EQ(entry["object"], "model");
   EXPECT_EQ(entry["owned_by"], "qvl");
   EXPECT_TRUE(entry["created"].is_number_integer());
-  EXPECT_EQ(entry["architecture"]["input_modalities"], json({"text", "image"}));
+  EXPECT_EQ(entry["architecture"]["input_modalities"], json({"text", "image", "video"}));
+  EXPECT_EQ(entry["architecture"]["modality"], "text+image+video->text");
   EXPECT_EQ(entry["architecture"]["output_modalities"], json({"text"}));
   auto one = c.Get("/v1/models/tiny-qwen3vl");
   ASSERT_TRUE(one);
