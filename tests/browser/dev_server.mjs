@@ -21,9 +21,14 @@
 // /v1/jobs with "per_page": true runs a fake job per page (canned answers, one after the other),
 // GET /v1/jobs/{batch id} reports them and DELETE cancels. "qwenvl html" answers QwenVL HTML with
 // data-bbox, "qwenvl markdown" Markdown. These are shapes to program against, not qvl's behaviour.
+//
+// Videos: POST /v1/qvl/videos/frames reads an MP4's boxes (size, frame rate, frame count) and samples
+// as the Qwen3-VL video processor does at its defaults (frames, times, group texts, token cost: the
+// same numbers as tests/fixtures/video/manifest.json), with blank thumbnails; a chat video_url part
+// is read the same way and its tokens appear in usage.prompt_tokens_details.image_tokens.
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { imageCost } from '../../web/js/smart_resize.js';
+import { imageCost, roundHalfEven } from '../../web/js/smart_resize.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +39,7 @@ const MIME = { '.html': 'text/html; charset=utf-8', '.css': 'text/css; charset=u
 
 export const DEV_CONFIG = {
   model: 'Qwen/Qwen3-VL-2B-Instruct', patch_size: 16, merge_size: 2, min_pixels: 65536, max_pixels: 1048576,
-  max_image_bytes: 20 * 1024 * 1024, max_body_bytes: 64 * 1024 * 1024, context_size: 8192,
+  max_image_bytes: 20 * 1024 * 1024, max_video_bytes: 64 * 1024 * 1024, max_body_bytes: 64 * 1024 * 1024, context_size: 8192,
   default_max_tokens: 1024,
 };
 
@@ -73,6 +78,13 @@ ANSWERS.docMarkdown = '# Invoice 2026-042\n\nACME Tools Ltd, 12 Harbour Road\n\n
   '| Hammer | 2 | 24.00 |\n| Nails (box) | 5 | 7.50 |\n\n**Total** 31.50 EUR';
 ANSWERS.regions = '```json\n[\n  {"bbox_2d": [118, 95, 545, 137], "label": "title"},\n' +
   '  {"bbox_2d": [118, 141, 870, 180], "label": "paragraph"},\n  {"bbox_2d": [118, 225, 740, 310], "label": "table"}\n]\n```';
+
+// For a question about a video (what tests/fixtures/video's long_112x80_24fps shows, the clip of
+// screenshots.mjs): times as the model gives them (the prompt's `<t seconds>`, m:ss), which the page
+// links to the strip's frames.
+ANSWERS.video = 'An orange disc moves from the bottom left towards the green square in the top right, over ' +
+  'stripes whose colours change:\n\n- at the start (<0.3 seconds>) it is at the bottom left;\n' +
+  '- around <2.4 seconds> it is in the middle;\n- by 0:04 it has reached the green square.';
 
 function pickAnswer(text) {
   if (/#script/.test(text)) return ANSWERS.script;
@@ -303,6 +315,122 @@ function batchRoute(req, res, id) {
   sendJson(res, 200, batchState(batch));
 }
 
+// ---------------------------------------------------------------- video (fake)
+
+// An MP4's video track, read from its boxes (moov/trak: tkhd size, mdhd time scale and duration, stsz
+// frame count, stsd codec): a dev aid for the simple clips of tests/fixtures/video, not a demuxer.
+function mp4Video(bytes) {
+  const boxes = (from, to) => {
+    const out = {};
+    for (let at = from; at + 8 <= to;) {
+      const size = bytes.readUInt32BE(at);
+      const type = bytes.toString('latin1', at + 4, at + 8);
+      if (size < 8 || at + size > to) break;
+      (out[type] ||= []).push({ start: at + 8, end: at + size });
+      at += size;
+    }
+    return out;
+  };
+  const moov = boxes(0, bytes.length).moov;
+  if (!moov) return null;
+  for (const trak of boxes(moov[0].start, moov[0].end).trak || []) {
+    const t = boxes(trak.start, trak.end);
+    const mdia = t.mdia && boxes(t.mdia[0].start, t.mdia[0].end);
+    if (!t.tkhd || !mdia || !mdia.hdlr || !mdia.mdhd || !mdia.minf) continue;
+    if (bytes.toString('latin1', mdia.hdlr[0].start + 8, mdia.hdlr[0].start + 12) !== 'vide') continue;
+    const stbl = boxes(mdia.minf[0].start, mdia.minf[0].end).stbl;
+    const tables = stbl && boxes(stbl[0].start, stbl[0].end);
+    if (!tables || !tables.stsz || !tables.stsd) return null;
+    const md = mdia.mdhd[0].start;
+    const v1 = bytes[md] === 1;
+    const scale = bytes.readUInt32BE(md + (v1 ? 20 : 12));
+    const duration = v1 ? Number(bytes.readBigUInt64BE(md + 24)) : bytes.readUInt32BE(md + 16);
+    const frames = bytes.readUInt32BE(tables.stsz[0].start + 8);
+    const tkhdEnd = t.tkhd[0].end;  // width and height: the box's last two 16.16 numbers
+    const codec = bytes.toString('latin1', tables.stsd[0].start + 12, tables.stsd[0].start + 16);
+    if (!scale || !duration || !frames) return null;
+    return { width: bytes.readUInt32BE(tkhdEnd - 8) >>> 16, height: bytes.readUInt32BE(tkhdEnd - 4) >>> 16,
+      total_frames: frames, fps: frames / (duration / scale), codec: { avc1: 'h264', avc3: 'h264', hvc1: 'hevc', hev1: 'hevc' }[codec] || codec };
+  }
+  return null;
+}
+
+// The sampling of transformers' Qwen3-VL video processor at its defaults (fps 2, 4-768 frames, 4096 to
+// 25165824 pixels over all frames; qvl's src/video/sampling.cpp): the frame indices, then the size
+// each frame is resized to (smart_resize over the frames, in pairs).
+const VIDEO_DEFAULTS = { fps: 2, min_frames: 4, max_frames: 768, min_pixels: 4096, max_pixels: 25165824 };
+
+function sampleFrames(total, fps, s) {
+  const n = Math.min(Math.max(Math.trunc((total / fps) * s.fps), s.min_frames), s.max_frames, total);
+  const step = n > 1 ? (total - 1) / (n - 1) : 0;
+  return Array.from({ length: n }, (_, i) => (i === n - 1 && n > 1 ? total - 1 : roundHalfEven(i * step)));
+}
+
+function videoTokens(width, height, frames, s) {
+  const factor = DEV_CONFIG.patch_size * DEV_CONFIG.merge_size;
+  const tBar = Math.ceil(frames / 2) * 2;
+  let h = roundHalfEven(height / factor) * factor;
+  let w = roundHalfEven(width / factor) * factor;
+  if (tBar * h * w > s.max_pixels) {
+    const beta = Math.sqrt((frames * height * width) / s.max_pixels);
+    h = Math.max(factor, Math.floor(height / beta / factor) * factor);
+    w = Math.max(factor, Math.floor(width / beta / factor) * factor);
+  } else if (tBar * h * w < s.min_pixels) {
+    const beta = Math.sqrt(s.min_pixels / (frames * height * width));
+    h = Math.ceil((height * beta) / factor) * factor;
+    w = Math.ceil((width * beta) / factor) * factor;
+  }
+  return (tBar / 2) * (h / factor) * (w / factor);
+}
+
+// Python's "{:.1f}": a binary tie (x.25, x.75) goes to the even digit, where toFixed goes up.
+const pyFixed1 = (x) => (Number.isInteger(x * 4) && (x * 4) % 2 === 1 ? (roundHalfEven(x * 10) / 10).toFixed(1) : x.toFixed(1));
+
+const videoError = (res, message, param = 'video', code = 'invalid_video') =>
+  sendJson(res, 400, { error: { message, type: 'invalid_request_error', param, code } });
+
+// The clip of a data:video/...;base64 URL, with its sampled frames and cost, or an error sentence.
+function sampledVideo(url) {
+  const m = /^data:video\/[\w.+-]+;base64,(.*)$/s.exec(String(url || ''));
+  if (!m) return { error: 'the dev server only reads data:video/...;base64 URLs' };
+  const clip = mp4Video(Buffer.from(m[1], 'base64'));
+  if (!clip) return { error: 'not an MP4 with a video track (the dev server reads MP4 boxes only)' };
+  const indices = sampleFrames(clip.total_frames, clip.fps, VIDEO_DEFAULTS);
+  return { clip, indices, tokens: videoTokens(clip.width, clip.height, indices.length, VIDEO_DEFAULTS) };
+}
+
+// POST /v1/qvl/videos/frames: the shape of docs/api.md "Video frames", at the sampling defaults (the
+// keys that change them are refused here), with blank thumbnails. `fixed`: an answer to send instead
+// (screenshots.mjs passes the real server's, so the strip shows the clip's frames).
+async function videoFrames(req, res, fixed) {
+  const body = await readBody(req);
+  if (body === undefined) return badJson(res);
+  if (fixed) return sendJson(res, 200, fixed);
+  for (const key of Object.keys(body)) {
+    if (key !== 'video' && key !== 'thumbnail_size') {
+      return videoError(res, `the dev server samples at the defaults only: '${key}' is not faked`, key, 'unsupported_value');
+    }
+  }
+  const v = sampledVideo(body.video);
+  if (v.error) return videoError(res, v.error);
+  const { clip, indices } = v;
+  const thumb = body.thumbnail_size ?? 160;
+  const s = Math.min(1, thumb / Math.max(clip.width, clip.height));
+  const png = pagePng(Math.max(1, Math.round(clip.width * s)), Math.max(1, Math.round(clip.height * s)));
+  const thumbnail = `data:image/png;base64,${png.toString('base64')}`;
+  const frames = indices.map((index, k) => ({ index, time: index / clip.fps, group: Math.floor(k / 2), thumbnail }));
+  const groups = [];
+  for (let k = 0; k < frames.length; k += 2) {
+    const pair = frames.slice(k, k + 2);
+    const time = (pair[0].time + pair[pair.length - 1].time) / 2;  // an odd last frame is repeated
+    groups.push({ time, text: `<${pyFixed1(time)} seconds>`, frames: pair.map((_, j) => k + j) });
+  }
+  await new Promise((r) => setTimeout(r, 100));
+  sendJson(res, 200, { object: 'qvl.video', width: clip.width, height: clip.height, fps: clip.fps,
+    total_frames: clip.total_frames, duration: clip.total_frames / clip.fps, container: 'mov,mp4,m4a,3gp,3g2,mj2',
+    codec: clip.codec, video_tokens: v.tokens, thumbnail_size: thumb, frames, groups });
+}
+
 // ---------------------------------------------------------------- chat
 
 async function chat(req, res, delayMs) {
@@ -310,6 +438,17 @@ async function chat(req, res, delayMs) {
   if (body === undefined) return badJson(res);
   const bad = checkImages(body.messages || []);
   if (bad) return sendJson(res, 400, { error: { message: bad, type: 'invalid_request_error', param: 'messages', code: 'invalid_image' } });
+  // Every video_url part is read as the frames route reads it; usage's image_tokens counts the
+  // videos' tokens (images are not priced here).
+  let videoTokensSent = 0;
+  for (const [i, m] of (body.messages || []).entries()) {
+    for (const [j, part] of (Array.isArray(m.content) ? m.content : []).entries()) {
+      if (part.type !== 'video_url') continue;
+      const v = sampledVideo(part.video_url && part.video_url.url);
+      if (v.error) return videoError(res, v.error, `messages[${i}].content[${j}].video_url`);
+      videoTokensSent += v.tokens;
+    }
+  }
   const last = [...body.messages].reverse().find((m) => m.role === 'user');
   const text = typeof last.content === 'string' ? last.content
     : last.content.filter((p) => p.type === 'text').map((p) => p.text).join(' ');
@@ -334,8 +473,9 @@ async function chat(req, res, delayMs) {
   const id = `chatcmpl-dev${Date.now()}`;
   const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk',
     model: DEV_CONFIG.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const hasVideo = Array.isArray(last.content) && last.content.some((p) => p.type === 'video_url');
   const answer = called.length ? (choice === 'auto' ? 'Let me look that up.' : '')
-    : !rf ? pickAnswer(text)
+    : !rf ? (hasVideo ? ANSWERS.video : pickAnswer(text))
       : JSON.stringify(rf.type === 'json_schema' ? instanceOf(rf.json_schema.schema)
         : { caption: 'A simple countryside scene', objects: ['house', 'tree', 'car', 'sun'], has_text: false });
   const pieces = rf && !called.length ? answer.match(/.{1,6}/gs) || [] : answer.match(/\s*\S+|\s+/g) || [];
@@ -367,24 +507,28 @@ async function chat(req, res, delayMs) {
   }
   res.write(chunk({}, called.length ? 'tool_calls' : 'stop'));
   res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', choices: [],
-    usage: { prompt_tokens: 312, completion_tokens: n, total_tokens: 312 + n },
+    usage: { prompt_tokens: 312 + videoTokensSent, completion_tokens: n, total_tokens: 312 + videoTokensSent + n,
+      prompt_tokens_details: { cached_tokens: 0, image_tokens: videoTokensSent } },
     timings: { queue_ms: 2, image_ms: 18, vision_ms: 1630, prefill_ms: 910, prefill_tok_s: 342.9,
       decode_tok_s: 14.2 } })}\n\n`);
   res.end('data: [DONE]\n\n');
 }
 
-// `documentPages`: a fixed answer for /v1/qvl/documents/pages (screenshots.mjs passes what the real
-// server rendered, so the thumbnails show the PDF's pages instead of blank ones).
-export function startDevServer({ port = 0, delayMs = 30, documentPages: fixedPages = null } = {}) {
+// `documentPages`, `videoFrames`: fixed answers for /v1/qvl/documents/pages and /v1/qvl/videos/frames
+// (screenshots.mjs passes what the real server rendered, so the thumbnails show the PDF's pages and
+// the clip's frames instead of blank ones).
+export function startDevServer({ port = 0, delayMs = 30, documentPages: fixedPages = null, videoFrames: fixedFrames = null } = {}) {
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && url.pathname === '/v1/models') {
-      return sendJson(res, 200, { object: 'list', data: [{ id: DEV_CONFIG.model, object: 'model', owned_by: 'qvl' }] });
+      return sendJson(res, 200, { object: 'list', data: [{ id: DEV_CONFIG.model, object: 'model', owned_by: 'qvl',
+        architecture: { modality: 'text+image+video->text', input_modalities: ['text', 'image', 'video'], output_modalities: ['text'] } }] });
     }
     if (req.method === 'GET' && url.pathname === '/v1/qvl/config') return sendJson(res, 200, DEV_CONFIG);
     if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chat(req, res, delayMs);
     if (req.method === 'POST' && url.pathname === '/v1/qvl/documents/pages') return documentPages(req, res, fixedPages);
+    if (req.method === 'POST' && url.pathname === '/v1/qvl/videos/frames') return videoFrames(req, res, fixedFrames);
     if (req.method === 'POST' && url.pathname === '/v1/jobs') return createBatch(req, res, delayMs);
     const job = /^\/v1\/jobs\/(batch-[\w-]+)$/.exec(url.pathname);
     if (job && (req.method === 'GET' || req.method === 'DELETE')) return batchRoute(req, res, job[1]);

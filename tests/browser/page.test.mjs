@@ -999,8 +999,7 @@ async function assertStrip(strip, ref) {
 }
 
 test('video: drop, paste or pick a clip; the strip shows qvl\'s sampled frames, times and token cost; the question is ' +
-  'answered; an answer\'s times jump the strip (second answer given in the browser)', { skip: DEV && 'no video route in the fake API' },
-async () => {
+  'answered; an answer\'s times jump the strip (second answer given in the browser)', async () => {
   const { page, ctx, errors } = await openPage({ maxTokens: 8 });
   const chats = chatBodies(page);
   const frameRequests = requestsTo(page, '/v1/qvl/videos/frames');
@@ -1040,7 +1039,8 @@ async () => {
     `16 frames · ${long.num_video_tokens} video tokens · 8.0 s · 112×80`);
   assert.match(await page.locator('#budget').textContent(), new RegExp(`^${long.num_video_tokens} video tokens to send`));
 
-  // Asked through the real server: one chat request with the clip as a video_url part, answered.
+  // Asked through the server (the real one; the dev server reads the clip as its frames route does):
+  // one chat request with the clip as a video_url part, answered.
   await page.fill('#prompt', 'What happens in this video?');
   const [response] = await Promise.all([
     page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions')),
