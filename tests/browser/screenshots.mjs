@@ -3,14 +3,16 @@
 // tools-{light,dark}.png (tool-call cards), json-{light,dark}.png (a JSON-schema answer) and
 // settings-{light,dark}.png (the dialog with the answer-format and tools fields), and
 // pdf-{light,dark}.png, pdf-phone-{light,dark}.png (a two-page PDF loaded, page-by-page QwenVL HTML
-// results with their boxes). The PDF's thumbnails come from the real `qvl serve` when build/qvl (or
-// QVL_BINARY) exists, rendered once for the shots; otherwise the dev server's blank pages.
+// results with their boxes), and video-{light,dark}.png (an 8-s clip's strip of sampled frames in the
+// composer and in a sent question, an answer whose times link to the strip, one of them followed).
+// The PDF's and the clip's thumbnails come from the real `qvl serve` when build/qvl (or QVL_BINARY)
+// exists, rendered once for the shots; otherwise the dev server's blank ones.
 //
-//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf]
+//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf|video]
 //   QVL_SCREENSHOTS_DIR=/tmp/shots node screenshots.mjs     (somewhere else than docs/screenshots)
 import { chromium } from 'playwright-core';
 import path from 'node:path';
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startDevServer } from './dev_server.mjs';
@@ -34,24 +36,39 @@ const PDF = makePdf([
 ]);
 const PDF_PATH = path.join(process.env.TMPDIR || '/tmp', 'qvl-screenshot-invoice.pdf');
 
-// The real server's answer for the PDF's pages (thumbnails rendered by Poppler), or null.
-async function realPages() {
+// An 8-s clip of moving shapes (tests/fixtures/video): 16 sampled frames in 8 groups.
+const CLIP_PATH = path.resolve(HERE, '../fixtures/video/videos/long_112x80_24fps.mp4');
+
+// The real server's answers for the PDF's pages (thumbnails rendered by Poppler) and for the clip's
+// frames (decoded by libav), each null when there is no binary or it failed.
+async function realAnswers(wanted) {
+  const none = { pages: null, frames: null };
   const binary = process.env.QVL_BINARY || path.resolve(HERE, '../../build/qvl');
-  if (!existsSync(binary)) return null;
+  if (!wanted.pages && !wanted.frames) return none;
+  if (!existsSync(binary)) return none;
   const port = 20000 + Math.floor(Math.random() * 20000);
   const child = spawn(binary, ['serve', '--model', path.resolve(HERE, '../fixtures/tiny-qwen3vl'), '--port', String(port),
     '--jobs-db', 'memory'], { stdio: 'ignore' });
+  const post = async (route, body) => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}${route}`, { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      return res.ok ? await res.json() : null;
+    } catch {
+      return null;
+    }
+  };
   try {
     for (let k = 0; k < 100; k++) {
       try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch { /* not yet */ }
       await new Promise((r) => setTimeout(r, 200));
     }
-    const res = await fetch(`http://127.0.0.1:${port}/v1/qvl/documents/pages`, { method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ file_data: `data:application/pdf;base64,${PDF.toString('base64')}`, dpi: 144, thumbnail_size: 256 }) });
-    return res.ok ? await res.json() : null;
-  } catch {
-    return null;
+    return {
+      pages: wanted.pages ? await post('/v1/qvl/documents/pages',
+        { file_data: `data:application/pdf;base64,${PDF.toString('base64')}`, dpi: 144, thumbnail_size: 256 }) : null,
+      frames: wanted.frames ? await post('/v1/qvl/videos/frames',
+        { video: `data:video/mp4;base64,${readFileSync(CLIP_PATH).toString('base64')}` }) : null,
+    };
   } finally {
     child.kill('SIGTERM');
   }
@@ -60,8 +77,8 @@ async function realPages() {
 mkdirSync(OUT, { recursive: true });
 const { writeFileSync } = await import('node:fs');
 writeFileSync(PDF_PATH, PDF);
-const fixedPages = only === '' || only === 'pdf' ? await realPages() : null;
-const server = await startDevServer({ delayMs: 5, documentPages: fixedPages });
+const real = await realAnswers({ pages: only === '' || only === 'pdf', frames: only === '' || only === 'video' });
+const server = await startDevServer({ delayMs: 5, documentPages: real.pages, videoFrames: real.frames });
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await chromium.launch(LAUNCH);
 
@@ -145,8 +162,30 @@ async function pdfShots() {
   }
 }
 
+async function videoShots() {
+  for (const scheme of ['light', 'dark']) {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1, colorScheme: scheme });
+    const page = await ctx.newPage();
+    await page.goto(base);
+    await page.waitForSelector('#status[data-state="ready"]');
+    await page.setInputFiles('#file-input', CLIP_PATH);
+    await page.waitForSelector('.video-card[data-state="ready"]');
+    await page.fill('#prompt', 'What happens in this video? Give the times.');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('.answer[data-state="done"] .time-link');
+    await page.click('.answer .time-link >> nth=1');
+    // The clip loaded again in the composer, as for the next question.
+    await page.setInputFiles('#file-input', CLIP_PATH);
+    await page.waitForSelector('.video-card[data-state="ready"]');
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: path.join(OUT, `video-${scheme}.png`) });
+    await ctx.close();
+  }
+}
+
 try {
   if (only === 'pdf') await pdfShots();
+  if (only === 'video') await videoShots();
   if (only === 'tools') await toolShots();
   for (const s of only && only !== 'conversation' ? [] : shots) {
     for (const scheme of ['light', 'dark']) {
@@ -180,6 +219,7 @@ try {
   }
   if (!only) await toolShots();
   if (!only) await pdfShots();
+  if (!only) await videoShots();
 } finally {
   await browser.close();
   server.close();
