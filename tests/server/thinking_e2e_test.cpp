@@ -103,6 +103,55 @@ TEST_F(Thinking, StreamCarriesReasoningThenContentAsTheWholeAnswerDoes) {
   EXPECT_EQ(reasoning.find("</think>"), std::string::npos);
 }
 
+// qvl's jump_forward: the "</think>" a spent budget forces, and the schema's
+// opening after it, go in one piece with the reasoning's last token; what is
+// streamed (reasoning_content, content, every token's logprobs, the finish
+// reason, the usage) is the same with it off. How tokens are grouped into
+// events depends on timing either way, so the stream is compared joined.
+TEST_F(Thinking, JumpForwardOffStreamsTheSameAnswer) {
+  json body = schema_request(3);
+  body["temperature"] = 1;
+  body["seed"] = 5;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 2;
+  body["stream_options"] = {{"include_usage", true}};
+  // As in structured_e2e_test: a first request puts the prompt in the cache,
+  // so both compared ones reuse it alike.
+  complete(body);
+  struct Streamed {
+    std::string reasoning, content, finish;
+    json logprobs = json::array(), usage;
+  };
+  auto run = [&](bool jump) {
+    body["jump_forward"] = jump;
+    Streamed out;
+    for (const json& e : stream(body)) {
+      if (e.contains("usage") && e["usage"].is_object()) out.usage = e["usage"];
+      if (!e.contains("choices") || e["choices"].empty()) continue;
+      const json& c = e["choices"][0];
+      if (c["delta"].contains("reasoning_content")) out.reasoning += c["delta"]["reasoning_content"].get<std::string>();
+      if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+        out.content += c["delta"]["content"].get<std::string>();
+      if (c["logprobs"].is_object())
+        for (const json& t : c["logprobs"]["content"]) out.logprobs.push_back(t);
+      if (c["finish_reason"].is_string()) out.finish = c["finish_reason"];
+    }
+    return out;
+  };
+  const Streamed on = run(true), off = run(false);
+  EXPECT_EQ(on.reasoning, off.reasoning);
+  EXPECT_EQ(on.content, off.content);
+  EXPECT_EQ(on.logprobs, off.logprobs);
+  EXPECT_EQ(on.finish, off.finish);
+  ASSERT_TRUE(on.usage.is_object());
+  EXPECT_EQ(on.usage["completion_tokens"], off.usage["completion_tokens"]);
+  EXPECT_FALSE(on.reasoning.empty());
+  expect_schema_reply(on.content);
+  // The forced "</think>" is among the tokens, after the budget's three.
+  ASSERT_GT(on.logprobs.size(), 3u);
+  EXPECT_EQ(on.logprobs[3]["token"], "</think>");
+}
+
 TEST_F(Thinking, ReasoningBudgetMustBeANonNegativeInteger) {
   for (const json& bad : {json(-1), json("12"), json(2.5)}) {
     json body = schema_request(0);
