@@ -105,4 +105,19 @@ void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulO
     simd::matmul_small_m(x, m, ldx, outs, pool);
 }
 
+void matmul_many(std::span<const MatmulTask> tasks, ThreadPool& pool) {
+  if (tasks.empty()) return;
+  const WeightMatrix& w0 = *tasks[0].out.w;
+  const bool together = std::all_of(tasks.begin(), tasks.end(), [&](const MatmulTask& t) {
+    return t.m >= 1 && t.m <= simd::kSmallM && t.out.w->format() == w0.format() && t.out.w->cols() == w0.cols() &&
+           t.out.w->rows() > 0;
+  });
+  if (!together) {
+    for (const MatmulTask& t : tasks) matmul_each(t.x, t.m, t.ldx, {&t.out, 1}, pool);
+    return;
+  }
+  for (const MatmulTask& t : tasks) check_strides(t.ldx, *t.out.w, t.out.ldy);
+  simd::matmul_small_m_tasks(tasks, pool);
+}
+
 }  // namespace qvl

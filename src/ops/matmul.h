@@ -198,4 +198,21 @@ struct MatmulOutput {
 // the products, whose work items the threads share.
 void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 
+// One product of matmul_many: out.y [m, out.ldy] = x [m, ldx] · out.wᵀ (+ out.bias).
+struct MatmulTask {
+  const float* x;
+  int64_t m, ldx;
+  MatmulOutput out;
+};
+
+// Every task bit for bit as matmul() gives it. When every task has 1 to 8
+// rows (decode) and all share one weight format and k, the rows of all the
+// products are shared among the threads in one parallel step, each distinct
+// x prepared once (tasks in a row with the same x, m and ldx share it): a
+// mixture of experts' decode streams every chosen expert's gate and up, then
+// every down, with no wait for the threads between experts, where one step
+// per expert left a product of a few hundred KB per thread between waits.
+// Otherwise the tasks run one after the other (matmul_each).
+void matmul_many(std::span<const MatmulTask> tasks, ThreadPool& pool);
+
 }  // namespace qvl

@@ -78,6 +78,23 @@ void grouped_matmul(const float* x, int64_t ldx, const ExpertGroups& g, std::spa
   for (const GroupedOutput& o : outs)
     if (static_cast<int64_t>(o.w.size()) != g.experts())
       fail("grouped matmul: ", o.w.size(), " weight matrices for ", g.experts(), " experts");
+  if (tokens <= simd::kSmallM) {
+    // Decode: each chosen expert's few rows are a product of a few hundred
+    // KB; one parallel step for all of them (matmul_many), in expert order,
+    // so both threads stream weights from the first expert to the last
+    // without waiting for each other in between. Each expert's rows are
+    // still computed as matmul_each computes them (the same bits).
+    std::vector<MatmulTask> tasks;
+    tasks.reserve(static_cast<size_t>(g.pairs()) * outs.size());
+    for (int64_t e = 0; e < g.experts(); ++e) {
+      const int64_t begin = g.offsets[e], rows = g.offsets[e + 1] - begin;
+      if (rows == 0) continue;
+      for (const GroupedOutput& o : outs)
+        tasks.push_back({x + begin * ldx, rows, ldx, {&o.w[e], nullptr, o.y + begin * o.ldy, o.ldy}});
+    }
+    matmul_many(tasks, pool);
+    return;
+  }
   MatmulOutput mo[kMaxOutputs];
   for (int64_t e = 0; e < g.experts(); ++e) {
     const int64_t begin = g.offsets[e], rows = g.offsets[e + 1] - begin;

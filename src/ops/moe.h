@@ -71,7 +71,8 @@ struct GroupPadding {
 // pairs came from), as matmul() follows its m, so that a row's bits depend
 // on that alone, as a dense product's do (matmul.h): at most 8 tokens
 // (decode), each expert's rows as matmul_each gives them (bit-identical to
-// each row alone); more (prefill), every expert's rows by the GEMM kernels,
+// each row alone), all the chosen experts' products in one parallel step
+// (matmul_many); more (prefill), every expert's rows by the GEMM kernels,
 // whose rows do not depend on their count, a group of 8 rows or fewer padded
 // to 9 in `pad` (f32/bf16 only: q8/q4 rows agree for every m). A prefill cut
 // into chunks of other sizes then gives the same bits.

@@ -352,27 +352,36 @@ void ScalarFallback(const MatmulArgs& a, ThreadPool& pool) {
   });
 }
 
-void MatmulSmallM(const float* x_in, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+void MatmulSmallMTasks(std::span<const MatmulTask> tasks, ThreadPool& pool) {
   if (!LanesAreFixed()) {
-    for (const MatmulOutput& o : outs) ScalarFallback({x_in, m, ldx, o.w, o.bias, o.y, o.ldy}, pool);
+    for (const MatmulTask& t : tasks)
+      ScalarFallback({t.x, t.m, t.ldx, t.out.w, t.out.bias, t.out.y, t.out.ldy}, pool);
     return;
   }
-  const int64_t k = outs[0].w->cols();
-  // x copied once, zero-padded to whole groups.
+  const int64_t k = tasks[0].out.w->cols();
+  // Each distinct x copied once, zero-padded to whole groups.
   // Row stride padded 64 bytes off a power of two so x rows do not share L1 sets.
   const int64_t xs = quant::padded_cols(k) + 16;
+  int64_t rows_total = 0;
+  const std::vector<int64_t> first = task_x_rows(tasks, rows_total);
   thread_local ScratchVector<float> xpad;
-  xpad.assign(static_cast<size_t>(m * xs), 0.0f);
-  for (int64_t i = 0; i < m; ++i) std::memcpy(xpad.data() + i * xs, x_in + i * ldx, sizeof(float) * k);
-  const float* x = xpad.data();
+  xpad.assign(static_cast<size_t>(rows_total * xs), 0.0f);
+  float* const x = xpad.data();  // the caller's buffer (in the lambda a thread_local is the worker's own)
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (i > 0 && first[i] == first[i - 1]) continue;
+    for (int64_t r = 0; r < tasks[i].m; ++r)
+      std::memcpy(x + (first[i] + r) * xs, tasks[i].x + r * tasks[i].ldx, sizeof(float) * k);
+  }
   // Pieces of whole 4-row blocks, so each block is computed as one.
   std::vector<int64_t> blocks;
-  for (const MatmulOutput& o : outs) blocks.push_back((o.w->rows() + 3) / 4);
+  for (const MatmulTask& t : tasks) blocks.push_back((t.out.w->rows() + 3) / 4);
   const std::vector<WorkPiece> pieces = split_work(blocks, pool.size());
   run_pieces(pool, pieces, [&](const WorkPiece& p) {
-    const MatmulOutput& o = outs[static_cast<size_t>(p.product)];
+    const MatmulTask& t = tasks[static_cast<size_t>(p.product)];
+    const MatmulOutput& o = t.out;
     WithRows(*o.w, [&](const auto& rows) {
-      SmallDispatch(rows, x, m, xs, k, p.begin * 4, std::min(o.w->rows(), p.end * 4), o.bias, o.y, o.ldy);
+      SmallDispatch(rows, x + first[static_cast<size_t>(p.product)] * xs, t.m, xs, k, p.begin * 4,
+                    std::min(o.w->rows(), p.end * 4), o.bias, o.y, o.ldy);
     });
   });
 }
@@ -502,7 +511,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qvl::simd {
 
-HWY_EXPORT(MatmulSmallM);
+HWY_EXPORT(MatmulSmallMTasks);
 HWY_EXPORT(MatmulGemm);
 
 static bool IsQuant(const MatmulArgs& a) { return a.w->format() == WeightFormat::Q8 || a.w->format() == WeightFormat::Q4; }
@@ -510,7 +519,25 @@ static bool IsQuant(const MatmulArgs& a) { return a.w->format() == WeightFormat:
 void matmul_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
   const WeightFormat f = outs[0].w->format();
   if (f == WeightFormat::Q8 || f == WeightFormat::Q4) return matmul_quant_small_m(x, m, ldx, outs, pool);
-  HWY_DYNAMIC_DISPATCH(MatmulSmallM)(x, m, ldx, outs, pool);
+  std::vector<MatmulTask> tasks;
+  for (const MatmulOutput& o : outs) tasks.push_back({x, m, ldx, o});
+  HWY_DYNAMIC_DISPATCH(MatmulSmallMTasks)(tasks, pool);
+}
+void matmul_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& pool) {
+  const WeightFormat f = tasks[0].out.w->format();
+  if (f == WeightFormat::Q8 || f == WeightFormat::Q4) return matmul_quant_small_m_tasks(tasks, pool);
+  HWY_DYNAMIC_DISPATCH(MatmulSmallMTasks)(tasks, pool);
+}
+std::vector<int64_t> task_x_rows(std::span<const MatmulTask> tasks, int64_t& rows) {
+  std::vector<int64_t> first(tasks.size());
+  rows = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const MatmulTask& t = tasks[i];
+    const bool shared = i > 0 && t.x == tasks[i - 1].x && t.m == tasks[i - 1].m && t.ldx == tasks[i - 1].ldx;
+    first[i] = shared ? first[i - 1] : rows;
+    if (!shared) rows += t.m;
+  }
+  return first;
 }
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool) {
   if (IsQuant(a)) return matmul_quant(a, pool);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ops/matmul.h"
 
@@ -23,6 +24,13 @@ struct MatmulArgs {
 // (work_pieces.h).
 constexpr int64_t kSmallM = 8;
 void matmul_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
+// The same for products each with its own x of 1..kSmallM rows (matmul_many):
+// one format and k, every x prepared once, all rows in one parallel step.
+void matmul_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& pool);
+// Where each task's x starts among the rows the small-m kernels prepare: a
+// task with the same x, m and ldx as the one before it shares that one's
+// rows. `rows` receives their total.
+std::vector<int64_t> task_x_rows(std::span<const MatmulTask> tasks, int64_t& rows);
 // Larger m: register-blocked outer-product tiles (prefill; compute-bound).
 void matmul_gemm(const MatmulArgs& a, ThreadPool& pool);
 // Both forward q8/q4 weights to this (simd_matmul_quant.cpp): integer dot
@@ -33,6 +41,7 @@ void matmul_quant(const MatmulArgs& a, ThreadPool& pool);
 void matmul_quant_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
 void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
                           ThreadPool& pool);
+void matmul_quant_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& pool);
 // Whether matmul_quant runs m > kSmallM rows on the AMX int8 kernel
 // (amx_matmul.h) here.
 bool matmul_quant_gemm_on_amx();

@@ -412,36 +412,53 @@ void QuantizeRow(const float* x, int64_t k, int64_t groups, int32_t offset, int8
 // share L1 sets.
 int64_t CodesStride(int64_t groups) { return groups * quant::kGroup + 64; }
 
-void MatmulQuantSmallM(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+void MatmulQuantSmallMTasks(std::span<const MatmulTask> tasks, ThreadPool& pool) {
   if (!LanesAreFixed()) {
-    for (const MatmulOutput& o : outs)
-      pool.parallel_for(o.w->rows(), [&](int64_t b, int64_t e, int) {
-        scalar::matmul_rows(x, m, ldx, *o.w, o.bias, o.y, o.ldy, b, e);
+    for (const MatmulTask& t : tasks)
+      pool.parallel_for(t.out.w->rows(), [&](int64_t b, int64_t e, int) {
+        scalar::matmul_rows(t.x, t.m, t.ldx, *t.out.w, t.out.bias, t.out.y, t.out.ldy, b, e);
       });
     return;
   }
-  // x rounded once for every output (they share its format and k).
-  const quant::View v0 = quant::view(*outs[0].w);
-  const int64_t k = outs[0].w->cols(), G = v0.groups, cs = CodesStride(G);
+  // Each distinct x rounded once (the tasks share its format and k).
+  const quant::View v0 = quant::view(*tasks[0].out.w);
+  const int64_t k = tasks[0].out.w->cols(), G = v0.groups, cs = CodesStride(G);
+  int64_t rows = 0;
+  const std::vector<int64_t> first = task_x_rows(tasks, rows);
   thread_local ScratchVector<int8_t> codes;
   thread_local ScratchVector<float> scales;
   thread_local ScratchVector<int32_t> corr;
-  codes.resize(static_cast<size_t>(m * cs));
-  scales.resize(static_cast<size_t>(m * G));
-  corr.resize(static_cast<size_t>(m * G));
-  for (int64_t i = 0; i < m; ++i)
-    QuantizeRow(x + i * ldx, k, G, v0.q8 ? 128 : 8, codes.data() + i * cs, scales.data() + i * G, corr.data() + i * G);
-  const XQ xq{codes.data(), scales.data(), corr.data(), cs, quant::kGroup, G, 1};
+  codes.resize(static_cast<size_t>(rows * cs));
+  scales.resize(static_cast<size_t>(rows * G));
+  corr.resize(static_cast<size_t>(rows * G));
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (i > 0 && first[i] == first[i - 1]) continue;
+    for (int64_t r = 0; r < tasks[i].m; ++r) {
+      const int64_t at = first[i] + r;
+      QuantizeRow(tasks[i].x + r * tasks[i].ldx, k, G, v0.q8 ? 128 : 8, codes.data() + at * cs,
+                  scales.data() + at * G, corr.data() + at * G);
+    }
+  }
+  std::vector<XQ> xq;
   std::vector<quant::View> views;
   std::vector<int64_t> blocks;
-  for (const MatmulOutput& o : outs) {
-    views.push_back(quant::view(*o.w));
-    blocks.push_back(quant::row_blocks(o.w->rows()));
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    xq.push_back({codes.data() + first[i] * cs, scales.data() + first[i] * G, corr.data() + first[i] * G, cs,
+                  quant::kGroup, G, 1});
+    views.push_back(quant::view(*tasks[i].out.w));
+    blocks.push_back(quant::row_blocks(tasks[i].out.w->rows()));
   }
   run_pieces(pool, split_work(blocks, pool.size()), [&](const WorkPiece& p) {
-    const MatmulOutput& o = outs[static_cast<size_t>(p.product)];
-    QRangeAny(m, views[static_cast<size_t>(p.product)], xq, p.begin, p.end, o.w->rows(), o.bias, o.y, o.ldy);
+    const size_t i = static_cast<size_t>(p.product);
+    const MatmulOutput& o = tasks[i].out;
+    QRangeAny(tasks[i].m, views[i], xq[i], p.begin, p.end, o.w->rows(), o.bias, o.y, o.ldy);
   });
+}
+
+void MatmulQuantSmallM(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+  std::vector<MatmulTask> tasks;
+  for (const MatmulOutput& o : outs) tasks.push_back({x, m, ldx, o});
+  MatmulQuantSmallMTasks(tasks, pool);
 }
 
 // GEMM (m > kSmallM) for one or more products of the same x (q, k and v;
@@ -581,6 +598,11 @@ HWY_EXPORT(MatmulQuantSmallM);
 void matmul_quant_small_m(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs,
                           ThreadPool& pool) {
   HWY_DYNAMIC_DISPATCH(MatmulQuantSmallM)(x, m, ldx, outs, pool);
+}
+
+HWY_EXPORT(MatmulQuantSmallMTasks);
+void matmul_quant_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(MatmulQuantSmallMTasks)(tasks, pool);
 }
 
 HWY_EXPORT(GemmOnAmx);

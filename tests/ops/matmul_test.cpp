@@ -371,6 +371,71 @@ TEST(MatmulEach, QuantGemmSharesItemsAcrossProducts) {
   }
 }
 
+// matmul_many: products each with its own x, every output bit for bit what
+// matmul() gives it alone, for every format and thread count: tasks of 1..8
+// rows (one parallel step), runs of tasks sharing one x (prepared once), a
+// task of more than 8 rows or another format (one after the other), biases,
+// strides ldx > k and ldy > n; the stride's padding stays untouched.
+TEST(MatmulMany, EveryTaskBitIdenticalToItsOwnMatmul) {
+  uint32_t seed = 1300;
+  for (int threads : {1, 2, 3})
+    for (int64_t k : {40, 200})
+      for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
+        ThreadPool pool(threads);
+        const int64_t ns[] = {17, 100, 16, 3, 64};
+        std::vector<std::vector<uint16_t>> src;
+        std::vector<WeightMatrix> ws;
+        for (int64_t n : ns) {
+          src.push_back(random_bf16(n * k, ++seed));
+          ws.push_back(f == WeightFormat::BF16 ? WeightMatrix::view_bf16(src.back().data(), n, k)
+                                               : WeightMatrix::from_bf16(src.back().data(), n, k, f, &pool));
+        }
+        const WeightFormat other = f == WeightFormat::Q4 ? WeightFormat::Q8 : WeightFormat::Q4;
+        const WeightMatrix odd = WeightMatrix::from_bf16(src[3].data(), ns[3], k, other, &pool);
+        const auto bias = random_floats(100, ++seed);
+        const int64_t ldx = k + 3;
+        // Cases: {m of each task} with tasks 1 and 2 sharing one x when `share`.
+        struct Case {
+          std::vector<int64_t> ms;
+          bool share, odd_format;
+        };
+        for (const Case& c : {Case{{1, 1, 1, 1, 1}, true, false}, Case{{3, 8, 8, 1, 5}, true, false},
+                              Case{{2, 4, 7, 6, 1}, false, false}, Case{{1, 9, 9, 2, 1}, true, false},
+                              Case{{1, 2, 2, 3, 4}, true, true}}) {
+          std::vector<std::vector<float>> xs, many, alone;
+          std::vector<MatmulTask> tasks;
+          for (size_t i = 0; i < c.ms.size(); ++i) {
+            const int64_t m = c.ms[i], ldy = ns[i] + static_cast<int64_t>(i);
+            xs.push_back(random_floats(m * ldx, ++seed, -2, 2));
+            many.emplace_back(static_cast<size_t>(m * ldy), -7.0f);
+            alone.emplace_back(static_cast<size_t>(m * ldy), -7.0f);
+          }
+          for (size_t i = 0; i < c.ms.size(); ++i) {
+            const int64_t m = c.ms[i], ldy = ns[i] + static_cast<int64_t>(i);
+            const float* x = c.share && i == 2 ? xs[1].data() : xs[i].data();
+            const WeightMatrix& w = c.odd_format && i == 3 ? odd : ws[i];
+            const float* b = i == 1 ? bias.data() : nullptr;
+            tasks.push_back({x, m, ldx, {&w, b, many[i].data(), ldy}});
+            matmul(x, m, ldx, w, b, alone[i].data(), ldy, pool);
+          }
+          matmul_many(tasks, pool);
+          for (size_t i = 0; i < c.ms.size(); ++i)
+            for (size_t j = 0; j < many[i].size(); ++j)
+              ASSERT_EQ(many[i][j], alone[i][j]) << weight_format_name(f) << " threads " << threads << " k " << k
+                                                 << " task " << i << " of m " << c.ms[i] << " at " << j;
+        }
+      }
+}
+
+TEST(MatmulMany, RejectsShortStrides) {
+  ThreadPool pool(2);
+  std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8), z(2 * 8);
+  WeightMatrix wm = WeightMatrix::view_f32(w.data(), 8, 4);
+  const MatmulTask good{x.data(), 2, 4, {&wm, nullptr, y.data(), 8}}, short_y{x.data(), 2, 4, {&wm, nullptr, z.data(), 7}};
+  const MatmulTask both[] = {good, short_y};
+  EXPECT_THROW(matmul_many(both, pool), Error);
+}
+
 TEST(MatmulEach, RejectsShortStrides) {
   ThreadPool pool(2);
   std::vector<float> w(8 * 4), x(2 * 4), y(2 * 8), z(2 * 8);
