@@ -6,6 +6,7 @@
 //   make_random_model --out DIR --config other/config.json --untied --seed 7
 //   make_random_model --out /tmp/qwen3vl-8b-random --size 8b
 //   make_random_model --out /tmp/qwen3vl-2b-fp8 --fp8
+//   make_random_model --out /tmp/qwen3vl-30b-a3b-4l --size 30b-a3b --layers 4
 #include <climits>
 #include <filesystem>
 #include <iostream>
@@ -49,6 +50,10 @@ int run(int argc, char** argv) {
   args(opt.untied, "untied", "untie the embeddings: write lm_head.weight");
   args(opt.fp8, "fp8",
        "an FP8 folder as Qwen's -FP8 releases: text linears F8_E4M3 with 128x128 block scales, a quantization_config");
+  args(opt.text_layers, "layers", "N",
+       "keep only the first N text layers (real widths, whole vision tower; N at least the 3 DeepStack\n"
+       "features): a model too big for the machine measured per layer")
+      .range(1, 1000);
   args(opt.seed, "seed", "N", "random seed").range(0, LONG_MAX);
   args(opt.threads, "threads", "N", "generator threads (0: every core)").range(0, 1024);
   if (!args.parse(argc, argv)) return 0;

@@ -266,7 +266,27 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
                                   {"weight_block_size", {128, 128}},
                                   {"modules_to_not_convert", {"lm_head", "model.language_model.embed_tokens", "model.visual"}}};
   }
-  const std::string config_text = options.untied || options.fp8 ? cfg.dump(2) + "\n" : config_json;
+  if (options.text_layers > 0) {
+    if (!cfg.is_object() || !cfg.contains("text_config") || !cfg["text_config"].is_object())
+      fail("random model: the config has no text_config object");
+    json& t = cfg["text_config"];
+    const int n = options.text_layers;
+    if (!t.contains("num_hidden_layers") || !t["num_hidden_layers"].is_number_integer() ||
+        t["num_hidden_layers"].get<int>() < n)
+      fail("random model: --layers ", n, " is more than text_config.num_hidden_layers (",
+           t.value("num_hidden_layers", json()).dump(), ")");
+    t["num_hidden_layers"] = n;
+    if (t.contains("mlp_only_layers") && t["mlp_only_layers"].is_array()) {
+      json kept = json::array();
+      for (const json& i : t["mlp_only_layers"])
+        if (i.is_number_integer() && i.get<int>() < n) kept.push_back(i);
+      t["mlp_only_layers"] = kept;
+    }
+    if (t.contains("layer_types") && t["layer_types"].is_array() && t["layer_types"].size() > size_t(n))
+      t["layer_types"].erase(t["layer_types"].begin() + n, t["layer_types"].end());
+  }
+  const bool rewritten = options.untied || options.fp8 || options.text_layers > 0;
+  const std::string config_text = rewritten ? cfg.dump(2) + "\n" : config_json;
   const fs::path dir(out_dir);
   const ModelConfig config = parse_model_config(config_text, (dir / "config.json").string());
 

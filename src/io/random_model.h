@@ -23,6 +23,11 @@ struct RandomModelOptions {
   // linear F8_E4M3 with BF16 128×128 block scales (kRandomFp8Scale), a
   // quantization_config, and a MoE's experts stored one by one.
   bool fp8 = false;
+  // When > 0, the text decoder keeps only its first `text_layers` layers
+  // (config.json's num_hidden_layers, and mlp_only_layers / layer_types cut
+  // to match), every width and the vision tower as the config has them: a
+  // model too big for the machine is measured layer by layer.
+  int text_layers = 0;
   std::string like_dir;     // tokenizer, template, preprocessor and generation files come from here
   size_t chunk_bytes = 64u << 20;
 };

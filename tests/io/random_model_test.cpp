@@ -142,6 +142,48 @@ TEST(RandomModel, UntiedWritesLmHead) {
   EXPECT_EQ(st.get("lm_head.weight").shape, (std::vector<int64_t>{151936, 64}));
 }
 
+// --layers: the first N text layers of the config, every width and the
+// vision tower as they are; the same tensors (and bytes) as the full model's
+// for what is kept; mlp_only_layers cut to match; more layers than the
+// config has is refused.
+TEST(RandomModel, FewerTextLayersKeepTheWidths) {
+  const std::string moe = std::string(QVL_FIXTURES_DIR) + "/tiny-qwen3vl-moe";
+  json c = json::parse(read_file(moe + "/config.json"));
+  c["text_config"]["mlp_only_layers"] = {1, 3};
+  TempDir dir;
+  RandomModelOptions opt;
+  opt.like_dir = kTiny;
+  make_random_model(dir / "full", c.dump(), opt);
+  opt.text_layers = 3;  // DeepStack adds its 3 features to text layers 0-2
+  make_random_model(dir / "three", c.dump(), opt);
+  ModelFolder three = ModelFolder::open(dir / "three");
+  EXPECT_EQ(three.config.text.num_hidden_layers, 3);
+  EXPECT_EQ(three.config.text.hidden_size, c["text_config"]["hidden_size"]);
+  EXPECT_EQ(three.config.text.mlp_only_layers, std::vector<int>{1});
+  EXPECT_TRUE(three.config.text.sparse_layer(0));
+  EXPECT_FALSE(three.config.text.sparse_layer(1));
+  EXPECT_TRUE(three.config.text.sparse_layer(2));
+  SafeTensors full = SafeTensors::open(dir / "full/model.safetensors");
+  SafeTensors st = SafeTensors::open(three.weights_path);
+  EXPECT_EQ(shapes_of(st), shapes_of(qwen3vl_checkpoint_tensors(three.config)));
+  for (const auto& [name, v] : st.tensors()) {
+    const TensorView& f = full.get(name);
+    ASSERT_EQ(f.shape, v.shape) << name;
+    EXPECT_EQ(std::memcmp(f.data, v.data, v.nbytes), 0) << name;
+  }
+  size_t dropped = 0;
+  for (const auto& [name, v] : full.tensors())
+    if (!st.find(name)) {
+      ++dropped;
+      EXPECT_EQ(name.rfind("model.language_model.layers.3.", 0), 0u) << name;
+    }
+  EXPECT_GT(dropped, 0u);
+  opt.text_layers = 5;
+  EXPECT_THROW(make_random_model(dir / "five", c.dump(), opt), Error);
+  opt.text_layers = 2;  // fewer than DeepStack's features
+  EXPECT_THROW(make_random_model(dir / "two", c.dump(), opt), Error);
+}
+
 // --fp8: the names, shapes and dtypes of the FP8 fixture (made from the same
 // config by the reference), and the block scales' value.
 TEST(RandomModel, Fp8HasTheFp8FixturesLayout) {
