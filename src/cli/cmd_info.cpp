@@ -2,6 +2,9 @@
 // the tensors, dtypes, bytes on disk, image token size, context, dims — as
 // text or (--json) one JSON object. The checkpoint is checked against the
 // names and shapes config.json implies, so a folder that cannot run fails here.
+// A folder with config.json and no weights (a model not downloaded, or too
+// big for this machine) is summarised from config.json alone: parameters,
+// the bytes of each weight format and what the default rule would load.
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -18,8 +21,10 @@
 #include "engine/engine.h"
 #include "model/default_weights.h"
 #include "model/fp8_weights.h"
+#include "model/weight_footprint.h"
 #include "util/args.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace qvl::cli {
 namespace {
@@ -28,11 +33,13 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 struct Summary {
-  ModelFolder folder;
-  int64_t vision_params = 0, text_params = 0;
-  // Text parameters one token passes through: a sparse layer's unchosen
-  // experts left out (= text_params for a dense model).
-  int64_t text_active_params = 0;
+  std::string dir;
+  ModelConfig config;
+  std::optional<PreprocessorConfig> preprocessor;  // absent only without weights (config.json alone)
+  std::vector<int> eos_token_ids;
+  std::string chat_template_path;
+  bool has_weights = true;  // false: the figures come from config.json alone
+  ParameterCounts params;
   std::set<std::string> dtypes;
   std::vector<std::string> weight_files;
   size_t weight_bytes = 0, folder_bytes = 0;
@@ -41,6 +48,8 @@ struct Summary {
   ExpertLayout experts = ExpertLayout::Fused;
   size_t fp8_tensors = 0;               // F8_E4M3 weights (each with a _scale_inv)
   std::set<std::string> scale_dtypes;   // of their block scales
+  WeightFormat default_format = WeightFormat::BF16;
+  uint64_t memory_bytes = 0;            // this machine's, for the default rule
 };
 
 // Every tensor config.json implies must be present with its shape.
@@ -75,30 +84,67 @@ void check_checkpoint(const ModelConfig& config, const SafeTensors& st, Summary&
     if (!expected.count(name)) s.unexpected.push_back(name);
 }
 
-Summary summarize(const std::string& dir) {
-  Summary s{ModelFolder::open(dir)};
-  SafeTensors st = SafeTensors::open(s.folder.weights_path);
-  check_checkpoint(s.folder.config, st, s);
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// A folder with weights: the checkpoint checked and counted.
+Summary summarize_checkpoint(const std::string& dir) {
+  const ModelFolder folder = ModelFolder::open(dir);
+  Summary s;
+  s.dir = folder.dir;
+  s.config = folder.config;
+  s.preprocessor = folder.preprocessor;
+  s.eos_token_ids = folder.generation.eos_token_ids;
+  s.chat_template_path = folder.chat_template_path;
+  SafeTensors st = SafeTensors::open(folder.weights_path);
+  check_checkpoint(s.config, st, s);
   for (const auto& [name, v] : st.tensors()) {
     if (name.size() > 10 && name.compare(name.size() - 10, 10, "_scale_inv") == 0) continue;  // not parameters
-    (name.rfind("model.visual.", 0) == 0 ? s.vision_params : s.text_params) += v.numel();
+    (name.rfind("model.visual.", 0) == 0 ? s.params.vision : s.params.text) += v.numel();
     s.dtypes.insert(dtype_name(v.dtype));
   }
-  // Of each sparse layer's experts (the fused table's last two tensors, as
-  // many weights as when stored one by one), a token runs
-  // num_experts_per_tok of num_experts.
-  const TextConfig& t = s.folder.config.text;
-  s.text_active_params = s.text_params;
-  for (int i = 0; i < t.num_hidden_layers; ++i) {
-    if (!t.sparse_layer(i)) continue;
-    const std::vector<TensorInfo> mlp = text_mlp_tensors(t, i);
-    const int64_t experts = mlp[1].numel() + mlp[2].numel();
-    s.text_active_params -= experts / t.num_experts * (t.num_experts - t.num_experts_per_tok);
-  }
+  // A token runs num_experts_per_tok of each sparse layer's experts (the
+  // same count whether they are fused or stored one by one).
+  const ParameterCounts implied = parameter_counts(s.config);
+  s.params.text_active = s.params.text - (implied.text - implied.text_active);
   s.tensors = st.tensors().size();
   s.weight_files = st.files();
   s.weight_bytes = st.total_bytes();
+  s.memory_bytes = machine_memory_bytes();
+  s.default_format = default_weight_format(s.weight_bytes, s.memory_bytes, s.config.fp8.has_value());
+  return s;
+}
+
+// A folder with config.json and no weights: what its checkpoint would hold
+// and take. The other files are read when present.
+Summary summarize_config(const std::string& dir) {
+  Summary s;
+  s.dir = dir;
+  s.has_weights = false;
+  const fs::path d(dir);
+  const std::string config_path = (d / "config.json").string();
+  if (!is_file(config_path)) fail(config_path, ": missing (is ", dir, " a Qwen3-VL model folder?)");
+  s.config = parse_model_config(read_file(config_path), config_path);
+  if (const fs::path p = d / "preprocessor_config.json"; is_file(p))
+    s.preprocessor = parse_preprocessor_config(read_file(p.string()), p.string());
+  if (const fs::path p = d / "generation_config.json"; is_file(p))
+    s.eos_token_ids = parse_generation_config(read_file(p.string()), p.string()).eos_token_ids;
+  if (s.eos_token_ids.empty()) s.eos_token_ids = s.config.eos_token_ids;
+  s.params = parameter_counts(s.config);
+  s.tensors = qwen3vl_checkpoint_tensors(s.config).size();
+  s.memory_bytes = machine_memory_bytes();
+  s.default_format =
+      default_weight_format(published_checkpoint_bytes(s.config), s.memory_bytes, s.config.fp8.has_value());
+  return s;
+}
+
+Summary summarize(const std::string& dir) {
+  const fs::path d(dir);
   std::error_code ec;
+  const bool weights = is_file(d / "model.safetensors") || is_file(d / "model.safetensors.index.json");
+  Summary s = weights || !fs::is_directory(d, ec) ? summarize_checkpoint(dir) : summarize_config(dir);
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_regular_file(ec)) s.folder_bytes += e.file_size(ec);
   return s;
@@ -135,19 +181,20 @@ int64_t image_tokens(int64_t pixels, const PreprocessorConfig& p) {
 
 // What config.json's quantization_config says and the checkpoint holds.
 std::string quantization_text(const Summary& s) {
-  const std::optional<Fp8Quantization>& q = s.folder.config.fp8;
-  if (!q) return cat("none (loads as ", weight_format_name(default_weight_format(s.folder.dir)), " unless --weights says)");
+  const std::optional<Fp8Quantization>& q = s.config.fp8;
+  if (!q) return cat("none (loads as ", weight_format_name(s.default_format), " unless --weights says)");
   std::string scales;
   for (const std::string& d : s.scale_dtypes) scales += (scales.empty() ? "" : ", ") + d;
   return cat("FP8 E4M3 (quant_method fp8, activations ", q->activation_scheme, "), ", q->weight_block_size[0], "x",
-             q->weight_block_size[1], " block scales (", scales.empty() ? "none" : scales, "); ", s.fp8_tensors,
-             " weight tensors quantized, the rest as stored; dequantized at load into ",
-             weight_format_name(default_weight_format(s.folder.dir)), " unless --weights says",
+             q->weight_block_size[1], " block scales (", scales.empty() ? "none" : scales, "); ",
+             s.has_weights ? cat(s.fp8_tensors, " weight tensors quantized, the rest as stored")
+                           : std::string("the text linears quantized"),
+             "; dequantized at load into ", weight_format_name(s.default_format), " unless --weights says",
              s.experts == ExpertLayout::PerExpert ? "; experts stored one by one" : "");
 }
 
 json quantization_json(const Summary& s) {
-  const std::optional<Fp8Quantization>& q = s.folder.config.fp8;
+  const std::optional<Fp8Quantization>& q = s.config.fp8;
   if (!q) return nullptr;
   return {{"quant_method", "fp8"},
           {"fmt", "e4m3"},
@@ -159,21 +206,39 @@ json quantization_json(const Summary& s) {
           {"experts", s.experts == ExpertLayout::PerExpert ? "per_expert" : "fused"}};
 }
 
+// Per weight format, what the matrices take, what one decode step reads and
+// the weights in memory (model/weight_footprint.h, from config.json).
+struct FormatRow {
+  WeightFormat format;
+  FormatFootprint fp;
+};
+
+std::vector<FormatRow> format_rows(const ModelConfig& c) {
+  std::vector<FormatRow> rows;
+  for (WeightFormat f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) rows.push_back({f, weight_footprint(c, f)});
+  return rows;
+}
+
 void print_text(const Summary& s) {
-  const ModelConfig& c = s.folder.config;
+  const ModelConfig& c = s.config;
   const TextConfig& t = c.text;
   const VisionConfig& v = c.vision;
-  const PreprocessorConfig& p = s.folder.preprocessor;
   std::string arch = c.architectures.empty() ? c.model_type : c.architectures[0];
   auto row = [](const char* key, const std::string& value) { std::cout << std::left << std::setw(14) << key << value << "\n"; };
-  row("model", s.folder.dir);
+  row("model", s.dir);
   row("architecture", cat(arch, " (model_type ", c.model_type, ", config.json in the ", c.dialect, " dialect)"));
-  row("parameters", cat(millions(s.vision_params + s.text_params), " total: vision ", millions(s.vision_params), ", text ",
-                        millions(s.text_params)));
-  std::string dtypes;
-  for (const auto& d : s.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + d;
-  row("weights", cat(dtypes, "; ", s.tensors, " tensors in ", s.weight_files.size(), " file(s), ", bytes(s.weight_bytes),
-                     " (", s.weight_bytes, " bytes); folder ", bytes(s.folder_bytes)));
+  row("parameters", cat(millions(s.params.total()), " total: vision ", millions(s.params.vision), ", text ",
+                        millions(s.params.text), s.has_weights ? "" : " (from config.json's shapes)"));
+  if (s.has_weights) {
+    std::string dtypes;
+    for (const auto& d : s.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + d;
+    row("weights", cat(dtypes, "; ", s.tensors, " tensors in ", s.weight_files.size(), " file(s), ",
+                       bytes(s.weight_bytes), " (", s.weight_bytes, " bytes); folder ", bytes(s.folder_bytes)));
+  } else {
+    const uint64_t published = published_checkpoint_bytes(c);
+    row("weights", cat("none in the folder (config.json only): the checkpoint would be ", s.tensors, " tensors, ",
+                       bytes(published), " (", published, " bytes)"));
+  }
   if (!s.unexpected.empty())
     row("unused", cat(s.unexpected.size(), " tensor(s) config.json does not imply, e.g. ", s.unexpected.front()));
   row("quantization", quantization_text(s));
@@ -186,8 +251,14 @@ void print_text(const Summary& s) {
     row("experts", cat(t.num_experts, " per sparse layer (", sparse, " of ", t.num_hidden_layers, " layers), ",
                        t.num_experts_per_tok, " active per token, width ", t.moe_intermediate_size,
                        t.norm_topk_prob ? ", weights renormalised" : ", raw softmax weights"));
-    row("active", cat(millions(s.text_active_params), " text parameters per token (the chosen experts only)"));
+    row("active", cat(millions(s.params.text_active), " text parameters per token (the chosen experts only)"));
   }
+  for (const FormatRow& r : format_rows(c))
+    row(r.format == WeightFormat::BF16 ? "formats" : "",
+        cat(weight_format_name(r.format), ": matrices ", bytes(r.fp.matrix_bytes), ", weights in memory ",
+            bytes(r.fp.memory_bytes), ", a decode step reads ", bytes(r.fp.decode_bytes)));
+  row("default", cat(weight_format_name(s.default_format), " on this machine (", bytes(s.memory_bytes),
+                     " of memory: the most exact format whose weights take at most half of it)"));
   row("context", cat(t.max_position_embeddings, " tokens (max_position_embeddings)"));
   std::ostringstream theta;
   theta << std::setprecision(12) << t.rope_theta;
@@ -196,38 +267,50 @@ void print_text(const Summary& s) {
   row("vision", cat(v.depth, " blocks, hidden ", v.hidden_size, ", MLP ", v.intermediate_size, ", ", v.num_heads,
                     " heads, patch ", v.patch_size, ", temporal ", v.temporal_patch_size, ", merge ", v.spatial_merge_size,
                     ", ", v.grid_per_side(), "x", v.grid_per_side(), " position grid, ", v.hidden_act));
-  row("image tokens", cat("1 token per ", p.factor(), "x", p.factor(), " pixels; ", image_tokens(p.min_pixels, p), " to ",
-                          image_tokens(p.max_pixels, p), " tokens per image (min_pixels ", p.min_pixels, ", max_pixels ",
-                          p.max_pixels, ")"));
+  if (s.preprocessor) {
+    const PreprocessorConfig& p = *s.preprocessor;
+    row("image tokens", cat("1 token per ", p.factor(), "x", p.factor(), " pixels; ", image_tokens(p.min_pixels, p),
+                            " to ", image_tokens(p.max_pixels, p), " tokens per image (min_pixels ", p.min_pixels,
+                            ", max_pixels ", p.max_pixels, ")"));
+  }
   std::vector<int> text_layers;
   for (size_t k = 0; k < v.deepstack_visual_indexes.size(); ++k) text_layers.push_back(static_cast<int>(k));
   row("deepstack", cat("vision layers ", list(v.deepstack_visual_indexes), " -> text layers ", list(text_layers)));
   row("lm head", c.tie_word_embeddings ? "tied to the input embeddings" : "untied (lm_head.weight)");
-  row("eos", list(s.folder.generation.eos_token_ids));
-  row("chat template", s.folder.chat_template_path.empty() ? std::string("none") : s.folder.chat_template_path);
+  row("eos", list(s.eos_token_ids));
+  if (s.has_weights)
+    row("chat template", s.chat_template_path.empty() ? std::string("none") : s.chat_template_path);
 }
 
 void print_json(const Summary& s) {
-  const ModelConfig& c = s.folder.config;
+  const ModelConfig& c = s.config;
   const TextConfig& t = c.text;
   const VisionConfig& v = c.vision;
-  const PreprocessorConfig& p = s.folder.preprocessor;
   json j;
-  j["model"] = s.folder.dir;
+  j["model"] = s.dir;
   j["architecture"] = c.architectures.empty() ? c.model_type : c.architectures[0];
   j["model_type"] = c.model_type;
   j["config_dialect"] = c.dialect;
-  j["parameters"] = {{"total", s.vision_params + s.text_params},
-                     {"vision", s.vision_params},
-                     {"text", s.text_params},
-                     {"text_active_per_token", s.text_active_params}};
+  j["has_weights"] = s.has_weights;
+  j["parameters"] = {{"total", s.params.total()},
+                     {"vision", s.params.vision},
+                     {"text", s.params.text},
+                     {"text_active_per_token", s.params.text_active}};
   j["dtypes"] = std::vector<std::string>(s.dtypes.begin(), s.dtypes.end());
   j["quantization"] = quantization_json(s);
-  j["default_weights"] = weight_format_name(default_weight_format(s.folder.dir));
+  j["default_weights"] = weight_format_name(s.default_format);
+  j["machine_memory_bytes"] = s.memory_bytes;
+  json formats = json::object();
+  for (const FormatRow& r : format_rows(c))
+    formats[weight_format_name(r.format)] = {{"matrix_bytes", r.fp.matrix_bytes},
+                                             {"memory_bytes", r.fp.memory_bytes},
+                                             {"decode_bytes", r.fp.decode_bytes}};
+  j["formats"] = formats;
   j["tensors"] = s.tensors;
   j["unused_tensors"] = s.unexpected;
   j["weight_files"] = s.weight_files;
   j["weight_bytes"] = s.weight_bytes;
+  j["checkpoint_bytes_from_config"] = published_checkpoint_bytes(c);
   j["folder_bytes"] = s.folder_bytes;
   j["context_length"] = t.max_position_embeddings;
   j["text"] = {{"num_hidden_layers", t.num_hidden_layers},   {"hidden_size", t.hidden_size},
@@ -236,6 +319,11 @@ void print_json(const Summary& s) {
                {"vocab_size", t.vocab_size},                 {"rms_norm_eps", t.rms_norm_eps},
                {"rope_theta", t.rope_theta},                 {"mrope_section", t.mrope_section},
                {"mrope_interleaved", t.mrope_interleaved}};
+  if (t.num_experts > 0)
+    j["experts"] = {{"num_experts", t.num_experts},
+                    {"num_experts_per_tok", t.num_experts_per_tok},
+                    {"moe_intermediate_size", t.moe_intermediate_size},
+                    {"norm_topk_prob", t.norm_topk_prob}};
   j["vision"] = {{"depth", v.depth},
                  {"hidden_size", v.hidden_size},
                  {"intermediate_size", v.intermediate_size},
@@ -247,11 +335,16 @@ void print_json(const Summary& s) {
                  {"out_hidden_size", v.out_hidden_size},
                  {"hidden_act", v.hidden_act},
                  {"deepstack_visual_indexes", v.deepstack_visual_indexes}};
-  j["image"] = {{"pixels_per_token_side", p.factor()},
-                {"min_pixels", p.min_pixels},
-                {"max_pixels", p.max_pixels},
-                {"min_tokens", image_tokens(p.min_pixels, p)},
-                {"max_tokens", image_tokens(p.max_pixels, p)}};
+  if (s.preprocessor) {
+    const PreprocessorConfig& p = *s.preprocessor;
+    j["image"] = {{"pixels_per_token_side", p.factor()},
+                  {"min_pixels", p.min_pixels},
+                  {"max_pixels", p.max_pixels},
+                  {"min_tokens", image_tokens(p.min_pixels, p)},
+                  {"max_tokens", image_tokens(p.max_pixels, p)}};
+  } else {
+    j["image"] = nullptr;
+  }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["lm_head"] = c.tie_word_embeddings ? "tied" : "untied";
   j["deepstack_visual_indexes"] = v.deepstack_visual_indexes;
@@ -259,8 +352,8 @@ void print_json(const Summary& s) {
                     {"video", c.video_token_id},
                     {"vision_start", c.vision_start_token_id},
                     {"vision_end", c.vision_end_token_id},
-                    {"eos", s.folder.generation.eos_token_ids}};
-  j["chat_template"] = s.folder.chat_template_path.empty() ? json(nullptr) : json(s.folder.chat_template_path);
+                    {"eos", s.eos_token_ids}};
+  j["chat_template"] = s.chat_template_path.empty() ? json(nullptr) : json(s.chat_template_path);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -269,7 +362,9 @@ void print_json(const Summary& s) {
 int cmd_info(int argc, char** argv) {
   Args args("info", "--model DIR [--json]",
             "Summarises a Qwen3-VL model folder: architecture, parameter counts, dtypes, size on disk,\n"
-            "image token size, context length and dimensions. Fails (exit 1) on a folder qvl cannot run.");
+            "bytes per weight format and the default one here, image token size, context length and\n"
+            "dimensions. A folder with config.json and no weights is summarised from config.json alone.\n"
+            "Fails (exit 1) on a folder qvl cannot run.");
   ModelChoice model;
   bool as_json = false;
   visit_options(model, args);

@@ -161,6 +161,75 @@ TEST(InfoCli, UntiedTransformers5Folder) {
   EXPECT_EQ(j["parameters"]["text"], fixture_text + 151936 * 64);
 }
 
+// A folder holding only config.json (the family's real configs): parameters,
+// layers, bytes per format and the default format come from config.json
+// alone, and agree with what a folder with weights reports.
+TEST(InfoCli, ConfigOnlyFoldersOfTheFamily) {
+  struct Member {
+    const char* size;
+    int layers;
+    int64_t experts;
+  };
+  for (const Member& m : {Member{"4b", 36, 0}, Member{"8b", 36, 0}, Member{"32b", 64, 0}, Member{"30b-a3b", 48, 128}}) {
+    SCOPED_TRACE(m.size);
+    ScratchDir dir;
+    fs::copy_file(std::string(QVL_FIXTURES_DIR) + "/configs/qwen3-vl-" + m.size + "/config.json", dir / "config.json");
+    // A machine of 24 GB, this one's size, so the default is the same everywhere.
+    auto r = run_qvl({"info", "--model", dir.path(), "--json"}, {{"QVL_MEMORY_BYTES", "25769803776"}});
+    ASSERT_EQ(r.code, 0) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_FALSE(j["has_weights"]);
+    EXPECT_EQ(j["text"]["num_hidden_layers"], m.layers);
+    EXPECT_EQ(j["weight_files"], json::array());
+    EXPECT_EQ(j["image"], nullptr);
+    const int64_t total = j["parameters"]["total"], text = j["parameters"]["text"],
+                  active = j["parameters"]["text_active_per_token"];
+    EXPECT_EQ(total, j["parameters"]["vision"].get<int64_t>() + text);
+    const uint64_t bf16 = j["formats"]["bf16"]["matrix_bytes"], q8 = j["formats"]["q8"]["matrix_bytes"],
+                   q4 = j["formats"]["q4"]["matrix_bytes"];
+    // q8 is 34 and q4 18 bytes per 32 weights, against 64 of bf16; the
+    // router (MoE) stays bf16.
+    EXPECT_NEAR(double(q8) / bf16, 34.0 / 64, 0.01);
+    EXPECT_NEAR(double(q4) / bf16, 18.0 / 64, 0.01);
+    const uint64_t checkpoint = j["checkpoint_bytes_from_config"];
+    EXPECT_EQ(checkpoint, uint64_t(total) * 2);
+    // The default rule (docs/weights.md): bf16 if the checkpoint fits half
+    // the memory, else q8 if that does, else q4: 4B bf16, 8B q8, 32B and
+    // 30B-A3B q4 on 24 GB.
+    const char* want = checkpoint <= 12884901888ull ? "bf16" : checkpoint / 64 * 34 <= 12884901888ull ? "q8" : "q4";
+    EXPECT_EQ(j["default_weights"], want);
+    EXPECT_EQ(j["default_weights"], std::string(m.size) == "4b" ? "bf16" : std::string(m.size) == "8b" ? "q8" : "q4");
+    if (m.experts) {
+      EXPECT_EQ(j["experts"]["num_experts"], m.experts);
+      EXPECT_LT(active * 8, text);  // ~3.3B of 30.5B
+      EXPECT_LT(j["formats"]["q4"]["decode_bytes"].get<uint64_t>() * 5, q4);
+    } else {
+      EXPECT_EQ(active, text);
+    }
+    r = run_qvl({"info", "--model", dir.path()}, {{"QVL_MEMORY_BYTES", "25769803776"}});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string default_row = std::string("default       ") + want + " on this machine";
+    for (const std::string& s : {std::string("none in the folder (config.json only)"),
+                                 std::string("from config.json's shapes"), std::string("formats"),
+                                 std::string("q4: matrices"), std::string("a decode step reads"), default_row})
+      EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+    EXPECT_EQ(r.out.find("image tokens"), std::string::npos);
+  }
+  // The tiny fixture's config alone gives the counts and bytes its folder
+  // with weights gives.
+  ScratchDir dir;
+  fs::copy_file(kTiny + "/config.json", dir / "config.json");
+  fs::copy_file(kTiny + "/preprocessor_config.json", dir / "preprocessor_config.json");
+  json alone = json::parse(run_qvl({"info", "--model", dir.path(), "--json"}).out);
+  json full = json::parse(run_qvl({"info", "--model", kTiny, "--json"}).out);
+  EXPECT_EQ(alone["parameters"], full["parameters"]);
+  EXPECT_EQ(alone["formats"], full["formats"]);
+  EXPECT_EQ(alone["tensors"], full["tensors"]);
+  EXPECT_EQ(alone["checkpoint_bytes_from_config"], full["checkpoint_bytes_from_config"]);
+  EXPECT_EQ(alone["image"], full["image"]);
+  EXPECT_TRUE(full["has_weights"]);
+}
+
 TEST(InfoCli, BadFoldersFailWithOneLine) {
   expect_one_line_failure(run_qvl({"info", "--model", "/nonexistent/qvl-model-dir"}), {"/nonexistent/qvl-model-dir"});
   {

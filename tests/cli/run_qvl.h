@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qvl::test {
@@ -27,13 +28,21 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-inline QvlResult run_qvl(const std::vector<std::string>& args) {
+// `env`: variables set for this run only (NAME, value).
+inline QvlResult run_qvl(const std::vector<std::string>& args,
+                         const std::vector<std::pair<std::string, std::string>>& env = {}) {
   char err_path[] = "/tmp/qvl_test_stderr_XXXXXX";
   int fd = mkstemp(err_path);
   if (fd >= 0) close(fd);
-  std::string cmd = shell_quote(QVL_BINARY);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>" + shell_quote(err_path);
+  std::string cmd;
+  for (const auto& [name, value] : env) {
+    cmd.append(name).append("=").append(shell_quote(value)).append(" ");
+  }
+  cmd += shell_quote(QVL_BINARY);
+  // append(), not operator+: GCC 12 warns (-Wrestrict, falsely) on the
+  // temporaries once this function is inlined.
+  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+  cmd.append(" 2>").append(shell_quote(err_path));
   QvlResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
