@@ -18,8 +18,8 @@
 # multiply-adds, 2 per active text parameter outside the embedding tables;
 # memory grows by the weights the extra layers add). Every file made is
 # deleted when its model is done (the weight cache lives in the work folder,
-# not ~/.cache). One model at a time: at most ~22 GB on disk (32B, 8 layers:
-# bf16 checkpoint + one weight cache).
+# not ~/.cache). One model at a time: at most ~19 GB on disk (32B or
+# 30B-A3B with 8 layers: a ~12 GB bf16 checkpoint + one weight cache).
 #
 #   bench/family.sh build                         # all four, the defaults
 #   bench/family.sh build --sizes 4b --decode-tokens 8 --formats q4
@@ -35,7 +35,10 @@
 #   --work DIR                    scratch folder (default /tmp/qvl-family); emptied per model
 #   --llama DIR                   also llama.cpp: its converter (through bench/peers.py gguf) makes a
 #                                 Q4_0 GGUF of the same checkpoint and llama-bench decodes
-#                                 --decode-tokens tokens with --threads threads
+#                                 --decode-tokens tokens with --threads threads (checked: the converter
+#                                 takes the random 30B-A3B, fused experts and all). Converting holds a
+#                                 BF16 GGUF as big as the checkpoint beside it: with 8 layers of the 32B
+#                                 or the 30B-A3B ~29 GB in all, so with --llama give --layers 6 (~24 GB)
 #   --keep                        keep each model's files (for a second look; mind the disk)
 #
 # Run it on a quiet machine: the figures are speeds. One JSON line per model
@@ -127,6 +130,13 @@ EOF
 llama_decode() {
   local dir=$1 out=$WORK/gguf
   [[ -n $LLAMA ]] || return 0
+  # The converter writes a BF16 GGUF as big as the checkpoint, then Q4_0 from it.
+  local need=$(( $(stat -c %s "$dir/model.safetensors") * 14 / 10 ))
+  local free=$(( $(df -k --output=avail "$WORK" | tail -1) * 1024 ))
+  if (( need > free )); then
+    log "llama.cpp skipped for $(basename "$dir"): converting needs ~$((need >> 30)) GiB, $((free >> 30)) GiB free (fewer --layers?)"
+    return 0
+  fi
   if ! "$HERE/peers.py" gguf --llama "$LLAMA" --qvl "$QVL" --model "$dir" --out "$out" --types Q4_0 \
        > "$WORK/gguf.log" 2>&1; then
     log "llama.cpp's converter refused $(basename "$dir"):"; tail -5 "$WORK/gguf.log" >&2
@@ -167,3 +177,4 @@ for size in $SIZES; do
   done
   [[ $KEEP == 1 ]] || rm -rf "$dir" "$cache" "$full"
 done
+[[ $KEEP == 1 ]] || rm -f "$WORK"/{bench.json,info-made.json,info-full.json,time.txt,gguf.log,llama-bench.log}
