@@ -131,7 +131,7 @@ llama_decode() {
   local dir=$1 out=$WORK/gguf
   [[ -n $LLAMA ]] || return 0
   # The converter writes a BF16 GGUF as big as the checkpoint, then Q4_0 from it.
-  local need=$(( $(stat -c %s "$dir/model.safetensors") * 14 / 10 ))
+  local need=$(( $(du -cb "$dir"/*.safetensors | tail -1 | cut -f1) * 14 / 10 ))
   local free=$(( $(df -k --output=avail "$WORK" | tail -1) * 1024 ))
   if (( need > free )); then
     log "llama.cpp skipped for $(basename "$dir"): converting needs ~$((need >> 30)) GiB, $((free >> 30)) GiB free (fewer --layers?)"
@@ -139,7 +139,7 @@ llama_decode() {
   fi
   if ! "$HERE/peers.py" gguf --llama "$LLAMA" --qvl "$QVL" --model "$dir" --out "$out" --types Q4_0 \
        > "$WORK/gguf.log" 2>&1; then
-    log "llama.cpp's converter refused $(basename "$dir"):"; tail -5 "$WORK/gguf.log" >&2
+    log "llama.cpp's converter or llama-quantize failed on $(basename "$dir"):"; tail -5 "$WORK/gguf.log" >&2
     rm -rf "$out"; return 0
   fi
   rm -f "$out"/*-BF16.gguf "$out"/mmproj-*.gguf  # only the Q4_0 file is benchmarked
