@@ -313,18 +313,25 @@ RandomModelStats make_random_model(const std::string& out_dir, const std::string
     fs::copy_file(from, dir / name, fs::copy_options::overwrite_existing, ec);
     if (ec) fail((dir / name).string(), ": cannot copy from ", from.string(), ": ", ec.message());
   }
-  {
-    fs::path from = like / "preprocessor_config.json";
-    if (!fs::is_regular_file(from, ec)) fail(from.string(), ": missing (--like must name a model folder)");
+  // Both processors' files (images, videos) follow this config's patch sizes;
+  // the video one is optional in --like, as in checkpoints before Qwen3-VL.
+  for (const char* name : {"preprocessor_config.json", "video_preprocessor_config.json"}) {
+    const fs::path from = like / name;
+    const fs::path to = dir / name;
+    if (!fs::is_regular_file(from, ec)) {
+      if (std::string(name) == "preprocessor_config.json")
+        fail(from.string(), ": missing (--like must name a model folder)");
+      continue;
+    }
     json pre = read_json_file(read_file(from.string()), from.string());
     pre["patch_size"] = config.vision.patch_size;
     pre["merge_size"] = config.vision.spatial_merge_size;
     pre["temporal_patch_size"] = config.vision.temporal_patch_size;
     std::string text = pre.dump(2) + "\n";
-    std::FILE* f = std::fopen((dir / "preprocessor_config.json").c_str(), "wb");
-    if (!f) fail((dir / "preprocessor_config.json").string(), ": cannot create");
+    std::FILE* f = std::fopen(to.c_str(), "wb");
+    if (!f) fail(to.string(), ": cannot create");
     size_t n = std::fwrite(text.data(), 1, text.size(), f);
-    if (std::fclose(f) != 0 || n != text.size()) fail((dir / "preprocessor_config.json").string(), ": write failed");
+    if (std::fclose(f) != 0 || n != text.size()) fail(to.string(), ": write failed");
   }
 
   const std::vector<TensorInfo> tensors = random_model_tensors(config, options.fp8);

@@ -100,6 +100,10 @@ TEST(RandomModel, TinyConfigLoadsLikeTheFixture) {
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.json", "generation_config.json"})
     EXPECT_EQ(read_file(dir / f), read_file(kTiny + "/" + f)) << f;
   EXPECT_EQ(m.chat_template, ModelFolder::open(kTiny).chat_template);
+  // Both processors' files, so a clip is sampled and sized as the checkpoint's
+  // video processor says, not by the class defaults.
+  for (const char* f : {"preprocessor_config.json", "video_preprocessor_config.json"})
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir / f)), nlohmann::json::parse(read_file(kTiny + "/" + f))) << f;
 
   // Weights in range: N(0, 0.02) matrices, norms near 1 (bf16 -> float).
   auto values = [&](const std::string& name) {
