@@ -166,9 +166,11 @@ TEST(ImageAbuse, MediaFileSwappedForASymlinkIsNeverServed) {
     }
   });
   auto c = s.client();
-  int escapes = 0, refused = 0, not_image = 0;
-  const int tries = 400;
-  for (int i = 0; i < tries; ++i) {
+  int escapes = 0, refused = 0, not_image = 0, tries = 0;
+  // At least 400 tries, and on until both kinds were seen: on a loaded
+  // machine the swapper may not run for a while, leaving one kind throughout.
+  const auto t = Clock::now();
+  for (; tries < 400 || ((refused == 0 || not_image == 0) && seconds_since(t) < 30); ++tries) {
     auto r = post_json(c, "/v1/chat/completions", chat_body("hi", "img.png", 1));
     ASSERT_TRUE(r);
     if (r->status == 200) ++escapes;
