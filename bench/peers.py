@@ -461,20 +461,22 @@ def write_clip(path, seconds):
                     "-pix_fmt", "yuv420p", str(path)], check=True)
 
 
-def video_main(a, stacks, work):
-    stacks = [s for s in stacks if s.kind in ("qvl", "llama.cpp")]
-    if not stacks:
-        raise SystemExit("--video compares qvl and llama.cpp: give --qvl/--model or --llama-bin/--gguf/--mmproj")
-    clip = work / f"clip-{VIDEO_SIZE[0]}x{VIDEO_SIZE[1]}-{VIDEO_FPS}fps-{a.video_seconds:g}s.mp4"
-    write_clip(clip, a.video_seconds)
+def run_rounds(a, stacks, what, measure):
+    """Each stack measured a.rounds times, the order reversed every other round so neither always
+    runs first on a warm or a cold machine."""
     rounds = {s.name: [] for s in stacks}
     for r in range(a.rounds):
         for s in (stacks if r % 2 == 0 else stacks[::-1]):
-            print(f"round {r + 1}/{a.rounds}: {s.name} video ...", file=sys.stderr, flush=True)
+            print(f"round {r + 1}/{a.rounds}: {s.name}{what} ...", file=sys.stderr, flush=True)
             try:
-                rounds[s.name].append(s.video(clip))
+                rounds[s.name].append(measure(s))
             except (RuntimeError, OSError, KeyError, ValueError) as e:
                 print(f"  {s.name} failed: {e}", file=sys.stderr)
+    return rounds
+
+
+def summarize(stacks, rounds, figures=FIGURES):
+    """Each stack's medians, and the qvl/peer ratios of `figures`."""
     results = {}
     for s in stacks:
         rs = rounds[s.name]
@@ -485,8 +487,18 @@ def video_main(a, stacks, work):
     for q in (s for s in stacks if s.kind == "qvl"):
         for p in (s for s in stacks if s.kind != "qvl"):
             if results[q.name]["median"] and results[p.name]["median"]:
-                pairs[f"{q.name} / {p.name}"] = ratios(results[q.name]["median"], results[p.name]["median"],
-                                                       VIDEO_FIGURES)
+                pairs[f"{q.name} / {p.name}"] = ratios(results[q.name]["median"], results[p.name]["median"], figures)
+    return results, pairs
+
+
+def video_main(a, stacks, work):
+    stacks = [s for s in stacks if s.kind in ("qvl", "llama.cpp")]
+    if not stacks:
+        raise SystemExit("--video compares qvl and llama.cpp: give --qvl/--model or --llama-bin/--gguf/--mmproj")
+    clip = work / f"clip-{VIDEO_SIZE[0]}x{VIDEO_SIZE[1]}-{VIDEO_FPS}fps-{a.video_seconds:g}s.mp4"
+    write_clip(clip, a.video_seconds)
+    rounds = run_rounds(a, stacks, " video", lambda s: s.video(clip))
+    results, pairs = summarize(stacks, rounds, VIDEO_FIGURES)
     report = {
         "prompt": VIDEO_PROMPT, "clip": {"file": clip.name, "bytes": clip.stat().st_size,
                                          "size": list(VIDEO_SIZE), "fps": VIDEO_FPS, "seconds": a.video_seconds},
@@ -593,26 +605,8 @@ def main(argv):
     if not a.skip_page:
         write_png(page, *SIZE_PAGE, page=True)
 
-    rounds = {s.name: [] for s in stacks}
-    for r in range(a.rounds):
-        for s in (stacks if r % 2 == 0 else stacks[::-1]):
-            print(f"round {r + 1}/{a.rounds}: {s.name} ...", file=sys.stderr, flush=True)
-            try:
-                rounds[s.name].append(s.measure(img448, None if a.skip_page else page))
-            except (RuntimeError, OSError, KeyError, ValueError) as e:
-                print(f"  {s.name} failed: {e}", file=sys.stderr)
-
-    results = {}
-    for s in stacks:
-        rs = rounds[s.name]
-        keys = sorted({k for x in rs for k, v in x.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
-        results[s.name] = {"kind": s.kind, "format": s.family, "rounds": rs,
-                           "median": {k: median_of(rs, k) for k in keys}}
-    pairs = {}
-    for q in (s for s in stacks if s.kind == "qvl"):
-        for p in (s for s in stacks if s.kind != "qvl"):
-            if results[q.name]["median"] and results[p.name]["median"]:
-                pairs[f"{q.name} / {p.name}"] = ratios(results[q.name]["median"], results[p.name]["median"])
+    rounds = run_rounds(a, stacks, "", lambda s: s.measure(img448, None if a.skip_page else page))
+    results, pairs = summarize(stacks, rounds)
 
     report = {
         "prompt": PROMPT, "image": list(SIZE_448), "page": None if a.skip_page else list(SIZE_PAGE),
