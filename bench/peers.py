@@ -305,9 +305,11 @@ class Llama:
         self.name = f"llama.cpp {self.family}"
         self.cli = str(Path(a.llama_bin) / "llama-mtmd-cli")
 
-    def one(self, image, n):
+    def mtmd(self, media, prompt, n):
+        """One llama-mtmd-cli answer about `media` (an image, or a clip its helper decodes): its timing
+        lines, the first token's ms and whether prompt eval spans the encoder, wall s, peak RSS bytes."""
         a = self.a
-        _, se, wall, rss = run([self.cli, "-m", self.gguf, "--mmproj", a.mmproj, "--image", str(image), "-p", PROMPT,
+        _, se, wall, rss = run([self.cli, "-m", self.gguf, "--mmproj", a.mmproj, "--image", str(media), "-p", prompt,
                                 "-n", str(n), "--temp", "0", "--ignore-eos", "-t", str(a.threads),
                                 "-c", str(a.ctx), "-lv", "4"], log=a.log)  # -lv 4: the timing lines
         t = parse_mtmd_timings(se)
@@ -315,6 +317,10 @@ class Llama:
         if missing:
             raise RuntimeError(f"llama-mtmd-cli printed no {', '.join(sorted(missing))}; see --log")
         first_ms, spans_vision = mtmd_first_token_ms(t)
+        return t, first_ms, spans_vision, wall, rss
+
+    def one(self, image, n):
+        t, first_ms, spans_vision, wall, rss = self.mtmd(image, PROMPT, n)
         r = {
             "vision_s": t["vision_ms"] / 1e3,
             "first_token_s": first_ms / 1e3,
@@ -329,15 +335,7 @@ class Llama:
         return r
 
     def video(self, clip):
-        a = self.a
-        _, se, wall, rss = run([self.cli, "-m", self.gguf, "--mmproj", a.mmproj, "--image", str(clip),
-                                "-p", VIDEO_PROMPT, "-n", str(a.decode_tokens), "--temp", "0", "--ignore-eos",
-                                "-t", str(a.threads), "-c", str(a.ctx), "-lv", "4"], log=a.log)
-        t = parse_mtmd_timings(se)
-        missing = {"vision_ms", "prompt_eval_ms"} - t.keys()
-        if missing:
-            raise RuntimeError(f"llama-mtmd-cli printed no {', '.join(sorted(missing))}; see --log")
-        first_ms, spans_vision = mtmd_first_token_ms(t)
+        t, first_ms, spans_vision, wall, rss = self.mtmd(clip, VIDEO_PROMPT, self.a.decode_tokens)
         r = {
             "video_vision_s": t["vision_ms"] / 1e3,
             "video_first_token_s": first_ms / 1e3,
