@@ -98,7 +98,7 @@ TEST(Fp8Golden, F32EveryPromptCase) {
   const auto& tols = m["tolerances"];
   const double h_atol = tols["hidden.*"]["atol"], h_rtol = tols["hidden.*"]["rtol"];
   const double l_atol = tols["logits"]["atol"];
-  const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
+  const int64_t vocab = model.config().text.vocab_size;
   for (const auto& p : m["prompts"]) {
     const std::string name = p["name"];
     SCOPED_TRACE(name);
@@ -109,13 +109,7 @@ TEST(Fp8Golden, F32EveryPromptCase) {
                 golden::max_abs_diff(r.logits_last.data(), f["logits_last"].f.data(), vocab));
     if (p["has_hidden_states"]) golden::expect_hidden_states(r, f, model.config().text.num_hidden_layers, h_atol, h_rtol);
     EXPECT_TRUE(golden::close("logits_last", r.logits_last.data(), f["logits_last"].f, l_atol, 0));
-    const golden::Tensor& sel = f["logits_sel_positions"];
-    std::vector<float> logits(vocab);
-    for (int64_t s = 0; s < sel.numel(); ++s) {
-      model.text().logits(r.hidden.data() + sel.i[s] * hid, 1, logits.data(), golden::pool());
-      std::vector<float> want(f["logits_sel"].f.begin() + s * vocab, f["logits_sel"].f.begin() + (s + 1) * vocab);
-      EXPECT_TRUE(golden::close("logits_sel at " + std::to_string(sel.i[s]), logits.data(), want, l_atol, 0));
-    }
+    golden::expect_selected_logits(model, r, f, l_atol);
     golden::expect_greedy_tokens(r, f, l_atol);
   }
 }

@@ -64,7 +64,7 @@ TEST_P(MoeGolden, EveryPromptCase) {
   const double l_atol = tols["logits"]["atol"];
   const double w_atol = tols["router.*.topk_weights"]["atol"], rl_atol = tols["router.*.logits"]["atol"];
   const int layers = model.config().text.num_hidden_layers;
-  const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
+  const int64_t vocab = model.config().text.vocab_size;
   for (const auto& p : m["prompts"]) {
     const std::string name = p["name"];
     SCOPED_TRACE(name);
@@ -95,13 +95,7 @@ TEST_P(MoeGolden, EveryPromptCase) {
       golden::expect_hidden_states(r, f, model.config().text.num_hidden_layers, h_atol, h_rtol);
     }
     EXPECT_TRUE(golden::close("logits_last", r.logits_last.data(), f["logits_last"].f, l_atol, 0));
-    const golden::Tensor& sel = f["logits_sel_positions"];
-    std::vector<float> logits(vocab);
-    for (int64_t s = 0; s < sel.numel(); ++s) {
-      model.text().logits(r.hidden.data() + sel.i[s] * hid, 1, logits.data(), golden::pool());
-      std::vector<float> want(f["logits_sel"].f.begin() + s * vocab, f["logits_sel"].f.begin() + (s + 1) * vocab);
-      EXPECT_TRUE(golden::close("logits_sel at " + std::to_string(sel.i[s]), logits.data(), want, l_atol, 0));
-    }
+    golden::expect_selected_logits(model, r, f, l_atol);
     golden::expect_greedy_tokens(r, f, l_atol);
   }
 }

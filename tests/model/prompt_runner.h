@@ -81,6 +81,18 @@ inline void expect_hidden_states(const PromptRun& r, const File& f, int layers, 
 
 // The 16 greedy tokens exactly (the first difference ends the check: the
 // continuations diverge from there), each step's top-1 logit within atol.
+// The logits at the golden's selected prompt positions (logits_sel), within atol.
+inline void expect_selected_logits(Model& model, const PromptRun& r, const File& f, double atol) {
+  const int64_t hid = model.config().text.hidden_size, vocab = model.config().text.vocab_size;
+  const Tensor& sel = f["logits_sel_positions"];
+  std::vector<float> logits(vocab);
+  for (int64_t s = 0; s < sel.numel(); ++s) {
+    model.text().logits(r.hidden.data() + sel.i[s] * hid, 1, logits.data(), pool());
+    std::vector<float> want(f["logits_sel"].f.begin() + s * vocab, f["logits_sel"].f.begin() + (s + 1) * vocab);
+    EXPECT_TRUE(close("logits_sel at " + std::to_string(sel.i[s]), logits.data(), want, atol, 0));
+  }
+}
+
 inline void expect_greedy_tokens(const PromptRun& r, const File& f, double atol) {
   const Tensor& gen = f["generated_ids"];
   const Tensor& gen_vals = f["gen_top_vals"];
