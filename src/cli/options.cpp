@@ -41,8 +41,8 @@ void visit_options(EngineParams& p, Args& v) {
   visit_options(p.weight_cache, v);
   v(p.precision, "precision", "MODE",
     "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
-    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); with bf16, q8 or q4 weights fast also puts "
-    "prefill and vision attention in bf16 (AMX or AVX512-BF16); no effect on f32, and on bf16 matmuls none on a "
+    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); with bf16 weights fast also puts prefill and "
+    "vision attention in bf16 (AMX or AVX512-BF16), which q8/q4 weights always do; no effect on f32, and on bf16 matmuls none on a "
     "CPU without AMX whose bf16 dot product is not faster than its f32 FMA (then exact is the faster)")
       .choices({MatmulPrecision::Exact, MatmulPrecision::Fast}, matmul_precision_name)
       .env("QVL_PRECISION");

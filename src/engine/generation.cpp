@@ -93,7 +93,7 @@ bool Engine::Impl::prefill_unit(Run& r, int64_t piece) {
   const int64_t len = prefill_piece(r.prefilled, todo, std::max<int64_t>(1, params.batch), piece);
   const int64_t at = r.reused + r.prefilled;
   TextInput in{r.prompt.ids.data() + at, r.prompt.positions.pos.data() + at, len,
-               r.vision->rows().data() + r.prefilled, &r.vision->features()};
+               r.vision->rows().data() + r.prefilled, &r.vision->features(), /*prompt=*/true};
   text.forward(in, slot.cache, pool);
   r.prefilled += len;
   slot.hold(r.prompt, at, at + len);

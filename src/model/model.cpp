@@ -16,8 +16,8 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   wo.format = options.format;
   // Fast where it is faster (matmul_fast_bf16_pays), else the exact kernel:
   // on this CPU that is the faster of the two.
-  // (Measured only for bf16 weights: q8/q4 read the setting for their
-  // attention alone, attention_precision in weights.h.)
+  // (bf16 weights only: q8/q4 products ignore it, and their attention is
+  // Fast whatever is asked, attention_precision in weights.h.)
   const bool fast_bf16 = options.precision == MatmulPrecision::Fast && options.format == WeightFormat::BF16;
   wo.precision = fast_bf16 && !matmul_fast_bf16_pays() ? MatmulPrecision::Exact : options.precision;
   wo.pool = &pool;

@@ -76,7 +76,7 @@ void TextDecoder::forward(const TextInput& in, KvCache& cache, ThreadPool& pool,
   }
   for (int64_t begin = 0; begin < in.n; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, in.n - begin);
-    const Segment seg{&cache, 0, n, cache.size()};
+    const Segment seg{&cache, 0, n, cache.size(), in.prompt};
     forward_chunk(in, begin, n, {&seg, 1}, pool, all_hidden, trace);
   }
 }
@@ -194,6 +194,7 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.causal = true;
     p.q_pos0 = s.p0;
     p.precision = attention_precision(w.q.w);
+    p.prompt = s.prompt;
     if (f16)
       attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
     else

@@ -35,6 +35,10 @@ struct TextInput {
   // is added to its hidden state after layer k. nullptr: text only.
   const int64_t* vis_row = nullptr;
   const VisionFeatures* vision = nullptr;
+  // A piece of a prompt (the engine's prefill), not tokens decoded alone:
+  // attention takes the many-query kernel at any n (AttentionParams::prompt),
+  // so the prompt's bits do not depend on where it was cut.
+  bool prompt = false;
 };
 
 // Hidden states for the golden tests, rows appended chunk by chunk: [n, hidden].
@@ -94,9 +98,11 @@ class TextDecoder {
  private:
   // Rows [row, row + n) of a chunk belong to one sequence and are appended to
   // its cache at position p0 = cache->size() (taken when the chunk starts).
+  // prompt: TextInput::prompt.
   struct Segment {
     KvCache* cache;
     int64_t row, n, p0;
+    bool prompt = false;
   };
   void check_room(const KvCache& cache, int64_t n) const;
   void ensure_rows(int64_t n);

@@ -171,8 +171,8 @@ class Binder {
       m = WeightMatrix::from_bf16(bf16.data(), rows, cols, format, options_.pool, {}, &arena_);
       converted_ = true;
     }
-    // matmul() reads it for bf16 only; attention_precision reads it for
-    // every format (q8/q4 with --precision fast: bf16 attention).
+    // matmul() and attention_precision read it for bf16 only (q8/q4
+    // attention is always Fast).
     if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
     record(t.name, m);
     done_bytes_ += t.nbytes;
@@ -332,8 +332,8 @@ class Binder {
       for (size_t i = 0; i < f32.size(); ++i) bf16[i] = f32_to_bf16(f32[i]);
     }
     WeightMatrix m = WeightMatrix::from_bf16(bf16.data(), n, r, options_.format, options_.pool, {}, &arena_);
-    // matmul() reads it for bf16 only; attention_precision reads it for
-    // every format (q8/q4 with --precision fast: bf16 attention).
+    // matmul() and attention_precision read it for bf16 only (q8/q4
+    // attention is always Fast).
     if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
     record(name, m);
     converted_ = true;

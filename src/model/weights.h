@@ -26,15 +26,18 @@ struct Linear {
 };
 
 // The precision of the attention beside a layer whose products use w
-// (AttentionParams::precision): Fast, bf16 Q, K, P and V, only where asked
-// for (--precision fast, which q8/q4 matrices carry too though their
-// products ignore it). Not by default for q8/q4, whose products are the same
-// bits for every m: a repeated request recomputes its last prompt token
-// alone (decode's f32 attention), and bf16 prefill attention beside it made
-// the cached and the uncached answer to one greedy request differ (the
-// Python package's stream-equals-answer test caught the flip on the tiny
-// model); f32 attention keeps them to f32 summation order.
-inline MatmulPrecision attention_precision(const WeightMatrix& w) { return w.precision(); }
+// (AttentionParams::precision): Fast (bf16 Q, K, P and V on AMX or
+// AVX512-BF16, f32 softmax) for q8/q4 matrices always, whose 8- and 4-bit
+// products already round far more than bf16 attention adds (issue 32: "int8
+// or bf16 products where the precision allows (fast, q8/q4 models)"); for
+// bf16 only where asked for (--precision fast); f32 exact. A repeated
+// request recomputes its last prompt token alone, so prompt pieces take the
+// many-query kernel at every length (AttentionParams::prompt) and the cached
+// and uncached answers keep one set of bits.
+inline MatmulPrecision attention_precision(const WeightMatrix& w) {
+  const bool quantized = w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4;
+  return quantized ? MatmulPrecision::Fast : w.precision();
+}
 
 struct NormWeights {
   std::vector<float> weight;  // [dim]

@@ -35,12 +35,15 @@ bool bf16_dot_runs(const AttentionParams& p) {
          bf16dot::attention_usable();
 }
 
-// Few queries: stream K/V once per kv head (decode). Many: tiles.
+// Few queries: stream K/V once per kv head (decode). Many, or a prompt
+// piece: tiles.
+bool rows_run(const AttentionParams& p) { return p.nq <= kAttentionRowQueries && !p.prompt; }
+
 template <class T>
 void dispatch(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
   check(p);
   if (p.nq <= 0) return;
-  if (p.nq <= kAttentionRowQueries)
+  if (rows_run(p))
     simd::attention_rows(q, k, v, out, p, pool);
   else if (amx_runs(p))
     amx::attention(q, k, v, out, p, pool);
@@ -55,7 +58,7 @@ void dispatch(const float* q, const T* k, const T* v, float* out, const Attentio
 const char* attention_amx_status() { return amx::attention_status(); }
 
 const char* attention_kernel_name(const AttentionParams& p) {
-  if (p.nq <= kAttentionRowQueries) return "rows (split-KV), f32 FMA";
+  if (rows_run(p)) return "rows (split-KV), f32 FMA";
   if (amx_runs(p)) return "tiled, AMX tdpbf16ps, bf16 inputs";
   return bf16_dot_runs(p) ? "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }

@@ -82,11 +82,18 @@ struct AttentionParams {
   // vision) run on the AMX unit with q, k, softmax weights and v rounded to
   // bf16 (amx_attention.h); where AMX is not used it changes nothing.
   MatmulPrecision precision = MatmulPrecision::Exact;
+  // A piece of a prompt (prefill), not decode: it takes the many-query kernel
+  // at every nq, whose rows do not depend on the piece, so a prompt gets the
+  // same bits however it was cut. A repeated request recomputes its last
+  // prompt token alone; on the rows kernel that token's logits differed from
+  // the uncached run's (bf16 Fast attention flipped a greedy token).
+  bool prompt = false;
 };
 // Up to this many queries attention() takes the rows kernel, where each
 // query's arithmetic depends on its own visible positions alone: a query
 // among a short causal piece gets the bits it gets alone (nq = 1, nkv its
-// causal end), as decode computes it. More queries take the tiled kernel.
+// causal end), as decode computes it. More queries, and prompt pieces of
+// any length, take the tiled kernel.
 constexpr int64_t kAttentionRowQueries = 15;
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p, ThreadPool& pool);
 // The same with K/V stored in f16 (ops above): each element is widened

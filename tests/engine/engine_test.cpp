@@ -100,6 +100,35 @@ TEST(Engine, SecondTurnReusesTheCachedPrefix) {
   EXPECT_EQ(r3.token_ids, ids(p["generated_ids"]));
 }
 
+// q8 weights run prefill and vision attention in bf16 where the CPU has the
+// unit (attention_precision); a repeated request recomputes only its last
+// prompt token, as a prompt piece on the same kernel, so its answer and
+// every logprob keep the bits of the uncached run.
+TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithQ8Weights) {
+  EngineParams params;
+  params.model_dir = kFixtures + "/tiny-qwen3vl";
+  params.threads = 2;
+  params.ctx_size = 1024;
+  params.weights = WeightFormat::Q8;
+  params.no_weight_cache = true;
+  std::unique_ptr<Engine> e = Engine::create(params);
+  for (const char* name : {"image_question", "two_turn"}) {
+    GenerateRequest req = greedy_request(messages_of(prompt_case(name)), 16);
+    req.top_logprobs = 3;
+    e->reset();
+    const GenerateResult first = e->generate(req);
+    const GenerateResult again = e->generate(req);
+    EXPECT_EQ(first.cached_tokens, 0) << name;
+    EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1) << name;
+    EXPECT_EQ(again.token_ids, first.token_ids) << name;
+    ASSERT_EQ(again.logprobs.size(), first.logprobs.size()) << name;
+    for (size_t i = 0; i < first.logprobs.size(); ++i) {
+      EXPECT_EQ(again.logprobs[i].logprob, first.logprobs[i].logprob) << name << " token " << i;
+      EXPECT_EQ(again.logprobs[i].top, first.logprobs[i].top) << name << " token " << i;
+    }
+  }
+}
+
 TEST(Engine, DifferentImageInvalidatesThePrefix) {
   const nlohmann::json& p = prompt_case("image_question");
   std::vector<Message> msgs = messages_of(p);

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "ops/ops.h"
 #include "ops/scalar.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/formats.h"
 
 namespace qvl {
 namespace {
@@ -193,6 +195,50 @@ TEST(Attention, TiledAttentionRowsIndependentOfChunking) {
   };
   check("best");
   testing::for_each_target(check);
+}
+
+// A prompt piece (AttentionParams::prompt) of any length, down to the one
+// token a repeated request recomputes after its cached prefix, gets the bits
+// of the same rows in one whole call, in exact and in Fast precision (the
+// bf16 kernel where the CPU has one), f32 and f16 K/V; decode pieces of as
+// few queries still take the rows kernel.
+TEST(Attention, PromptPiecesOfAnyLengthGiveTheBitsOfOneCall) {
+  ThreadPool pool(2);
+  constexpr int64_t kLen = 90;
+  AttentionParams whole;
+  whole.nq = whole.nkv = kLen, whole.q_heads = 4, whole.kv_heads = 2, whole.head_dim = 64;
+  whole.q_stride = whole.out_stride = 4 * 64 + 4, whole.kv_stride = 2 * 64 + 2;
+  whole.scale = 0.125f, whole.causal = true, whole.prompt = true;
+  const auto q = testing::random_floats(kLen * whole.q_stride, 51, -3, 3);
+  const auto k = testing::random_floats(kLen * whole.kv_stride, 52, -3, 3);
+  const auto v = testing::random_floats(kLen * whole.kv_stride, 53);
+  const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
+  for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast})
+    for (bool f16 : {false, true}) {
+      whole.precision = precision;
+      auto run = [&](const AttentionParams& p, int64_t at, float* out) {
+        if (f16)
+          attention(q.data() + at * p.q_stride, k16.data(), v16.data(), out, p, pool);
+        else
+          attention(q.data() + at * p.q_stride, k.data(), v.data(), out, p, pool);
+      };
+      std::vector<float> want(static_cast<size_t>(kLen * whole.out_stride), 0.0f);
+      run(whole, 0, want.data());
+      // Pieces of 1, 2, 15 and 16 queries and the rest, in turn.
+      std::vector<float> got(want.size(), 0.0f);
+      const int64_t lengths[] = {1, 2, 15, 16};
+      for (int64_t at = 0, i = 0; at < kLen; ++i) {
+        AttentionParams p = whole;
+        p.nq = std::min(lengths[i % 4], kLen - at), p.nkv = at + p.nq, p.q_pos0 = at;
+        EXPECT_EQ(std::string(attention_kernel_name(p)).find("rows"), std::string::npos) << attention_kernel_name(p);
+        run(p, at, got.data() + at * p.out_stride);
+        at += p.nq;
+      }
+      ASSERT_EQ(got, want) << matmul_precision_name(precision) << (f16 ? " f16" : " f32");
+    }
+  AttentionParams decode = whole;
+  decode.prompt = false, decode.nq = 1, decode.q_pos0 = kLen - 1;
+  EXPECT_EQ(std::string(attention_kernel_name(decode)), "rows (split-KV), f32 FMA");
 }
 
 // Decode attention splits its work by position chunk and by group of kv
