@@ -122,10 +122,17 @@ __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) HWY_INLINE __m512i DpbusdB
 // stored, q + 8) by 4 signed x codes broadcast to all lanes, and each lane
 // starts at corr to remove the offset. One conversion, scale and FMA per
 // x row and group covers all 16 rows.
+// kPacked: x is a GEMM chunk of exactly M rows packed group-major (codes
+// [group][M][32], scales and corr [group][M]; MatmulQuantGemm), so every x
+// address is one pointer per group plus a constant. With a row stride known
+// only at run time, 8 rows needed 8 address registers, which GCC spilled to
+// vector registers (vmovq) and, short of those, the accumulators to the
+// stack: a load and a store around every FMA (perf annotate, a document
+// page's vision on Zen 4).
 // Highway 1.0.3's AVX3_DL attributes name AVX-VNNI but not AVX512-VNNI
 // (which its CPU check for AVX3_DL requires, and MatmulSmallQuant checks
 // again): added here, so this function is called, not inlined.
-template <int M, bool kQ8>
+template <int M, bool kQ8, bool kPacked>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVnni(const quant::View& v, int64_t b,
                                                                                    const XQ& xq, float* y, int64_t ldy,
                                                                                    const float* bias, int64_t rows) {
@@ -133,7 +140,10 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
   const int64_t bgb = v.block_group_bytes();
   const uint8_t* codes = v.codes + b * G * bgb;
   const uint16_t* sc = v.scales + b * G * kRB;
+  // Every loop over acc is unrolled, so each acc[i] is a register (an index
+  // left to run time keeps the array in memory).
   __m512 acc[M];
+#pragma GCC unroll 16
   for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr int kChains = 8;
@@ -142,36 +152,42 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
     PrefetchPageStart(codes + kQPrefetchBytes, bgb);
     PrefetchPageStart(reinterpret_cast<const uint8_t*>(sc + g * kRB) + kQScalePrefetchBytes, kRB * 2);
     const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + g * kRB)));
-    // w[t] pairs with x codes 4t..4t+3 of the group.
-    __m512i w[8];
-    if (kQ8) {
-      for (int t = 0; t < 8; ++t) w[t] = _mm512_xor_si512(_mm512_loadu_si512(codes + t * 64), flip);
-    } else {
-      for (int t = 0; t < 4; ++t) {
-        const __m512i raw = _mm512_loadu_si512(codes + t * 64);
-        w[t] = _mm512_and_si512(raw, low4);
-        w[t + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-      }
-    }
-    codes += bgb;
-    auto scale = [&](int i, __m512i dot) {
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sw, _mm512_set1_ps(xq.scale(i, g))),
-                               acc[i]);
+    // Unit t pairs with x codes 4t..4t+3 of the group: q8 flipped to
+    // unsigned, q4 the low nibbles of unit t (t < 4) or the high ones of t - 4.
+    auto unit = [&](int t) {
+      if (kQ8) return _mm512_xor_si512(_mm512_loadu_si512(codes + t * 64), flip);
+      const __m512i raw = _mm512_loadu_si512(codes + (t & 3) * 64);
+      return _mm512_and_si512(t < 4 ? raw : _mm512_srli_epi16(raw, 4), low4);
     };
+    const int8_t* xg = kPacked ? xq.codes + g * (M * quant::kGroup) : nullptr;
+    const float* sg = kPacked ? xq.scales + g * M : nullptr;
+    const int32_t* cg = kPacked ? xq.corrs + g * M : nullptr;
+    auto code = [&](int i) { return kPacked ? xg + i * quant::kGroup : xq.code(i, g); };
+    auto xscale = [&](int i) { return kPacked ? sg[i] : xq.scale(i, g); };
+    auto corr = [&](int i) { return kPacked ? cg[i] : xq.corr(i, g); };
+    // acc[i] += dot · (sw · sx). Written out at each use, not in a lambda
+    // taking acc by reference: that made GCC keep acc in memory, a load and
+    // a store around every FMA.
+#define QVL_SCALE(i, dot) \
+  acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sw, _mm512_set1_ps(xscale(i))), acc[i])
     // Integer sums are exact, so how the chains are split changes nothing.
     if (M <= 2) {  // two chains per row hide the latency when few rows share the weights
+      __m512i w[8];
+      for (int t = 0; t < 8; ++t) w[t] = unit(t);
+#pragma GCC unroll 2
       for (int i = 0; i < M; ++i) {
-        __m512i d0 = _mm512_set1_epi32(xq.corr(i, g)), d1 = _mm512_setzero_si512();
+        __m512i d0 = _mm512_set1_epi32(corr(i)), d1 = _mm512_setzero_si512();
         for (int t = 0; t < 8; t += 2) {
-          d0 = DpbusdBroadcast(d0, w[t], xq.code(i, g) + 4 * t);
-          d1 = DpbusdBroadcast(d1, w[t + 1], xq.code(i, g) + 4 * t + 4);
+          d0 = DpbusdBroadcast(d0, w[t], code(i) + 4 * t);
+          d1 = DpbusdBroadcast(d1, w[t + 1], code(i) + 4 * t + 4);
         }
-        scale(i, _mm512_add_epi32(d0, d1));
+        QVL_SCALE(i, _mm512_add_epi32(d0, d1));
       }
     } else {
       // Rows 8 at a time, their chains interleaved so that independent
-      // vpdpbusd sit next to each other in the instruction stream. Unrolled
-      // so the accumulators stay in registers. 4 chains only just cover
+      // vpdpbusd sit next to each other in the instruction stream, each
+      // weight unit made just before its 8 uses (8 accumulators, 8 chains
+      // and a unit or two fit the 32 registers). 4 chains only just cover
       // vpdpbusd's latency at one a cycle; 8 made the GEMM 5-15 % faster on
       // Zen 4 (bench/ops_report --only qgemm, one thread, best of repeats:
       // q8 0.56-0.64 of the int8 peak -> 0.65-0.68, q4 0.58-0.66 -> 0.65-0.69).
@@ -179,14 +195,18 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
       for (int i0 = 0; i0 < M; i0 += kChains) {
         __m512i dot[kChains];
         for (int j = 0; j < kChains; ++j)
-          if (i0 + j < M) dot[j] = _mm512_set1_epi32(xq.corr(i0 + j, g));
-        for (int t = 0; t < 8; ++t)
+          if (i0 + j < M) dot[j] = _mm512_set1_epi32(corr(i0 + j));
+        for (int t = 0; t < 8; ++t) {
+          const __m512i wt = unit(t);
           for (int j = 0; j < kChains; ++j)
-            if (i0 + j < M) dot[j] = DpbusdBroadcast(dot[j], w[t], xq.code(i0 + j, g) + 4 * t);
+            if (i0 + j < M) dot[j] = DpbusdBroadcast(dot[j], wt, code(i0 + j) + 4 * t);
+        }
         for (int j = 0; j < kChains; ++j)
-          if (i0 + j < M) scale(i0 + j, dot[j]);
+          if (i0 + j < M) QVL_SCALE(i0 + j, dot[j]);
       }
     }
+#undef QVL_SCALE
+    codes += bgb;
   }
   // Out of the block's buffer and into y with one masked store a row: a
   // scalar copy of 16·M values per block cost 10 % of the kernel's time on a
@@ -194,6 +214,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
   // zero where there is none, as before.
   const __mmask16 keep = rows >= kRB ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
   const __m512 bv = bias ? _mm512_maskz_loadu_ps(keep, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 16
   for (int i = 0; i < M; ++i) _mm512_mask_storeu_ps(y + i * ldy, keep, _mm512_add_ps(acc[i], bv));
 }
 #endif
@@ -333,7 +354,15 @@ void QRange(const quant::View& v, const XQ& xq, int64_t b0, int64_t b1, int64_t 
   for (int64_t b = b0; b < b1; ++b) {
 #if HWY_TARGET == HWY_AVX3_DL
     if (vnni) {
-      QBlockVnni<M, kQ8>(v, b, xq, y + b * kRB, ldy, bias ? bias + b * kRB : nullptr, std::min(kRB, n - b * kRB));
+      // The GEMM's chunks (MatmulQuantGemm's chunk_x): exactly M rows, group-major.
+      const bool packed = xq.row_stride == quant::kGroup && xq.group_stride == M * quant::kGroup && xq.srow == 1 &&
+                          xq.sgroup == M;
+      const float* bb = bias ? bias + b * kRB : nullptr;
+      const int64_t rows = std::min(kRB, n - b * kRB);
+      if (packed)
+        QBlockVnni<M, kQ8, true>(v, b, xq, y + b * kRB, ldy, bb, rows);
+      else
+        QBlockVnni<M, kQ8, false>(v, b, xq, y + b * kRB, ldy, bb, rows);
       continue;
     }
 #else
