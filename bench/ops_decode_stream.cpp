@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include <hwy/targets.h>
 #include <nlohmann/json.hpp>
 
 #include "ops/machine_limits.h"
@@ -87,18 +86,13 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--target" && i + 1 < argc) {
-      const std::string name = argv[++i];
-      int64_t chosen = 0;
-      for (int64_t t : hwy::SupportedAndGeneratedTargets())
-        if (name == hwy::TargetName(t)) chosen = t;
-      if (chosen == 0) {
-        std::fprintf(stderr, "ops_decode_stream: --target %s: not a target this binary has and this CPU supports:",
-                     name.c_str());
-        for (int64_t t : hwy::SupportedAndGeneratedTargets()) std::fprintf(stderr, " %s", hwy::TargetName(t));
-        std::fprintf(stderr, "\n");
+      std::string available;
+      if (!qvl::restrict_simd_target(argv[++i], &available)) {
+        std::fprintf(stderr,
+                     "ops_decode_stream: --target %s: not a target this binary has and this CPU supports: %s\n",
+                     argv[i], available.c_str());
         return 2;
       }
-      hwy::SetSupportedTargetsForTest(chosen);
     } else {
       std::fprintf(
           stderr, "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]\n");

@@ -3,8 +3,17 @@
 // fraction of those limits, all measured in the same run. Median of repeats,
 // or with --best the fastest repeat (the limits are best-of passes too, so on
 // a machine shared with other jobs --best compares like with like).
+// GEMM rows also give the fraction of the peak of the unit their kernel runs
+// on (matmul_kernel(): FP32 FMA, vpdpbusd, vpmaddubsw, AMX), re-measured
+// before each row; vpmaddubsw rows add the vpmaddubsw + vpmaddwd pair peak,
+// the sequence the q8 kernel needs (measure_maddubs_madd_peak_gops).
 //
-//   ops_report [--threads N] [--quick] [--best] [--only gemm|qgemm|gemv|attention|small|error]...
+// --target runs every kernel and probe as compiled for one SIMD target this
+// CPU supports (e.g. AVX2 on an AVX-512 machine: 256-bit FMA peak, the
+// vpmaddubsw kernels and peak), to measure the paths older CPUs take.
+//
+//   ops_report [--threads N] [--quick] [--best] [--target NAME]
+//              [--only gemm|qgemm|gemv|attention|small|error]...
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -70,6 +79,21 @@ struct Report {
   double peak_gflops = 0, bw_gbs = 0;
   nlohmann::json rows = nlohmann::json::array();
   double local_peak() { return qvl::measure_fma_peak_gflops(*pool, 0.1); }
+  // The row's unit: its name, its peak and the row's fraction of it (and for
+  // vpmaddubsw, of the vpmaddubsw + vpmaddwd pair peak), measured now.
+  nlohmann::json unit_fields(const qvl::MatmulKernel& kernel, double gops, double fma_peak) {
+    nlohmann::json f = {{"matmul_kernel", kernel.name}, {"unit", qvl::matmul_unit_name(kernel.unit)}};
+    const double peak = kernel.unit == qvl::MatmulUnit::FmaF32 ? fma_peak
+                                                                : qvl::measure_unit_peak(*pool, kernel.unit, 0.1);
+    f["unit_peak_gops"] = peak;
+    if (peak > 0) f["fraction_of_unit_peak"] = gops / peak;
+    if (kernel.unit == qvl::MatmulUnit::Int16Madd) {
+      const double pair = qvl::measure_maddubs_madd_peak_gops(*pool, 0.1);
+      f["maddubs_madd_peak_gops"] = pair;
+      if (pair > 0) f["fraction_of_maddubs_madd_peak"] = gops / pair;
+    }
+    return f;
+  }
   double local_bw() { return qvl::measure_read_bandwidth_gbs(*pool, bw_buf.get(), bw_floats, 2); }
   void flops(const std::string& name, double flop, double sec, double peak, nlohmann::json extra = nlohmann::json::object()) {
     double g = flop / sec / 1e9;
@@ -77,8 +101,15 @@ struct Report {
                         {"fraction_of_fma_peak", g / peak}};
     r.update(extra);
     rows.push_back(r);
-    std::fprintf(stderr, "%-44s %9.3f ms %8.1f GFLOP/s %5.1f%% of FMA peak %.0f\n", name.c_str(), sec * 1e3, g,
+    std::fprintf(stderr, "%-44s %9.3f ms %8.1f GFLOP/s %5.1f%% of FMA peak %.0f", name.c_str(), sec * 1e3, g,
                  100 * g / peak, peak);
+    if (r.value("unit", "fma_f32") != "fma_f32" && r.contains("fraction_of_unit_peak"))
+      std::fprintf(stderr, ", %.1f%% of %s peak %.0f", 100 * r["fraction_of_unit_peak"].get<double>(),
+                   r["unit"].get<std::string>().c_str(), r["unit_peak_gops"].get<double>());
+    if (r.contains("fraction_of_maddubs_madd_peak"))
+      std::fprintf(stderr, ", %.1f%% of pair peak %.0f", 100 * r["fraction_of_maddubs_madd_peak"].get<double>(),
+                   r["maddubs_madd_peak_gops"].get<double>());
+    std::fprintf(stderr, "\n");
   }
   void bytes(const std::string& name, double b, double sec, double bw, nlohmann::json extra = nlohmann::json::object()) {
     double g = b / sec / 1e9;
@@ -104,8 +135,9 @@ double gemm(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n,
   std::vector<float> y(static_cast<size_t>(m * n));
   double peak = rep.local_peak();
   double s = rep.seconds(reps, [&](int) { qvl::matmul(x.data(), m, w, nullptr, y.data(), pool); });
-  rep.flops(label ? label : "matmul " + shape(qvl::weight_format_name(f), m, n, k), 2.0 * m * n * k, s, peak,
-            {{"threads", pool.size()}});
+  nlohmann::json extra = {{"threads", pool.size()}};
+  extra.update(rep.unit_fields(qvl::matmul_kernel(w, m), 2.0 * m * n * k / s / 1e9, peak));
+  rep.flops(label ? label : "matmul " + shape(qvl::weight_format_name(f), m, n, k), 2.0 * m * n * k, s, peak, extra);
   return s;
 }
 
@@ -282,8 +314,17 @@ int main(int argc, char** argv) {
       best = true;
     else if (a == "--only" && i + 1 < argc)
       only.push_back(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: ops_report [--threads N] [--quick] [--best] [--only gemm|qgemm|gemv|attention|small|error]...\n");
+    else if (a == "--target" && i + 1 < argc) {
+      std::string available;
+      if (!qvl::restrict_simd_target(argv[++i], &available)) {
+        std::fprintf(stderr, "ops_report: --target %s: not a target this binary has and this CPU supports: %s\n",
+                     argv[i], available.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: ops_report [--threads N] [--quick] [--best] [--target NAME] "
+                   "[--only gemm|qgemm|gemv|attention|small|error]...\n");
       return 2;
     }
   }

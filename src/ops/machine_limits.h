@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "ops/thread_pool.h"
 
@@ -29,6 +30,19 @@ struct UnitPeaks {
 };
 UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each = 0.3);
 
+// The peak of one of those units as measure_unit_peaks measures it (0 where
+// the CPU lacks it): a benchmark re-measures the unit of the kernel it times
+// right before it, as the machine's load drifts. Int16Madd is vpmaddubsw ymm,
+// the int8 unit of the x86 kernels without VNNI.
+enum class MatmulUnit;  // matmul.h
+double measure_unit_peak(ThreadPool& pool, MatmulUnit unit, double seconds = 0.1);
+
+// vpmaddubsw ymm + vpmaddwd ymm pairs (32 multiply-adds each, summed exactly
+// in 32 bits): what the q8 kernel without VNNI needs per 32 multiply-adds,
+// the limit it can reach on a CPU whose two instructions share ports. 0
+// without AVX2.
+double measure_maddubs_madd_peak_gops(ThreadPool& pool, double seconds = 0.1);
+
 // One thread's vdpbf16ps rate over its FP32 FMA rate (flops each), measured
 // in turn; 0 without AVX512-BF16. Tells whether bf16 dot products pay on this
 // CPU: about 2 on Zen 4, 0.5 on Sapphire Rapids (issue 15's figures).
@@ -52,5 +66,12 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, 
 
 // Name of the SIMD target chosen at run time (e.g. "AVX3", "AVX2").
 const char* simd_target_name();
+
+// Makes every run-time dispatch (every kernel and probe) take the one SIMD
+// target called `name` (as simd_target_name() spells it), so a benchmark can
+// measure on a newer CPU the paths an older one takes (e.g. AVX2 on an
+// AVX-512 machine). False, changing nothing, when this binary lacks it or
+// this CPU cannot run it; *available then lists the targets it could take.
+bool restrict_simd_target(const std::string& name, std::string* available);
 
 }  // namespace qvl

@@ -3,10 +3,10 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "ops/amx_matmul.h"
-#include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 #include "ops/scalar.h"
 #include "ops/simd_gemm_bf16.h"
@@ -35,8 +35,9 @@ MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
   if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     if (m > simd::kSmallM && simd::matmul_quant_gemm_on_amx())
       return {"gemm int8 AMX tdpbssd, scaled with AVX-512", MatmulUnit::AmxInt8};
-    // simd_matmul_quant.cpp: vpdpbusd with VNNI, else vpmaddubsw + vpmaddwd.
-    const bool vnni = cpu_features().avx512_vnni;
+    // simd_matmul_quant.cpp: vpdpbusd on its VNNI target, else vpmaddubsw +
+    // vpmaddwd (a benchmark may hold dispatch to AVX2 on a VNNI CPU).
+    const bool vnni = std::strcmp(matmul_simd_target(), "AVX3_DL") == 0;
     return {cat(shape, " int8 ", vnni ? "vpdpbusd" : "vpmaddubsw", " (", matmul_simd_target(), ")"),
             vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd};
   }

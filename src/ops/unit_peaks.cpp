@@ -12,6 +12,7 @@
 #include "ops/amx_tiles.h"
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
+#include "ops/matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -95,6 +96,38 @@ __attribute__((target("avx2,avxvnni"))) double VnniYmmLoop(int64_t iterations, i
   return double(iterations) * kChains * 32 * 2;
 }
 
+// vpmaddubsw ymm: 16 lanes × 2 byte products (unsigned × signed, summed
+// in 16 bits) = 32 multiply-adds: the int8 unit of an AVX2 CPU without VNNI.
+// Each chain feeds its 16-bit sums back as the signed bytes.
+__attribute__((target("avx2"))) double MaddubsLoop(int64_t iterations, int seed) {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(seed + i);
+  const __m256i a = _mm256_set1_epi32(0x01020304 + seed);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_maddubs_epi16(a, acc[i]);
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi16(s, acc[i]);
+  volatile int sink = _mm256_extract_epi32(s, 0);
+  (void)sink;
+  return double(iterations) * kChains * 32 * 2;
+}
+
+// vpmaddubsw ymm then vpmaddwd ymm by ones (the 16-bit pair sums widened to
+// 32 bits): the sequence that sums byte products exactly where two 16-bit
+// pair sums may overflow (simd_matmul_quant.cpp, q8). 32 multiply-adds a pair.
+__attribute__((target("avx2"))) double MaddubsMaddLoop(int64_t iterations, int seed) {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(seed + i);
+  const __m256i a = _mm256_set1_epi32(0x01020304 + seed), ones = _mm256_set1_epi16(1);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(a, acc[i]), ones);
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
+  volatile int sink = _mm256_extract_epi32(s, 0);
+  (void)sink;
+  return double(iterations) * kChains * 32 * 2;
+}
+
 // vdpbf16ps zmm: 16 lanes × 2 bf16 products = 32 multiply-adds.
 __attribute__((target("avx512f,avx512bf16"))) double Bf16DotLoop(int64_t iterations, int seed) {
   __m512 acc[kChains];
@@ -159,23 +192,48 @@ __attribute__((target("amx-tile,amx-int8"))) double AmxInt8Loop(int64_t iteratio
 
 double measure_fma_peak_gflops(ThreadPool& pool, double seconds) { return measure_peak(pool, seconds, FmaLoop); }
 
-UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each) {
-  UnitPeaks p;
-  p.fma_f32_gflops = measure_peak(pool, seconds_each, FmaLoop);
+double measure_unit_peak(ThreadPool& pool, MatmulUnit unit, double seconds) {
 #if QVL_X86
   const CpuFeatures& f = cpu_features();
-  if (f.avx512_vnni) {
-    p.int8_dot_gops = measure_peak(pool, seconds_each, VnniZmmLoop);
-    p.int8_dot_instruction = "vpdpbusd zmm (AVX512-VNNI)";
-  } else if (f.avx_vnni) {
-    p.int8_dot_gops = measure_peak(pool, seconds_each, VnniYmmLoop);
-    p.int8_dot_instruction = "vpdpbusd ymm (AVX-VNNI)";
+  switch (unit) {
+    case MatmulUnit::FmaF32: return measure_peak(pool, seconds, FmaLoop);
+    case MatmulUnit::Int8Dot:
+      return f.avx512_vnni ? measure_peak(pool, seconds, VnniZmmLoop)
+             : f.avx_vnni  ? measure_peak(pool, seconds, VnniYmmLoop)
+                           : 0;
+    case MatmulUnit::Int16Madd: return __builtin_cpu_supports("avx2") ? measure_peak(pool, seconds, MaddubsLoop) : 0;
+    case MatmulUnit::Bf16Dot: return f.avx512_bf16 ? measure_peak(pool, seconds, Bf16DotLoop) : 0;
+    case MatmulUnit::AmxInt8:
+      return f.amx_int8 && amx_tile_state_granted() ? measure_peak(pool, seconds, AmxInt8Loop) : 0;
+    case MatmulUnit::AmxBf16:
+      return f.amx_bf16 && amx_tile_state_granted() ? measure_peak(pool, seconds, AmxBf16Loop) : 0;
   }
-  if (f.avx512_bf16) p.bf16_dot_gflops = measure_peak(pool, seconds_each, Bf16DotLoop);
-  if (amx_tile_state_granted()) {
-    if (f.amx_bf16) p.amx_bf16_gflops = measure_peak(pool, seconds_each, AmxBf16Loop);
-    if (f.amx_int8) p.amx_int8_gops = measure_peak(pool, seconds_each, AmxInt8Loop);
-  }
+  return 0;
+#else
+  return unit == MatmulUnit::FmaF32 ? measure_peak(pool, seconds, FmaLoop) : 0;
+#endif
+}
+
+double measure_maddubs_madd_peak_gops(ThreadPool& pool, double seconds) {
+#if QVL_X86
+  if (__builtin_cpu_supports("avx2")) return measure_peak(pool, seconds, MaddubsMaddLoop);
+#endif
+  (void)pool, (void)seconds;
+  return 0;
+}
+
+UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each) {
+  UnitPeaks p;
+  p.fma_f32_gflops = measure_unit_peak(pool, MatmulUnit::FmaF32, seconds_each);
+#if QVL_X86
+  const CpuFeatures& f = cpu_features();
+  p.int8_dot_gops = measure_unit_peak(pool, MatmulUnit::Int8Dot, seconds_each);
+  p.int8_dot_instruction = f.avx512_vnni ? "vpdpbusd zmm (AVX512-VNNI)"
+                           : f.avx_vnni  ? "vpdpbusd ymm (AVX-VNNI)"
+                                         : "none";
+  p.bf16_dot_gflops = measure_unit_peak(pool, MatmulUnit::Bf16Dot, seconds_each);
+  p.amx_bf16_gflops = measure_unit_peak(pool, MatmulUnit::AmxBf16, seconds_each);
+  p.amx_int8_gops = measure_unit_peak(pool, MatmulUnit::AmxInt8, seconds_each);
 #endif
   return p;
 }

@@ -92,6 +92,30 @@ TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
   }
 }
 
+// The probes ops_report divides each GEMM row by: every unit alone, and the
+// vpmaddubsw + vpmaddwd pair, which does the same multiply-adds as
+// vpmaddubsw with one more instruction, so it can never be faster.
+TEST(UnitPeaks, EachUnitAloneAndTheMaddubsPair) {
+  ThreadPool pool(1);
+  const UnitPeaks all = measure_unit_peaks(pool, 0.02);
+  EXPECT_GT(measure_unit_peak(pool, MatmulUnit::FmaF32, 0.02), 0);
+  EXPECT_EQ(measure_unit_peak(pool, MatmulUnit::Int8Dot, 0.02) > 0, all.int8_dot_gops > 0);
+  EXPECT_EQ(measure_unit_peak(pool, MatmulUnit::Bf16Dot, 0.02) > 0, all.bf16_dot_gflops > 0);
+#if defined(__x86_64__)
+  const bool avx2 = __builtin_cpu_supports("avx2");
+#else
+  const bool avx2 = false;
+#endif
+  const double maddubs = measure_unit_peak(pool, MatmulUnit::Int16Madd, 0.05);
+  const double pair = measure_maddubs_madd_peak_gops(pool, 0.05);
+  EXPECT_EQ(maddubs > 0, avx2);
+  EXPECT_EQ(pair > 0, avx2);
+  // 1.5: room for a shared machine's load between the two measurements.
+  if (avx2) {
+    EXPECT_LT(pair, 1.5 * maddubs);
+  }
+}
+
 TEST(MatmulKernel, NamesWhatTheDispatchRuns) {
   const int64_t n = 32, k = 64;
   const std::vector<uint16_t> bf16 = testing::random_bf16(n * k, 1);
