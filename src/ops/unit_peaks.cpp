@@ -96,37 +96,57 @@ __attribute__((target("avx2,avxvnni"))) double VnniYmmLoop(int64_t iterations, i
   return double(iterations) * kChains * 32 * 2;
 }
 
+// The vpmaddubsw loops below are written in assembly on twelve named
+// accumulators: GCC 12 kept a copy of each element of an accumulator array
+// on the stack, one store per instruction, which held the loop to half of
+// vpmaddubsw's rate on Zen 4 (one a cycle; register-only, two).
+#define QVL_12_CHAINS(step)                                                                                 \
+  step("0") step("1") step("2") step("3") step("4") step("5") step("6") step("7") step("8") step("9") \
+      step("10") step("11")
+#define QVL_12_OPERANDS \
+  "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6), "+x"(c7), "+x"(c8), "+x"(c9), "+x"(c10), \
+      "+x"(c11)
+
+// Runs `iterations` of the assembly `steps` (one per chain, operand 12 the
+// constant unsigned bytes, 13 the words of ones) and returns a sum of the
+// chains so the loop cannot be dropped.
+#define QVL_12_CHAIN_LOOP(steps)                                                                               \
+  __m256i c0 = _mm256_set1_epi32(seed), c1 = _mm256_set1_epi32(seed + 1), c2 = _mm256_set1_epi32(seed + 2),     \
+          c3 = _mm256_set1_epi32(seed + 3), c4 = _mm256_set1_epi32(seed + 4), c5 = _mm256_set1_epi32(seed + 5), \
+          c6 = _mm256_set1_epi32(seed + 6), c7 = _mm256_set1_epi32(seed + 7), c8 = _mm256_set1_epi32(seed + 8), \
+          c9 = _mm256_set1_epi32(seed + 9), c10 = _mm256_set1_epi32(seed + 10),                              \
+          c11 = _mm256_set1_epi32(seed + 11);                                                                 \
+  const __m256i a = _mm256_set1_epi32(0x01020304 + seed), ones = _mm256_set1_epi16(1);                       \
+  for (int64_t it = 0; it < iterations; ++it) __asm__(QVL_12_CHAINS(steps) : QVL_12_OPERANDS : "x"(a), "x"(ones)); \
+  const __m256i s = _mm256_add_epi32(                                                                         \
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),                  \
+                       _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7))),                 \
+      _mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)));                                \
+  volatile int sink = _mm256_extract_epi32(s, 0);                                                             \
+  (void)sink
+
 // vpmaddubsw ymm: 16 lanes × 2 byte products (unsigned × signed, summed
 // in 16 bits) = 32 multiply-adds: the int8 unit of an AVX2 CPU without VNNI.
 // Each chain feeds its 16-bit sums back as the signed bytes.
 __attribute__((target("avx2"))) double MaddubsLoop(int64_t iterations, int seed) {
-  __m256i acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(seed + i);
-  const __m256i a = _mm256_set1_epi32(0x01020304 + seed);
-  for (int64_t it = 0; it < iterations; ++it)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_maddubs_epi16(a, acc[i]);
-  __m256i s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi16(s, acc[i]);
-  volatile int sink = _mm256_extract_epi32(s, 0);
-  (void)sink;
-  return double(iterations) * kChains * 32 * 2;
+#define QVL_STEP(i) "vpmaddubsw %" i ", %12, %" i "\n\t"
+  QVL_12_CHAIN_LOOP(QVL_STEP);
+#undef QVL_STEP
+  return double(iterations) * 12 * 32 * 2;
 }
 
 // vpmaddubsw ymm then vpmaddwd ymm by ones (the 16-bit pair sums widened to
 // 32 bits): the sequence that sums byte products exactly where two 16-bit
 // pair sums may overflow (simd_matmul_quant.cpp, q8). 32 multiply-adds a pair.
 __attribute__((target("avx2"))) double MaddubsMaddLoop(int64_t iterations, int seed) {
-  __m256i acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(seed + i);
-  const __m256i a = _mm256_set1_epi32(0x01020304 + seed), ones = _mm256_set1_epi16(1);
-  for (int64_t it = 0; it < iterations; ++it)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(a, acc[i]), ones);
-  __m256i s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
-  volatile int sink = _mm256_extract_epi32(s, 0);
-  (void)sink;
-  return double(iterations) * kChains * 32 * 2;
+#define QVL_STEP(i) "vpmaddubsw %" i ", %12, %" i "\n\tvpmaddwd %13, %" i ", %" i "\n\t"
+  QVL_12_CHAIN_LOOP(QVL_STEP);
+#undef QVL_STEP
+  return double(iterations) * 12 * 32 * 2;
 }
+#undef QVL_12_CHAIN_LOOP
+#undef QVL_12_CHAINS
+#undef QVL_12_OPERANDS
 
 // vdpbf16ps zmm: 16 lanes × 2 bf16 products = 32 multiply-adds.
 __attribute__((target("avx512f,avx512bf16"))) double Bf16DotLoop(int64_t iterations, int seed) {
