@@ -227,6 +227,34 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
 // the 8 units of a group add to <= 30480 in 16 bits; q8 uses |q| as the
 // unsigned side and moves q's sign onto x (pairs <= 2·127·127 = 32258), each
 // unit widened to 32 bits at once.
+//
+// Against issue 32's 0.60 of the vpmaddubsw peak (Zen 4 running the AVX2
+// target as a proxy for an AVX2-only CPU; one thread, CPU time, so a shared
+// machine's load does not count): q8 reaches 0.24 (113 of 460 GOP/s; 0.49
+// of the vpmaddubsw + vpmaddwd pair peak), q4 0.41 (190). The count says
+// why q8 cannot reach 0.60. On Zen 4 vpmaddubsw, vpmaddwd, vpsignb,
+// vpabsb, vmulps and vfmadd share two pipes (six of one and six of another
+// take twice the time of six alone; vpaddw, vpand, vcvtdq2ps, shifts and
+// broadcast loads run beside them), as on Intel's ports 0 and 1. Per x row,
+// half block and group (256 multiply-adds: 8 vpmaddubsw, 4 cycles at the
+// peak) q8 issues 8 vpmaddubsw + 8 vpmaddwd + 8 vpsignb + vmulps + vfmadd
+// = 26 there, plus 8 vpabsb per half block and group shared by the chunk's
+// 8 rows: 27, at least 13.5 cycles, so at most 0.30 of the peak (measured
+// loop: about 15 cycles). Nothing exact takes fewer with vpmaddubsw: two
+// of its pair sums overflow int16, so every unit needs its vpmaddwd, and
+// x·q needs q's sign per x row. q8 as 16-bit pairs with vpmaddwd alone (16
+// + 2 = 18, at most 0.44) measured 0.9-1.1x this kernel in four variants
+// (issue 32): not kept. q4 issues 8 vpmaddubsw + vpmaddwd + vmulps +
+// vfmadd = 11 (at most 0.73) but its loop takes about 9.7 cycles, not 5.5.
+// Its instructions replayed alone on data in L1 (a VM: no cycle counters,
+// so CPU time at 3.66 GHz, noisy): the 8 vpbroadcastd of x take 4-5.4
+// cycles by themselves, with the vpmaddubsw 4.4-5.9, with the vpaddw
+// 5.3-7, and the scale (vmulps, vcvtdq2ps, vfmadd) adds 1.5-2.5. x broadcast
+// ahead in memory (vpmaddubsw reading it) was 10-15 % faster there but
+// slower in the GEMM, where x grows 8x and streams from L2; both halves per
+// x broadcast (4.5 loads per row, half and group instead of 13) and two x
+// rows per iteration measured no faster. The AVX3 target, the same ymm
+// code with 32 registers, runs q8 1.13x and q4 1.08x faster.
 template <int M, bool kQ8>
 HWY_INLINE void QBlockMaddubs(const quant::View& v, int64_t b, const XQ& xq, float* out) {
   const int64_t G = v.groups;
