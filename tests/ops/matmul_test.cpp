@@ -291,6 +291,51 @@ TEST(Matmul, GemmRowsAreBitIdenticalForAnyM) {
   testing::for_each_target(check);
 }
 
+// f32 weights and bf16 weights in exact precision give, on the GEMM path
+// (m > kSmallM), each output as one chain of f32 fused multiply-adds over
+// the columns in order, from zero, then + bias: y = fma(x[k-1], w[k-1], ...
+// fma(x[0], w[0], 0)) + b. However the kernel packs x and the weights,
+// tiles the rows (whole and partial tiles of 3 and 4 vectors) and splits the
+// work, those must be the bits; x and y with strides past k and n, k not a
+// multiple of the vector. Only where the products run on f32 FMA (not AMX)
+// and on targets that fuse (on the others MulAdd rounds twice).
+TEST(Matmul, GemmOutputsAreTheFmaChainInColumnOrder) {
+  ThreadPool pool(0);
+  auto check = [&](const std::string& target) {
+    if (target.rfind("AVX", 0) != 0) return;
+    uint32_t seed = 1700;
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 100}, {8, 257}, {19, 1030}})
+      for (auto f : {WeightFormat::F32, WeightFormat::BF16}) {
+        auto wsrc = random_bf16(n * k, ++seed);
+        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
+                                                 : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool);
+        if (matmul_kernel(w, 100).unit != MatmulUnit::FmaF32) continue;
+        for (int64_t m : {9, 47, 49, 64, 65, 113, 130}) {
+          const int64_t ldx = k + 3, ldy = n + 5;
+          auto x = random_floats(m * ldx, ++seed, -2, 2);
+          auto bias = random_floats(n, ++seed);
+          for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+            std::vector<float> y(static_cast<size_t>(m * ldy), -5.0f);
+            matmul(x.data(), m, ldx, w, b, y.data(), ldy, pool);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                float acc = 0.0f;
+                for (int64_t c = 0; c < k; ++c) acc = std::fma(x[i * ldx + c], bf16_to_f32(wsrc[j * k + c]), acc);
+                const float want = acc + (b ? b[j] : 0.0f);
+                uint32_t got_bits, want_bits;
+                std::memcpy(&got_bits, &y[i * ldy + j], 4);
+                std::memcpy(&want_bits, &want, 4);
+                ASSERT_EQ(got_bits, want_bits) << target << " " << weight_format_name(f) << " m=" << m << " row " << i
+                                               << " col " << j << " n=" << n << " k=" << k << (b ? " bias" : "");
+              }
+          }
+        }
+      }
+  };
+  check(matmul_simd_target());
+  testing::for_each_target(check);
+}
+
 // matmul_each: several products of one x, each bit for bit what matmul()
 // gives it alone, for every format and thread count; with outputs of
 // different n, bias or none, strides ldx > k and ldy > n, and m on both sides
