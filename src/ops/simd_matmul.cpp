@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -388,15 +389,26 @@ void MatmulSmallMTasks(std::span<const MatmulTask> tasks, ThreadPool& pool) {
 
 // ---------------------------------------------------------------- gemm
 
-// x rows [m0, m0 + tm) transposed to xt [k][tm], rows past m zero.
+// x rows [m0, m0 + tm) transposed to xt [k][tm], rows past m zero; tm a
+// multiple of the lane count. A whole vector of rows is gathered column by
+// column, so xt is written in sequence: written row by row instead, each
+// store went to a new line of xt (tm·4 bytes past the last). A copy: the
+// same values whichever way.
 void PackX(const float* x, int64_t m, int64_t ldx, int64_t k, int64_t m0, int64_t tm, float* xt) {
-  for (int64_t r = 0; r < tm; ++r) {
-    if (m0 + r < m) {
-      const float* src = x + (m0 + r) * ldx;
-      for (int64_t c = 0; c < k; ++c) xt[c * tm + r] = src[c];
-    } else {
-      for (int64_t c = 0; c < k; ++c) xt[c * tm + r] = 0.0f;
+  const DF d;
+  const hn::RebindToSigned<DF> di;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const bool gather = ldx <= std::numeric_limits<int32_t>::max() / N;  // int32 lane offsets
+  const auto rows_apart = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(gather ? ldx : 0)));
+  for (int64_t r0 = 0; r0 < tm; r0 += N) {
+    const int64_t valid = std::clamp<int64_t>(m - (m0 + r0), 0, N);
+    const float* src = x + std::min(m0 + r0, m) * ldx;
+    if (valid == N && gather) {
+      for (int64_t c = 0; c < k; ++c) hn::StoreU(hn::GatherIndex(d, src + c, rows_apart), d, xt + c * tm + r0);
+      continue;
     }
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t r = 0; r < N; ++r) xt[c * tm + r0 + r] = r < valid ? src[r * ldx + c] : 0.0f;
   }
 }
 
