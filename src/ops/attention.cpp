@@ -3,6 +3,7 @@
 
 #include "ops/amx_attention.h"
 #include "ops/bf16_attention.h"
+#include "ops/int8_attention.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
 #include "ops/simd_attention.h"
@@ -28,10 +29,15 @@ bool amx_runs(const AttentionParams& p) {
   return p.precision == MatmulPrecision::Fast && amx::attention_fits(p) && amx::attention_usable();
 }
 
-// Fast many-query attention with AVX512-BF16 dot products where AMX does
-// not run: the same numbers as the AMX kernel's Fast (bf16_attention.h).
+// Fast many-query attention where AMX does not run: Q·Kᵀ in int8 on
+// AVX512-VNNI (int8_attention.h) where the CPU has it, else with AVX512-BF16
+// dot products, the same numbers as the AMX kernel's Fast (bf16_attention.h).
+bool int8_dot_runs(const AttentionParams& p) {
+  return p.precision == MatmulPrecision::Fast && !amx_runs(p) && int8dot::attention_fits(p) &&
+         int8dot::attention_usable();
+}
 bool bf16_dot_runs(const AttentionParams& p) {
-  return p.precision == MatmulPrecision::Fast && !amx_runs(p) && bf16dot::attention_fits(p) &&
+  return p.precision == MatmulPrecision::Fast && !amx_runs(p) && !int8_dot_runs(p) && bf16dot::attention_fits(p) &&
          bf16dot::attention_usable();
 }
 
@@ -47,6 +53,8 @@ void dispatch(const float* q, const T* k, const T* v, float* out, const Attentio
     simd::attention_rows(q, k, v, out, p, pool);
   else if (amx_runs(p))
     amx::attention(q, k, v, out, p, pool);
+  else if (int8_dot_runs(p))
+    int8dot::attention(q, k, v, out, p, pool);
   else if (bf16_dot_runs(p))
     bf16dot::attention(q, k, v, out, p, pool);
   else
@@ -60,6 +68,7 @@ const char* attention_amx_status() { return amx::attention_status(); }
 const char* attention_kernel_name(const AttentionParams& p) {
   if (rows_run(p)) return "rows (split-KV), f32 FMA";
   if (amx_runs(p)) return "tiled, AMX tdpbf16ps, bf16 inputs";
+  if (int8_dot_runs(p)) return "tiled, AVX512-VNNI vpdpbusd QKᵀ + vdpbf16ps PV";
   return bf16_dot_runs(p) ? "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }
 

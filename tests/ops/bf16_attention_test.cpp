@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/amx_attention.h"
+#include "ops/int8_attention.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
 #include "test_util.h"
@@ -116,12 +117,14 @@ TEST(Bf16Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
   EXPECT_EQ(pieces, whole);
 }
 
-// attention() runs it for Fast many-query calls where AMX does not, and says
-// so; Exact calls and decode never.
+// attention() runs it for Fast many-query calls where neither AMX nor the
+// int8 kernel (int8_attention.h) does, and says so; Exact calls and decode
+// never.
 TEST(Bf16Attention, AttentionRunsItForFastManyQueriesOnly) {
   AttentionParams p = params({40, 40, 2, 1, 64, false, 0});
-  const bool runs = bf16dot::attention_usable() && std::string(attention_amx_status()) != "used";
-  EXPECT_EQ(std::string(attention_kernel_name(p)).find("vdpbf16ps") != std::string::npos, runs)
+  const bool runs = bf16dot::attention_usable() && std::string(attention_amx_status()) != "used" &&
+                    !int8dot::attention_usable();
+  EXPECT_EQ(std::string(attention_kernel_name(p)) == "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs", runs)
       << attention_kernel_name(p);
   const auto q = random_floats(p.nq * p.q_stride, 91, -2, 2);
   const auto k = random_floats(p.nkv * p.kv_stride, 92, -2, 2);

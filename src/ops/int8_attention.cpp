@@ -1,0 +1,237 @@
+// Many-query attention with Q·Kᵀ on vpdpbusd and P·V on vdpbf16ps
+// (int8_attention.h), FlashAttention's online softmax (Dao et al. 2022) over
+// blocks of 32 keys:
+//
+//   per work item (one query head, 16 query rows), per block of 32 keys:
+//     S [16][32] = Q·Kᵀ        lanes are keys: one vpdpbusd does 16 keys x
+//                              4 head dims, Q's 4 (as u8) broadcast
+//     m, l, P = 2^(S - m)      bf16_dot_steps::softmax_rows16
+//     O [16][dh] += P·V        bf16_dot_steps::values, as the bf16 kernel
+//
+// vpdpbusd multiplies unsigned by signed bytes, so Q is stored as n + 128
+// (1..255) and each key carries the exact correction -128·Σ_c n_c, which
+// starts its accumulator. Per call, K is rounded to int8 and V to bf16 and
+// both are repacked per kv head and block of 32 keys:
+//   Kp [kv head][block] = [dh/4 quads][32 keys] int8x4, then [32] int32
+//                         corrections, then [32] f32 scales
+//   Vp [kv head][block][16 key pairs][dh]  (bf16_dot_steps::pack_v_block)
+// Against the bf16 kernel this halves Q·Kᵀ's instructions (4 products a
+// lane, not 2) and the bytes of K read per block.
+#include "ops/int8_attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/amx_attention.h"
+#include "ops/attention_steps.h"
+#include "ops/bf16_dot_steps.h"
+#include "ops/cpu_features.h"
+#include "ops/scratch.h"
+#include "util/error.h"
+
+namespace qvl::int8dot {
+
+bool attention_fits(const AttentionParams& p) { return amx::attention_fits(p); }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+bool attention_usable() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx512 && f.avx512_vnni && f.avx512_bf16;
+}
+
+namespace {
+
+using attention_steps::kStep;
+using attention_steps::kT;
+using attention_steps::load_16;
+
+#define QVL_AVX512_VNNI \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,fma,f16c")))
+
+constexpr int64_t kMaxDh = 256;
+
+// One row of dh values (f32, or f16 widened), less `shift` where given,
+// rounded to int8 with one scale (int8_attention.h, "rounding"): the int8
+// codes plus `bias` go to codes[dh] as bytes; returns the scale and, in
+// *code_sum, Σ_c n_c.
+template <class T>
+QVL_AVX512_VNNI float round_row_i8(const T* x, int64_t dh, float mul, const float* shift, int bias, uint8_t* codes,
+                                   int32_t* code_sum) {
+  __m512 y[kMaxDh / 16];
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t i = 0; i < dh / 16; ++i) {
+    y[i] = load_16(x + 16 * i);
+    if (mul != 1.0f) y[i] = _mm512_mul_ps(y[i], _mm512_set1_ps(mul));
+    if (shift) y[i] = _mm512_sub_ps(y[i], _mm512_loadu_ps(shift + 16 * i));
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(y[i]));
+  }
+  const float a = _mm512_reduce_max_ps(amax);
+  if (!(a > 0.0f)) {
+    std::memset(codes, bias, static_cast<size_t>(dh));
+    *code_sum = 0;
+    return 0.0f;
+  }
+  const __m512 inv = _mm512_set1_ps(127.0f / a);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), vbias = _mm512_set1_epi32(bias);
+  __m512i sum = _mm512_setzero_si512();
+  for (int64_t i = 0; i < dh / 16; ++i) {
+    // vcvtps2dq rounds to nearest even (MXCSR's default).
+    const __m512i n = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(y[i], inv)), lo), hi);
+    sum = _mm512_add_epi32(sum, n);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + 16 * i), _mm512_cvtepi32_epi8(_mm512_add_epi32(n, vbias)));
+  }
+  *code_sum = _mm512_reduce_add_epi32(sum);
+  return a / 127.0f;
+}
+
+// Kp of kv head h, block kb (zeros past nkv); see the file comment. mean is
+// the head's [dh] mean key, or null.
+template <class T>
+QVL_AVX512_VNNI void pack_k_block(const T* k, const AttentionParams& p, int64_t h, int64_t kb, const float* mean,
+                                  uint32_t* kp) {
+  const int64_t dh = p.head_dim, quads = dh / 4;
+  int32_t* corr = reinterpret_cast<int32_t*>(kp + quads * kStep);
+  float* scale = reinterpret_cast<float*>(kp + quads * kStep + kStep);
+  alignas(64) uint32_t row[kMaxDh / 4];
+  for (int64_t key = 0; key < kStep; ++key) {
+    const int64_t j = kb * kStep + key;
+    int32_t code_sum = 0;
+    if (j < p.nkv) {
+      scale[key] = round_row_i8(k + j * p.kv_stride + h * dh, dh, 1.0f, mean, 0, reinterpret_cast<uint8_t*>(row),
+                                &code_sum);
+    } else {
+      scale[key] = 0.0f;
+      std::fill(row, row + quads, 0u);
+    }
+    corr[key] = -128 * code_sum;
+    for (int64_t qd = 0; qd < quads; ++qd) kp[qd * kStep + key] = row[qd];
+  }
+}
+
+// Each kv head's mean key over the call, [kv_heads][dh]: f32 sums in key
+// order, then divided by nkv (the twin's order).
+template <class T>
+QVL_AVX512_VNNI void mean_keys(const T* k, const AttentionParams& p, int64_t h, float* mean) {
+  const int64_t dh = p.head_dim;
+  __m512 sum[kMaxDh / 16];
+  for (int64_t i = 0; i < dh / 16; ++i) sum[i] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < p.nkv; ++j)
+    for (int64_t i = 0; i < dh / 16; ++i)
+      sum[i] = _mm512_add_ps(sum[i], load_16(k + j * p.kv_stride + h * dh + 16 * i));
+  const __m512 n = _mm512_set1_ps(static_cast<float>(p.nkv));
+  for (int64_t i = 0; i < dh / 16; ++i) _mm512_storeu_ps(mean + 16 * i, _mm512_div_ps(sum[i], n));
+}
+
+// S [R][32] (row stride kStep) = Q·Kᵀ for query rows [r0, r0 + R): qa the
+// item's [16 rows][dh/4] u8x4 codes (n + 128), sq their scales; kb one block
+// of Kp.
+template <int R>
+QVL_AVX512_VNNI void scores(const uint32_t* qa, const float* sq, int64_t r0, int64_t quads, const uint32_t* kb,
+                            float* s) {
+  const int32_t* corr = reinterpret_cast<const int32_t*>(kb + quads * kStep);
+  const float* scale = reinterpret_cast<const float*>(kb + quads * kStep + kStep);
+  const __m512i c0 = _mm512_loadu_si512(corr), c1 = _mm512_loadu_si512(corr + 16);
+  __m512i acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = c0, acc[r][1] = c1;
+  for (int64_t qd = 0; qd < quads; ++qd) {
+    const __m512i k0 = _mm512_loadu_si512(kb + qd * kStep), k1 = _mm512_loadu_si512(kb + qd * kStep + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512i qb = _mm512_set1_epi32(static_cast<int>(qa[(r0 + r) * quads + qd]));
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], qb, k0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], qb, k1);
+    }
+  }
+  const __m512 s0 = _mm512_loadu_ps(scale), s1 = _mm512_loadu_ps(scale + 16);
+  for (int r = 0; r < R; ++r) {
+    const __m512 f = _mm512_set1_ps(sq[r0 + r]);
+    _mm512_storeu_ps(s + r * kStep, _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][0]), _mm512_mul_ps(f, s0)));
+    _mm512_storeu_ps(s + r * kStep + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(f, s1)));
+  }
+}
+
+// One thread's query rows of an item as int8 (bf16_dot_steps::run_items'
+// Tile).
+struct QueryTile {
+  const float* q;
+  const uint32_t* kp;  // Kp, all kv heads and blocks
+  int64_t quads, block_u32;
+  ScratchVector<uint32_t> qa;  // [16 rows][quads]
+  alignas(64) float sq[kT];
+  QVL_AVX512_VNNI void load(const AttentionParams& p, int64_t h, int64_t i0, int64_t rows) {
+    const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
+    int32_t unused;
+    for (int64_t r = 0; r < kT; ++r) {
+      uint8_t* codes = reinterpret_cast<uint8_t*>(qa.data() + r * quads);
+      if (r < rows)
+        sq[r] = round_row_i8(q + (i0 + r) * p.q_stride + h * p.head_dim, p.head_dim, qscale, nullptr, 128, codes,
+                             &unused);
+      else
+        std::memset(codes, 128, static_cast<size_t>(p.head_dim)), sq[r] = 0.0f;
+    }
+  }
+  void scores(int64_t block, float* s) const {
+    const uint32_t* kb = kp + block * block_u32;
+    int8dot::scores<8>(qa.data(), sq, 0, quads, kb, s);
+    int8dot::scores<8>(qa.data(), sq, 8, quads, kb, s + 8 * kStep);
+  }
+};
+
+template <class T>
+void attention_int8(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
+  if (!attention_fits(p))
+    fail("attention: the int8 kernel needs head_dim a multiple of 32 up to 256, not ", p.head_dim);
+  if (!attention_usable()) fail("attention: the int8 kernel needs AVX512-VNNI and AVX512-BF16, which this CPU lacks");
+  if (p.nq <= 0) return;
+  const int64_t dh = p.head_dim, quads = dh / 4, blocks = (p.nkv + kStep - 1) / kStep;
+  const int64_t k_block_u32 = quads * kStep + 2 * kStep, v_block_u32 = kStep / 2 * dh;
+  thread_local ScratchVector<uint32_t> kp_buf, vp_buf;  // the caller's, kept across calls
+  thread_local ScratchVector<float> mean_buf;
+  fit_scratch(kp_buf, static_cast<size_t>(p.kv_heads * blocks * k_block_u32));
+  fit_scratch(vp_buf, static_cast<size_t>(p.kv_heads * blocks * v_block_u32));
+  uint32_t* kp = kp_buf.data();
+  uint32_t* vp = vp_buf.data();
+  // Smoothing K only where the keys are the call's alone (int8_attention.h).
+  const float* mean = nullptr;
+  if (!p.causal) {
+    fit_scratch(mean_buf, static_cast<size_t>(p.kv_heads * dh));
+    pool.parallel_for(p.kv_heads, [&](int64_t h0, int64_t h1, int) {
+      for (int64_t h = h0; h < h1; ++h) mean_keys(k, p, h, mean_buf.data() + h * dh);
+    });
+    mean = mean_buf.data();
+  }
+  pool.parallel_for(p.kv_heads * blocks, [&](int64_t b0, int64_t b1, int) {
+    for (int64_t item = b0; item < b1; ++item) {
+      const int64_t h = item / blocks, kb = item % blocks;
+      pack_k_block(k, p, h, kb, mean ? mean + h * dh : nullptr, kp + item * k_block_u32);
+      bf16_dot_steps::pack_v_block(v, p, h, kb, vp + item * v_block_u32);
+    }
+  });
+  bf16_dot_steps::run_items(p, vp, out, pool, [&] {
+    return QueryTile{q, kp, quads, k_block_u32, ScratchVector<uint32_t>(static_cast<size_t>(kT * quads)), {}};
+  });
+}
+
+}  // namespace
+
+void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p, ThreadPool& pool) {
+  attention_int8(q, k, v, out, p, pool);
+}
+void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
+               ThreadPool& pool) {
+  attention_int8(q, k, v, out, p, pool);
+}
+
+#else  // not x86-64
+
+bool attention_usable() { return false; }
+void attention(const float*, const float*, const float*, float*, const AttentionParams&, ThreadPool&) {
+  fail("attention: the int8 kernel is x86-64 only");
+}
+void attention(const float*, const uint16_t*, const uint16_t*, float*, const AttentionParams&, ThreadPool&) {
+  fail("attention: the int8 kernel is x86-64 only");
+}
+
+#endif
+
+}  // namespace qvl::int8dot

@@ -1,0 +1,137 @@
+// Scalar twin of the int8 Q·Kᵀ attention kernel (int8_attention.h, which
+// states the numbers): the same roundings, integer dot products, base-2
+// exponential polynomial, sum orders and bf16 products, one query row at a
+// time, so that only the f32 order within a block's P·V can differ from the
+// kernel's.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/ops.h"
+#include "ops/scalar.h"
+
+namespace qvl::scalar {
+namespace {
+
+constexpr int64_t kBlock = 32;  // keys per softmax block
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// x·mul (where mul is not 1) less shift (where given) rounded to int8 with one
+// scale: n[c] and the returned scale, all zero for a zero row.
+float round_row_i8(const float* x, int64_t dh, float mul, const float* shift, int32_t* n) {
+  std::vector<float> y(x, x + dh);
+  float a = 0.0f;
+  for (int64_t c = 0; c < dh; ++c) {
+    if (mul != 1.0f) y[c] *= mul;
+    if (shift) y[c] -= shift[c];
+    a = std::max(a, std::fabs(y[c]));
+  }
+  if (!(a > 0.0f)) {
+    std::fill(n, n + dh, 0);
+    return 0.0f;
+  }
+  const float inv = 127.0f / a;
+  for (int64_t c = 0; c < dh; ++c) n[c] = std::clamp(static_cast<int32_t>(std::nearbyint(y[c] * inv)), -127, 127);
+  return a / 127.0f;
+}
+
+// 2^x for x <= 0, attention_steps::exp2_non_positive's operations one by one.
+float exp2_non_positive(float x) {
+  if (x < -126.0f) return 0.0f;  // and -inf
+  const float n = std::nearbyint(x), f = x - n;
+  float p = 1.5252733804059841e-05f;
+  p = std::fma(p, f, 1.5403530393381608e-04f);
+  p = std::fma(p, f, 1.3333558146428443e-03f);
+  p = std::fma(p, f, 9.6181291076284772e-03f);
+  p = std::fma(p, f, 5.5504108664821580e-02f);
+  p = std::fma(p, f, 2.4022650695910071e-01f);
+  p = std::fma(p, f, 6.9314718055994531e-01f);
+  p = std::fma(p, f, 1.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &p, 4);
+  bits += static_cast<uint32_t>(static_cast<int32_t>(n)) << 23;
+  std::memcpy(&p, &bits, 4);
+  return p;
+}
+
+// Σ of 16 lanes in bf16_dot_steps::reduce_rows16's order.
+float sum16_as_reduce_rows16(const float* x) {
+  float t[4];
+  for (int k = 0; k < 4; ++k) t[k] = (x[k] + x[8 + k]) + (x[4 + k] + x[12 + k]);
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+float bf16_value(float x) { return qvl::bf16_to_f32(round_bf16(x)); }
+
+}  // namespace
+
+void attention_int8_fast(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) {
+  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
+  const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
+  // K smoothed (non-causal) and rounded, per kv head and key.
+  std::vector<float> mean(static_cast<size_t>(p.kv_heads * dh), 0.0f);
+  if (!p.causal)
+    for (int64_t h = 0; h < p.kv_heads; ++h) {
+      for (int64_t j = 0; j < p.nkv; ++j)
+        for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] += k[j * p.kv_stride + h * dh + c];
+      for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] /= static_cast<float>(p.nkv);
+    }
+  std::vector<int32_t> kn(static_cast<size_t>(p.kv_heads * p.nkv * dh));
+  std::vector<float> ks(static_cast<size_t>(p.kv_heads * p.nkv));
+  for (int64_t h = 0; h < p.kv_heads; ++h)
+    for (int64_t j = 0; j < p.nkv; ++j)
+      ks[h * p.nkv + j] = round_row_i8(k + j * p.kv_stride + h * dh, dh, 1.0f, p.causal ? nullptr : &mean[h * dh],
+                                       &kn[(h * p.nkv + j) * dh]);
+  std::vector<int32_t> qn(static_cast<size_t>(dh));
+  std::vector<float> o(static_cast<size_t>(dh)), block(static_cast<size_t>(dh));
+  for (int64_t i = 0; i < p.nq; ++i) {
+    const int64_t end = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      const int64_t kvh = h / group;
+      const float sq = round_row_i8(q + i * p.q_stride + h * dh, dh, qscale, nullptr, qn.data());
+      float m = kNegInf, l = 0.0f;
+      std::fill(o.begin(), o.end(), 0.0f);
+      for (int64_t j0 = 0; j0 < end; j0 += kBlock) {
+        float s[kBlock], w[kBlock], mx = kNegInf;
+        for (int64_t t = 0; t < kBlock; ++t) {
+          const int64_t j = j0 + t;
+          s[t] = kNegInf;
+          if (j < end) {
+            const int32_t* kj = &kn[(kvh * p.nkv + j) * dh];
+            int32_t dot = 0;
+            for (int64_t c = 0; c < dh; ++c) dot += qn[c] * kj[c];
+            s[t] = static_cast<float>(dot) * (sq * ks[kvh * p.nkv + j]);
+          }
+          mx = std::max(mx, s[t]);
+        }
+        const float m_new = std::max(m, mx);
+        if (m_new == kNegInf) continue;  // nothing seen yet: weights 0
+        const float corr = exp2_non_positive(m - m_new);
+        for (int64_t t = 0; t < kBlock; ++t) w[t] = exp2_non_positive(s[t] - m_new);
+        if (corr != 1.0f)
+          for (float& x : o) x *= corr;
+        float lanes[16];
+        for (int t = 0; t < 16; ++t) lanes[t] = w[t] + w[16 + t];
+        l = std::fma(l, corr, sum16_as_reduce_rows16(lanes));
+        m = m_new;
+        // P·V from zero, pairs of keys as vdpbf16ps takes them (odd first).
+        std::fill(block.begin(), block.end(), 0.0f);
+        for (int64_t t = 0; t < kBlock; t += 2)
+          for (int t2 : {1, 0}) {
+            const int64_t j = j0 + t + t2;
+            if (j >= p.nkv) continue;  // zero-padded keys: exact zeros
+            const float pw = bf16_value(w[t + t2]);
+            const float* vj = v + j * p.kv_stride + kvh * dh;
+            for (int64_t c = 0; c < dh; ++c) block[c] += pw * bf16_value(vj[c]);
+          }
+        for (int64_t c = 0; c < dh; ++c) o[c] += block[c];
+      }
+      const float inv = l > 0 ? 1.0f / l : 0.0f;
+      for (int64_t c = 0; c < dh; ++c) out[i * p.out_stride + h * dh + c] = o[c] * inv;
+    }
+  }
+}
+
+}  // namespace qvl::scalar

@@ -1,0 +1,212 @@
+// The int8 Q·Kᵀ attention kernel (vpdpbusd, then vdpbf16ps for P·V) against
+// its scalar twin (scalar::attention_int8_fast) and against exact f32
+// attention: across head sizes, odd query and key counts, causal offsets,
+// GQA, strides, misaligned pointers, f16 K/V and thread counts; keys with a
+// large common offset (what smoothing K is for); prefill cut into pieces of
+// any length gives the bits of one call; and attention() picks it.
+#include "ops/int8_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+#include "ops/scalar.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace qvl {
+namespace {
+
+using testing::Misaligned;
+using testing::random_floats;
+
+using Shape = testing::AttentionShape;
+using testing::attention_heads;
+AttentionParams params(const Shape& s) { return testing::attention_params(s, MatmulPrecision::Fast); }
+
+std::string describe(const Shape& sh) {
+  return "nq " + std::to_string(sh.nq) + " nkv " + std::to_string(sh.nkv) + " dh " + std::to_string(sh.dh) +
+         " heads " + std::to_string(sh.qh) + "/" + std::to_string(sh.kvh) + (sh.causal ? " causal from " : " from ") +
+         std::to_string(sh.q_pos0);
+}
+
+const Shape kShapes[] = {{16, 16, 2, 1, 32, false, 0},    {37, 70, 4, 2, 64, true, 33},  {50, 50, 3, 3, 96, true, 0},
+                         {20, 200, 8, 2, 128, true, 180}, {33, 45, 2, 2, 256, false, 0}, {17, 9, 2, 1, 64, false, 0},
+                         {100, 300, 16, 16, 64, false, 0}, {1, 40, 4, 2, 128, true, 39},  {5, 77, 2, 2, 64, false, 0}};
+
+// Everything up to the weights P is the twin's bits (integer scores, the
+// same f32 operations after), so the kernel differs from it only by the
+// order of f32 additions within a block's P·V (vdpbf16ps's own) and its
+// addition to O: each block sum within 2·32·u·Σ|p·v| of either order's (u =
+// 2^-24, Higham eq. 3.5), each rescale and addition of O within 2u|O| on
+// either side, the final multiply u: |diff| <= u·(66 + 4·blocks)·max|v|·(Σp̂ /
+// l), Σp̂ / l <= 1 + 2^-8 (P rounded to bf16). Against exact f32 attention,
+// relative L2 within 1 % (q and k in 8 bits with one scale a row, p and v in
+// bf16). Thread counts change nothing, bit for bit, and f16 K/V give the
+// bits of the same values widened.
+TEST(Int8Attention, MatchesItsScalarTwinAndExactAttention) {
+  if (!int8dot::attention_usable()) GTEST_SKIP() << "no AVX512-VNNI and AVX512-BF16 on this CPU";
+  for (const Shape& sh : kShapes) {
+    const AttentionParams p = params(sh);
+    const std::string what = describe(sh);
+    constexpr double kMaxAbs = 2;
+    const auto q = random_floats(sh.nq * p.q_stride, 71, -2, 2);
+    const auto k = random_floats(sh.nkv * p.kv_stride, 72, -2, 2);
+    const auto v = random_floats(sh.nkv * p.kv_stride, 73, -2, 2);
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    for (size_t i = 0; i < k.size(); ++i) k16[i] = f32_to_f16(k[i]), v16[i] = f32_to_f16(v[i]);
+    std::vector<float> kw(k.size()), vw(v.size());
+    for (size_t i = 0; i < k.size(); ++i) kw[i] = f16_to_f32(k16[i]), vw[i] = f16_to_f32(v16[i]);
+
+    std::vector<float> twin(q.size(), 0.0f), exact(q.size(), 0.0f);
+    scalar::attention_int8_fast(q.data(), k.data(), v.data(), twin.data(), p);
+    AttentionParams pe = p;
+    pe.precision = MatmulPrecision::Exact;
+    scalar::attention(q.data(), k.data(), v.data(), exact.data(), pe);
+
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      Misaligned<float> mq(q, 1), mk(k, 3), mv(v, 5), mo(std::vector<float>(q.size(), -7.0f), 2);
+      int8dot::attention(mq.data(), mk.data(), mv.data(), mo.data(), p, pool);
+      outs.push_back(mo.copy(q.size()));
+    }
+    ASSERT_EQ(outs[1], outs[0]) << what << ": 2 threads differ from 1";
+    const std::vector<float> got = attention_heads(outs[0], p), want = attention_heads(twin, p),
+                             ref = attention_heads(exact, p);
+    const double blocks = std::ceil(double(sh.nkv) / 32);
+    const double bound = 0x1p-24 * (66 + 4 * blocks) * kMaxAbs * (1 + 0x1p-8);
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double diff = std::fabs(got[i] - want[i]);
+      ASSERT_LE(diff, bound) << what << " at " << i << ": " << got[i] << " vs " << want[i];
+      worst = std::max(worst, diff);
+    }
+    const double err = testing::rel_l2(got.data(), ref.data(), static_cast<int64_t>(ref.size()));
+    EXPECT_LE(err, 1e-2) << what;
+    std::printf("int8 attention %s: worst difference from the twin %.2e (bound %.2e), relative L2 to exact %.2e\n",
+                what.c_str(), worst, bound, err);
+
+    // f16 K/V: the bits of their widening.
+    ThreadPool pool(2);
+    std::vector<float> from16(q.size(), 0.0f), fromw(q.size(), 0.0f);
+    int8dot::attention(q.data(), k16.data(), v16.data(), from16.data(), p, pool);
+    int8dot::attention(q.data(), kw.data(), vw.data(), fromw.data(), p, pool);
+    ASSERT_EQ(from16, fromw) << what;
+  }
+}
+
+// Keys that share a large offset per channel (as a projection's bias makes
+// them) would spend most of their 8 bits on it; a non-causal call subtracts
+// the keys' mean first, which leaves the softmax as it is. Peaked rows
+// (queries long and aligned with some keys) stay within 1 % too.
+TEST(Int8Attention, KeysWithACommonOffsetAndPeakedRowsStayAccurate) {
+  if (!int8dot::attention_usable()) GTEST_SKIP() << "no AVX512-VNNI and AVX512-BF16 on this CPU";
+  for (const Shape& sh : {Shape{64, 600, 4, 2, 64, false, 0}, Shape{48, 500, 2, 1, 128, false, 0}}) {
+    const AttentionParams p = params(sh);
+    auto q = random_floats(sh.nq * p.q_stride, 51, -2, 2);
+    auto k = random_floats(sh.nkv * p.kv_stride, 52, -2, 2);
+    const auto v = random_floats(sh.nkv * p.kv_stride, 53, -2, 2);
+    const auto offset = random_floats(sh.dh, 54, -20, 20);  // per channel, common to every key
+    for (int64_t j = 0; j < sh.nkv; ++j)
+      for (int64_t h = 0; h < sh.kvh; ++h)
+        for (int64_t c = 0; c < sh.dh; ++c) k[j * p.kv_stride + h * sh.dh + c] += offset[c];
+    // Half the queries a multiple of a key of theirs: a few keys dominate.
+    for (int64_t i = 0; i < sh.nq; i += 2)
+      for (int64_t h = 0; h < sh.qh; ++h) {
+        const int64_t j = (i * 7) % sh.nkv, kvh = h / (sh.qh / sh.kvh);
+        for (int64_t c = 0; c < sh.dh; ++c)
+          q[i * p.q_stride + h * sh.dh + c] = 0.3f * (k[j * p.kv_stride + kvh * sh.dh + c] - offset[c]);
+      }
+    std::vector<float> got(q.size(), 0.0f), twin(q.size(), 0.0f), exact(q.size(), 0.0f);
+    ThreadPool pool(2);
+    int8dot::attention(q.data(), k.data(), v.data(), got.data(), p, pool);
+    scalar::attention_int8_fast(q.data(), k.data(), v.data(), twin.data(), p);
+    AttentionParams pe = p;
+    pe.precision = MatmulPrecision::Exact;
+    scalar::attention(q.data(), k.data(), v.data(), exact.data(), pe);
+    const auto g = attention_heads(got, p), t = attention_heads(twin, p), e = attention_heads(exact, p);
+    const double err = testing::rel_l2(g.data(), e.data(), static_cast<int64_t>(e.size()));
+    EXPECT_LE(err, 1e-2) << describe(sh);
+    EXPECT_LE(testing::rel_l2(g.data(), t.data(), static_cast<int64_t>(t.size())), 1e-5) << describe(sh);
+    std::printf("int8 attention, offset keys and peaked rows, %s: relative L2 to exact %.2e\n", describe(sh).c_str(),
+                err);
+  }
+}
+
+// The engine cuts a prompt where it likes, down to single tokens: blocks of
+// keys sit at fixed positions, K is not smoothed in causal calls, and each
+// query row is computed on its own, so a causal prefill in pieces (each
+// piece's queries after the ones before, as q_pos0 says) gives the bits of
+// one call, whatever the pieces' lengths and the thread count.
+TEST(Int8Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
+  if (!int8dot::attention_usable()) GTEST_SKIP() << "no AVX512-VNNI and AVX512-BF16 on this CPU";
+  for (int64_t dh : {64, 128}) {
+    AttentionParams p = params({90, 90, 4, 2, dh, true, 0});
+    const auto q = random_floats(p.nq * p.q_stride, 81, -2, 2);
+    const auto k = random_floats(p.nkv * p.kv_stride, 82, -2, 2);
+    const auto v = random_floats(p.nkv * p.kv_stride, 83, -2, 2);
+    ThreadPool two(2), one(1);
+    std::vector<float> whole(q.size(), 0.0f), pieces(q.size(), 0.0f);
+    int8dot::attention(q.data(), k.data(), v.data(), whole.data(), p, two);
+    int64_t i0 = 0;
+    for (int64_t len : {1, 2, 15, 16, 1, 23, 32}) {  // 90 queries
+      AttentionParams piece = p;
+      piece.nq = len, piece.nkv = i0 + len, piece.q_pos0 = i0;
+      int8dot::attention(q.data() + i0 * p.q_stride, k.data(), v.data(), pieces.data() + i0 * p.out_stride, piece,
+                         len % 2 ? one : two);
+      i0 += len;
+    }
+    ASSERT_EQ(i0, p.nq);
+    EXPECT_EQ(pieces, whole) << "head_dim " << dh;
+  }
+}
+
+// attention() runs it for Fast many-query calls where AMX does not, and says
+// so; Exact calls and decode never.
+TEST(Int8Attention, AttentionRunsItForFastManyQueriesOnly) {
+  AttentionParams p = params({40, 40, 2, 1, 64, false, 0});
+  const bool runs = int8dot::attention_usable() && std::string(attention_amx_status()) != "used";
+  EXPECT_EQ(std::string(attention_kernel_name(p)) == "tiled, AVX512-VNNI vpdpbusd QKᵀ + vdpbf16ps PV", runs)
+      << attention_kernel_name(p);
+  if (runs) {
+    const auto q = random_floats(p.nq * p.q_stride, 91, -2, 2);
+    const auto k = random_floats(p.nkv * p.kv_stride, 92, -2, 2);
+    const auto v = random_floats(p.nkv * p.kv_stride, 93, -2, 2);
+    ThreadPool pool(2);
+    std::vector<float> a(q.size(), 0.0f), b(q.size(), 0.0f);
+    attention(q.data(), k.data(), v.data(), a.data(), p, pool);
+    int8dot::attention(q.data(), k.data(), v.data(), b.data(), p, pool);
+    EXPECT_EQ(a, b);
+  }
+  p.precision = MatmulPrecision::Exact;
+  EXPECT_EQ(std::string(attention_kernel_name(p)), "tiled, f32 FMA");
+  p.precision = MatmulPrecision::Fast;
+  p.nq = 4;
+  EXPECT_EQ(std::string(attention_kernel_name(p)).find("vpdpbusd"), std::string::npos);
+}
+
+TEST(Int8Attention, RefusesHeadSizesItCannotTile) {
+  AttentionParams p = params({16, 16, 2, 1, 48, false, 0});
+  EXPECT_FALSE(int8dot::attention_fits(p));
+  p.head_dim = 288;
+  EXPECT_FALSE(int8dot::attention_fits(p));
+  p.head_dim = 64;
+  EXPECT_TRUE(int8dot::attention_fits(p));
+  p.head_dim = 48;
+  std::vector<float> x(static_cast<size_t>(16 * 2 * 288), 0.0f);
+  ThreadPool pool(1);
+  try {
+    int8dot::attention(x.data(), x.data(), x.data(), x.data(), p, pool);
+    FAIL() << "head_dim 48 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim a multiple of 32 up to 256, not 48"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace qvl
