@@ -121,7 +121,7 @@ void attention_bf16(const float* q, const T* k, const T* v, float* out, const At
       bf16_dot_steps::pack_v_block(v, p, item / blocks, item % blocks, vp + item * block_u32);
     }
   });
-  bf16_dot_steps::run_items(p, vp, out, pool, [&] {
+  bf16_dot_steps::run_items<bf16_dot_steps::Exp2Degree7>(p, vp, out, pool, [&] {
     return QueryTile{kp, pairs, ScratchVector<uint16_t>(static_cast<size_t>(dh * kT)), q};
   });
 }

@@ -105,6 +105,12 @@ QVL_AVX512_BF16 inline __m512 reduce_rows16(const __m512* v, Op op) {
   return _mm512_permutexvar_ps(to_rows, r);
 }
 
+// 2^x for x <= 0 (-inf gives 0) as the AMX kernel takes it, which the bf16
+// kernel must match (softmax_rows16's Exp2; int8_attention.cpp has another).
+struct Exp2Degree7 {
+  QVL_AVX512_BF16 __m512 operator()(__m512 x) const { return attention_steps::exp2_non_positive(x); }
+};
+
 // One block's online softmax for the 16 rows of an item at once: the numbers
 // of attention_steps::softmax_block (the bf16 kernel's specification), with
 // the rows' maxima and sums reduced together (reduce_rows16), the rescale
@@ -114,11 +120,13 @@ QVL_AVX512_BF16 inline __m512 reduce_rows16(const __m512* v, Op op) {
 // base 2, row r seeing keys [0, valid[r]); P goes to pa [16][16] pairs; o
 // [16][dh] is rescaled, m and l updated. Against softmax_block only the order
 // of the sum of a row's weights differs, and the rescale factor by the
-// polynomial's error (< 6e-9 relative); scalar::attention_int8_fast does
-// these very operations.
+// polynomial's error (< 6e-9 relative) with Exp2Degree7;
+// scalar::attention_int8_fast does these very operations with the int8
+// kernel's Exp2.
+template <class Exp2>
 QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid, float* m, float* l, float* o,
                                            int64_t dh, uint32_t* pa) {
-  using attention_steps::exp2_non_positive;
+  const Exp2 exp2;
   const __m512 ninf = _mm512_set1_ps(kNegInf);
   __mmask16 m0[kT], m1[kT];
   __m512 part[kT];
@@ -134,7 +142,7 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
   // Rows that have seen no key yet keep m = -inf, l = 0 and weights 0.
   const __mmask16 live = _mm512_cmp_ps_mask(m_new, ninf, _CMP_NEQ_OQ);
   const __m512 corr =
-      _mm512_maskz_mov_ps(live, exp2_non_positive(_mm512_sub_ps(m_old, m_new)));  // 0 where m_old is -inf
+      _mm512_maskz_mov_ps(live, exp2(_mm512_sub_ps(m_old, m_new)));  // 0 where m_old is -inf
   alignas(64) float mn[kT], cr[kT];
   _mm512_store_ps(mn, m_new);
   _mm512_store_ps(cr, corr);
@@ -142,8 +150,8 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
     __m512 p0 = _mm512_setzero_ps(), p1 = _mm512_setzero_ps();
     if ((live >> r) & 1) {
       const __m512 vm = _mm512_set1_ps(mn[r]);
-      p0 = exp2_non_positive(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
-      p1 = exp2_non_positive(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
+      p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
+      p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
       if (cr[r] != 1.0f) {
         const __m512 vc = _mm512_set1_ps(cr[r]);
         for (int64_t c = 0; c < dh; c += 16)
@@ -162,7 +170,8 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
 // The work items of many-query attention, claimed one at a time as the
 // threads go (a causal item's later queries see more keys, so items differ in
 // cost): per item (query head h, rows [i0, i0 + 16)), per block of 32 keys up
-// to the last row's causal end, S from the Tile, softmax_rows16, P·V from vp
+// to the last row's causal end, S from the Tile, softmax_rows16 with Exp2
+// (2^0 must be exactly 1), P·V from vp
 // ([kv head][block][16 key pairs][dh] bf16 pairs, pack_v_block), and last
 // O / l into out. make_tile() gives each thread its Tile, which has
 //   void load(p, h, i0, rows)        query head h's rows [i0, i0 + rows),
@@ -172,7 +181,7 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
 // Each row's arithmetic depends on its own query and visible keys alone
 // (blocks past a row's end add exact zeros), so a causal prefill in pieces
 // gives the bits of one call.
-template <class MakeTile>
+template <class Exp2, class MakeTile>
 void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadPool& pool, MakeTile make_tile) {
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
   const int64_t blocks = (p.nkv + kStep - 1) / kStep, block_u32 = kStep / 2 * dh;
@@ -202,7 +211,7 @@ void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadP
         tile.scores(block, s.data());
         int64_t valid[kT];
         for (int64_t r = 0; r < kT; ++r) valid[r] = end[r] - j0;
-        softmax_rows16(s.data(), valid, m, l, o.data(), dh, pa.data());
+        softmax_rows16<Exp2>(s.data(), valid, m, l, o.data(), dh, pa.data());
         const uint32_t* vb = vp + block * block_u32;
         for (int64_t r0 = 0; r0 < kT; r0 += 4) {
           int64_t c0 = 0;

@@ -131,6 +131,23 @@ QVL_AVX512_VNNI inline __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
   return acc;
 }
 
+// 2^x for x <= 0 or -inf (int8_attention.h, kExp2Poly): 2^n applied by
+// vscalefps, exact, or correctly rounded where the result is denormal. (The
+// target of softmax_rows16, which inlines it.)
+struct Exp2Degree4 {
+  QVL_AVX512_BF16 __m512 operator()(__m512 x) const {
+    const __mmask16 finite = _mm512_cmp_ps_mask(x, _mm512_set1_ps(attention_steps::kNegInf), _CMP_NEQ_OQ);
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(kExp2Poly[3]);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[2]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[1]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[0]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps(finite, p, n);
+  }
+};
+
 // S [R][32] (row stride kStep) = Q·Kᵀ for query rows [r0, r0 + R): qa the
 // item's [16 rows][dh/4] u8x4 codes (n + 128), sq their scales; kb one block
 // of Kp.
@@ -217,7 +234,7 @@ void attention_int8(const float* q, const T* k, const T* v, float* out, const At
       bf16_dot_steps::pack_v_block(v, p, h, kb, vp + item * v_block_u32);
     }
   });
-  bf16_dot_steps::run_items(p, vp, out, pool, [&] {
+  bf16_dot_steps::run_items<Exp2Degree4>(p, vp, out, pool, [&] {
     return QueryTile{q, kp, quads, k_block_u32, ScratchVector<uint32_t>(static_cast<size_t>(kT * quads)), {}};
   });
 }

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/int8_attention.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
 
@@ -37,23 +38,17 @@ float round_row_i8(const float* x, int64_t dh, float mul, const float* shift, in
   return a / 127.0f;
 }
 
-// 2^x for x <= 0, attention_steps::exp2_non_positive's operations one by one.
-float exp2_non_positive(float x) {
-  if (x < -126.0f) return 0.0f;  // and -inf
+// 2^x for x <= 0 or -inf as the kernel takes it (int8_attention.h): 2^n
+// applied by ldexp, exact or correctly rounded as vscalefps.
+float exp2_poly(float x) {
+  if (!(x > kNegInf)) return 0.0f;
   const float n = std::nearbyint(x), f = x - n;
-  float p = 1.5252733804059841e-05f;
-  p = std::fma(p, f, 1.5403530393381608e-04f);
-  p = std::fma(p, f, 1.3333558146428443e-03f);
-  p = std::fma(p, f, 9.6181291076284772e-03f);
-  p = std::fma(p, f, 5.5504108664821580e-02f);
-  p = std::fma(p, f, 2.4022650695910071e-01f);
-  p = std::fma(p, f, 6.9314718055994531e-01f);
+  float p = int8dot::kExp2Poly[3];
+  p = std::fma(p, f, int8dot::kExp2Poly[2]);
+  p = std::fma(p, f, int8dot::kExp2Poly[1]);
+  p = std::fma(p, f, int8dot::kExp2Poly[0]);
   p = std::fma(p, f, 1.0f);
-  uint32_t bits;
-  std::memcpy(&bits, &p, 4);
-  bits += static_cast<uint32_t>(static_cast<int32_t>(n)) << 23;
-  std::memcpy(&p, &bits, 4);
-  return p;
+  return std::ldexp(p, static_cast<int>(std::max(n, -1000.0f)));
 }
 
 // Σ of 16 lanes in bf16_dot_steps::reduce_rows16's order.
@@ -108,8 +103,8 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
         }
         const float m_new = std::max(m, mx);
         if (m_new == kNegInf) continue;  // nothing seen yet: weights 0
-        const float corr = exp2_non_positive(m - m_new);
-        for (int64_t t = 0; t < kBlock; ++t) w[t] = exp2_non_positive(s[t] - m_new);
+        const float corr = exp2_poly(m - m_new);
+        for (int64_t t = 0; t < kBlock; ++t) w[t] = exp2_poly(s[t] - m_new);
         if (corr != 1.0f)
           for (float& x : o) x *= corr;
         float lanes[16];
