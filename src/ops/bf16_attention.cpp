@@ -93,11 +93,11 @@ struct QueryTile {
     attention_steps::pack_queries(q + i0 * p.q_stride + h * p.head_dim, rows, p.q_stride, p.head_dim, qscale, 1,
                                   qa.data());
   }
-  void scores(int64_t block, float* s) const {
+  void scores(int64_t block, int64_t rows, float* s) const {
     const uint32_t* qa32 = reinterpret_cast<const uint32_t*>(qa.data());
     const uint32_t* kb = kp + block * kStep * pairs;
     bf16dot::scores<8>(qa32, 0, pairs, kb, s);
-    bf16dot::scores<8>(qa32, 8, pairs, kb, s + 8 * kStep);
+    if (rows > 8) bf16dot::scores<8>(qa32, 8, pairs, kb, s + 8 * kStep);
   }
   const float* q;
 };

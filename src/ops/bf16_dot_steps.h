@@ -176,8 +176,11 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
 // O / l into out. make_tile() gives each thread its Tile, which has
 //   void load(p, h, i0, rows)        query head h's rows [i0, i0 + rows),
 //                                    rows <= 16, the rest as zero queries
-//   void scores(int64_t block, float* s)   S [16][32] in base 2 against the
-//                                    keys of block (kv head · blocks + index)
+//   void scores(int64_t block, int64_t rows, float* s)   S [16][32] in base
+//                                    2 against the keys of block (kv head ·
+//                                    blocks + index); rows past `rows` may
+//                                    be left as they were (a short piece's
+//                                    rows past nq are never output)
 // Each row's arithmetic depends on its own query and visible keys alone
 // (blocks past a row's end add exact zeros), so a causal prefill in pieces
 // gives the bits of one call.
@@ -208,12 +211,12 @@ void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadP
       std::fill(o.begin(), o.end(), 0.0f);
       for (int64_t j0 = 0; j0 < item_end; j0 += kStep) {
         const int64_t block = kvh * blocks + j0 / kStep;
-        tile.scores(block, s.data());
+        tile.scores(block, rows, s.data());
         int64_t valid[kT];
         for (int64_t r = 0; r < kT; ++r) valid[r] = end[r] - j0;
         softmax_rows16<Exp2>(s.data(), valid, m, l, o.data(), dh, pa.data());
         const uint32_t* vb = vp + block * block_u32;
-        for (int64_t r0 = 0; r0 < kT; r0 += 4) {
+        for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
           int64_t c0 = 0;
           for (; c0 + 64 <= dh; c0 += 64) values<4, 4>(pa.data(), r0, vb, dh, c0, o.data());
           if (c0 < dh) values<4, 2>(pa.data(), r0, vb, dh, c0, o.data());  // dh is a multiple of 32

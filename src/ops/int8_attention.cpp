@@ -195,10 +195,10 @@ struct QueryTile {
         std::memset(codes, 128, static_cast<size_t>(p.head_dim)), sq[r] = 0.0f;
     }
   }
-  void scores(int64_t block, float* s) const {
+  void scores(int64_t block, int64_t rows, float* s) const {
     const uint32_t* kb = kp + block * block_u32;
     int8dot::scores<8>(qa.data(), sq, 0, quads, kb, s);
-    int8dot::scores<8>(qa.data(), sq, 8, quads, kb, s + 8 * kStep);
+    if (rows > 8) int8dot::scores<8>(qa.data(), sq, 8, quads, kb, s + 8 * kStep);
   }
 };
 
