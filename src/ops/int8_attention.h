@@ -1,6 +1,8 @@
 // Internal: many-query attention (prefill, vision) with Q·Kᵀ in int8 on
 // AVX512-VNNI (vpdpbusd) and P·V in bf16 on AVX512-BF16 (vdpbf16ps), reached
-// through attention() for Fast precision where the AMX unit does not run:
+// through attention() for Fast precision in calls without a causal mask
+// (vision) where the AMX unit does not run (attention.cpp says why not
+// causal ones, though the kernel takes them):
 // SageAttention's scheme (Zhang et al. 2024, arXiv 2410.02367) with a
 // per-row quantization of Q and K.
 //

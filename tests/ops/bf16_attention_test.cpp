@@ -108,22 +108,23 @@ TEST(Bf16Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
   ThreadPool pool(2);
   std::vector<float> whole(q.size(), 0.0f), pieces(q.size(), 0.0f);
   bf16dot::attention(q.data(), k.data(), v.data(), whole.data(), p, pool);
-  for (int64_t i0 : {0, 23, 61}) {
-    const int64_t i1 = i0 == 0 ? 23 : i0 == 23 ? 61 : 90;
+  int64_t i0 = 0;
+  for (int64_t len : {1, 2, 15, 16, 1, 23, 32}) {  // 90 queries, pieces of any length (the engine's Fast prefill)
     AttentionParams piece = p;
-    piece.nq = i1 - i0, piece.nkv = i1, piece.q_pos0 = i0;
+    piece.nq = len, piece.nkv = i0 + len, piece.q_pos0 = i0;
     bf16dot::attention(q.data() + i0 * p.q_stride, k.data(), v.data(), pieces.data() + i0 * p.out_stride, piece, pool);
+    i0 += len;
   }
+  ASSERT_EQ(i0, p.nq);
   EXPECT_EQ(pieces, whole);
 }
 
-// attention() runs it for Fast many-query calls where neither AMX nor the
-// int8 kernel (int8_attention.h) does, and says so; Exact calls and decode
-// never.
+// attention() runs it for Fast many-query calls where AMX does not, and
+// the int8 kernel (int8_attention.h) does not (it takes non-causal calls
+// where the CPU has VNNI), and says so; Exact calls and decode never.
 TEST(Bf16Attention, AttentionRunsItForFastManyQueriesOnly) {
-  AttentionParams p = params({40, 40, 2, 1, 64, false, 0});
-  const bool runs = bf16dot::attention_usable() && std::string(attention_amx_status()) != "used" &&
-                    !int8dot::attention_usable();
+  AttentionParams p = params({40, 40, 2, 1, 64, true, 0});
+  const bool runs = bf16dot::attention_usable() && std::string(attention_amx_status()) != "used";
   EXPECT_EQ(std::string(attention_kernel_name(p)) == "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs", runs)
       << attention_kernel_name(p);
   const auto q = random_floats(p.nq * p.q_stride, 91, -2, 2);
@@ -136,6 +137,10 @@ TEST(Bf16Attention, AttentionRunsItForFastManyQueriesOnly) {
     bf16dot::attention(q.data(), k.data(), v.data(), b.data(), p, pool);
     EXPECT_EQ(a, b);
   }
+  p.causal = false;
+  EXPECT_EQ(std::string(attention_kernel_name(p)) == "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs",
+            runs && !int8dot::attention_usable())
+      << attention_kernel_name(p);
   p.precision = MatmulPrecision::Exact;
   EXPECT_EQ(std::string(attention_kernel_name(p)), "tiled, f32 FMA");
   p.precision = MatmulPrecision::Fast;

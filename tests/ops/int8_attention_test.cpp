@@ -166,9 +166,9 @@ TEST(Int8Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
   }
 }
 
-// attention() runs it for Fast many-query calls where AMX does not, and says
-// so; Exact calls and decode never.
-TEST(Int8Attention, AttentionRunsItForFastManyQueriesOnly) {
+// attention() runs it for Fast many-query calls without a causal mask where
+// AMX does not, and says so; causal (prefill), Exact calls and decode never.
+TEST(Int8Attention, AttentionRunsItForFastNonCausalManyQueriesOnly) {
   AttentionParams p = params({40, 40, 2, 1, 64, false, 0});
   const bool runs = int8dot::attention_usable() && std::string(attention_amx_status()) != "used";
   EXPECT_EQ(std::string(attention_kernel_name(p)) == "tiled, AVX512-VNNI vpdpbusd QKᵀ + vdpbf16ps PV", runs)
@@ -186,6 +186,9 @@ TEST(Int8Attention, AttentionRunsItForFastManyQueriesOnly) {
   p.precision = MatmulPrecision::Exact;
   EXPECT_EQ(std::string(attention_kernel_name(p)), "tiled, f32 FMA");
   p.precision = MatmulPrecision::Fast;
+  p.causal = true;
+  EXPECT_EQ(std::string(attention_kernel_name(p)).find("vpdpbusd"), std::string::npos);
+  p.causal = false;
   p.nq = 4;
   EXPECT_EQ(std::string(attention_kernel_name(p)).find("vpdpbusd"), std::string::npos);
 }
