@@ -9,8 +9,8 @@
 //     O [16][dh] += P·V        bf16_dot_steps::values, as the bf16 kernel
 //
 // vpdpbusd multiplies unsigned by signed bytes, so Q is stored as n + 128
-// (1..255) and each key carries the exact correction -128·Σ_c n_c, which
-// starts its accumulator. Per call, K is rounded to int8 and V to bf16 and
+// (1..255) and each key carries the exact correction -128·Σ_c n_c, added to
+// its sum. Per call, K is rounded to int8 and V to bf16 and
 // both are repacked per kv head and block of 32 keys:
 //   Kp [kv head][block] = [dh/4 quads][32 keys] int8x4, then [32] int32
 //                         corrections, then [32] f32 scales
@@ -156,22 +156,26 @@ QVL_AVX512_VNNI void scores(const uint32_t* qa, const float* sq, int64_t r0, int
                             float* s) {
   const int32_t* corr = reinterpret_cast<const int32_t*>(kb + quads * kStep);
   const float* scale = reinterpret_cast<const float*>(kb + quads * kStep + kStep);
-  const __m512i c0 = _mm512_loadu_si512(corr), c1 = _mm512_loadu_si512(corr + 16);
-  __m512i acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = c0, acc[r][1] = c1;
+  // Separate arrays, started at zero: GCC kept [R][2] started from the
+  // corrections on the stack.
+  __m512i acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();
   for (int64_t qd = 0; qd < quads; ++qd) {
     const __m512i k0 = _mm512_loadu_si512(kb + qd * kStep), k1 = _mm512_loadu_si512(kb + qd * kStep + 16);
     for (int r = 0; r < R; ++r) {
       const __m512i qb = _mm512_set1_epi32(static_cast<int>(qa[(r0 + r) * quads + qd]));
-      acc[r][0] = dpbusd(acc[r][0], qb, k0);
-      acc[r][1] = dpbusd(acc[r][1], qb, k1);
+      acc0[r] = dpbusd(acc0[r], qb, k0);
+      acc1[r] = dpbusd(acc1[r], qb, k1);
     }
   }
+  const __m512i c0 = _mm512_loadu_si512(corr), c1 = _mm512_loadu_si512(corr + 16);
   const __m512 s0 = _mm512_loadu_ps(scale), s1 = _mm512_loadu_ps(scale + 16);
   for (int r = 0; r < R; ++r) {
     const __m512 f = _mm512_set1_ps(sq[r0 + r]);
-    _mm512_storeu_ps(s + r * kStep, _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][0]), _mm512_mul_ps(f, s0)));
-    _mm512_storeu_ps(s + r * kStep + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][1]), _mm512_mul_ps(f, s1)));
+    _mm512_storeu_ps(s + r * kStep,
+                     _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc0[r], c0)), _mm512_mul_ps(f, s0)));
+    _mm512_storeu_ps(s + r * kStep + 16,
+                     _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc1[r], c1)), _mm512_mul_ps(f, s1)));
   }
 }
 
