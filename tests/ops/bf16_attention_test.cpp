@@ -27,6 +27,7 @@ using testing::random_floats;
 using Shape = testing::AttentionShape;
 using testing::attention_heads;
 AttentionParams params(const Shape& s) { return testing::attention_params(s, MatmulPrecision::Fast); }
+const auto kBf16 = [](auto&&... args) { bf16dot::attention(args...); };
 
 const Shape kShapes[] = {{16, 16, 2, 1, 32, false, 0},    {37, 70, 4, 2, 64, true, 33},  {50, 50, 3, 3, 96, true, 0},
                          {20, 200, 8, 2, 128, true, 180}, {33, 45, 2, 2, 256, false, 0}, {17, 9, 2, 1, 64, false, 0},
@@ -86,12 +87,7 @@ TEST(Bf16Attention, MatchesTheAmxFastSpecificationAndExactAttention) {
     std::printf("bf16 attention %s: worst difference from the specification %.2e (bound %.2e)\n", what.c_str(), worst,
                 bound);
 
-    // f16 K/V: the bits of their widening.
-    ThreadPool pool(2);
-    std::vector<float> from16(q.size(), 0.0f), fromw(q.size(), 0.0f);
-    bf16dot::attention(q.data(), k16.data(), v16.data(), from16.data(), p, pool);
-    bf16dot::attention(q.data(), kw.data(), vw.data(), fromw.data(), p, pool);
-    ASSERT_EQ(from16, fromw) << what;
+    testing::expect_f16_kv_gives_widened_bits(kBf16, p, q, k16, v16, kw, vw, what);
   }
 }
 
@@ -101,22 +97,12 @@ TEST(Bf16Attention, MatchesTheAmxFastSpecificationAndExactAttention) {
 // gives the bits of one call.
 TEST(Bf16Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
   if (!bf16dot::attention_usable()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
-  AttentionParams p = params({90, 90, 4, 2, 128, true, 0});
-  const auto q = random_floats(p.nq * p.q_stride, 81, -2, 2);
-  const auto k = random_floats(p.nkv * p.kv_stride, 82, -2, 2);
-  const auto v = random_floats(p.nkv * p.kv_stride, 83, -2, 2);
-  ThreadPool pool(2);
-  std::vector<float> whole(q.size(), 0.0f), pieces(q.size(), 0.0f);
-  bf16dot::attention(q.data(), k.data(), v.data(), whole.data(), p, pool);
-  int64_t i0 = 0;
-  for (int64_t len : {1, 2, 15, 16, 1, 23, 32}) {  // 90 queries, pieces of any length (the engine's Fast prefill)
-    AttentionParams piece = p;
-    piece.nq = len, piece.nkv = i0 + len, piece.q_pos0 = i0;
-    bf16dot::attention(q.data() + i0 * p.q_stride, k.data(), v.data(), pieces.data() + i0 * p.out_stride, piece, pool);
-    i0 += len;
+  for (int64_t dh : {64, 128}) {
+    const AttentionParams p = params({90, 90, 4, 2, dh, true, 0});
+    testing::expect_prefill_pieces_give_one_call(kBf16, p, random_floats(p.nq * p.q_stride, 81, -2, 2),
+                                                 random_floats(p.nkv * p.kv_stride, 82, -2, 2),
+                                                 random_floats(p.nkv * p.kv_stride, 83, -2, 2));
   }
-  ASSERT_EQ(i0, p.nq);
-  EXPECT_EQ(pieces, whole);
 }
 
 // attention() runs it for Fast many-query calls where AMX does not, and

@@ -27,6 +27,7 @@ using testing::random_floats;
 using Shape = testing::AttentionShape;
 using testing::attention_heads;
 AttentionParams params(const Shape& s) { return testing::attention_params(s, MatmulPrecision::Fast); }
+const auto kInt8 = [](auto&&... args) { int8dot::attention(args...); };
 
 std::string describe(const Shape& sh) {
   return "nq " + std::to_string(sh.nq) + " nkv " + std::to_string(sh.nkv) + " dh " + std::to_string(sh.dh) +
@@ -91,12 +92,7 @@ TEST(Int8Attention, MatchesItsScalarTwinAndExactAttention) {
     std::printf("int8 attention %s: worst difference from the twin %.2e (bound %.2e), relative L2 to exact %.2e\n",
                 what.c_str(), worst, bound, err);
 
-    // f16 K/V: the bits of their widening.
-    ThreadPool pool(2);
-    std::vector<float> from16(q.size(), 0.0f), fromw(q.size(), 0.0f);
-    int8dot::attention(q.data(), k16.data(), v16.data(), from16.data(), p, pool);
-    int8dot::attention(q.data(), kw.data(), vw.data(), fromw.data(), p, pool);
-    ASSERT_EQ(from16, fromw) << what;
+    testing::expect_f16_kv_gives_widened_bits(kInt8, p, q, k16, v16, kw, vw, what);
   }
 }
 
@@ -146,23 +142,10 @@ TEST(Int8Attention, KeysWithACommonOffsetAndPeakedRowsStayAccurate) {
 TEST(Int8Attention, PrefillInPiecesGivesTheBitsOfOneCall) {
   if (!int8dot::attention_usable()) GTEST_SKIP() << "no AVX512-VNNI and AVX512-BF16 on this CPU";
   for (int64_t dh : {64, 128}) {
-    AttentionParams p = params({90, 90, 4, 2, dh, true, 0});
-    const auto q = random_floats(p.nq * p.q_stride, 81, -2, 2);
-    const auto k = random_floats(p.nkv * p.kv_stride, 82, -2, 2);
-    const auto v = random_floats(p.nkv * p.kv_stride, 83, -2, 2);
-    ThreadPool two(2), one(1);
-    std::vector<float> whole(q.size(), 0.0f), pieces(q.size(), 0.0f);
-    int8dot::attention(q.data(), k.data(), v.data(), whole.data(), p, two);
-    int64_t i0 = 0;
-    for (int64_t len : {1, 2, 15, 16, 1, 23, 32}) {  // 90 queries
-      AttentionParams piece = p;
-      piece.nq = len, piece.nkv = i0 + len, piece.q_pos0 = i0;
-      int8dot::attention(q.data() + i0 * p.q_stride, k.data(), v.data(), pieces.data() + i0 * p.out_stride, piece,
-                         len % 2 ? one : two);
-      i0 += len;
-    }
-    ASSERT_EQ(i0, p.nq);
-    EXPECT_EQ(pieces, whole) << "head_dim " << dh;
+    const AttentionParams p = params({90, 90, 4, 2, dh, true, 0});
+    testing::expect_prefill_pieces_give_one_call(kInt8, p, random_floats(p.nq * p.q_stride, 81, -2, 2),
+                                                 random_floats(p.nkv * p.kv_stride, 82, -2, 2),
+                                                 random_floats(p.nkv * p.kv_stride, 83, -2, 2));
   }
 }
 

@@ -1,13 +1,19 @@
 // Helpers shared by the ops tests: seeded random data, buffers placed at a
-// chosen misalignment, and error measures.
+// chosen misalignment, error measures, and the checks every many-query
+// attention kernel must pass.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/ops.h"
+#include "ops/thread_pool.h"
 
 namespace qvl::testing {
 
@@ -88,6 +94,42 @@ inline std::vector<float> attention_heads(const std::vector<float>& x, const Att
   for (int64_t i = 0; i < p.nq; ++i)
     for (int64_t j = 0; j < p.q_heads * p.head_dim; ++j) out.push_back(x[static_cast<size_t>(i * p.out_stride + j)]);
   return out;
+}
+
+// A many-query kernel (called as kernel(q, k, v, out, p, pool), with f32
+// or f16 K/V) on a causal prompt of p.nq queries, whole and cut into pieces
+// of 1, 2, 15, 16, 1, 23, 32, ... queries (each after the ones before, as
+// q_pos0 says; every other piece on one thread): the engine cuts prompts
+// anywhere, down to single tokens, and every piece must give the bits of
+// the same rows in one call.
+template <class Kernel>
+void expect_prefill_pieces_give_one_call(Kernel kernel, const AttentionParams& p, const std::vector<float>& q,
+                                         const std::vector<float>& k, const std::vector<float>& v) {
+  ThreadPool two(2), one(1);
+  std::vector<float> whole(q.size(), 0.0f), pieces(q.size(), 0.0f);
+  kernel(q.data(), k.data(), v.data(), whole.data(), p, two);
+  const int64_t lengths[] = {1, 2, 15, 16, 1, 23, 32};
+  for (int64_t i0 = 0, i = 0; i0 < p.nq; ++i) {
+    AttentionParams piece = p;
+    piece.nq = std::min(lengths[i % 7], p.nq - i0), piece.nkv = i0 + piece.nq, piece.q_pos0 = i0;
+    kernel(q.data() + i0 * p.q_stride, k.data(), v.data(), pieces.data() + i0 * p.out_stride, piece,
+           i % 2 ? one : two);
+    i0 += piece.nq;
+  }
+  EXPECT_EQ(pieces, whole) << "head_dim " << p.head_dim;
+}
+
+// The kernel on f16 K/V gives the bits of the same values widened to f32.
+template <class Kernel>
+void expect_f16_kv_gives_widened_bits(Kernel kernel, const AttentionParams& p, const std::vector<float>& q,
+                                      const std::vector<uint16_t>& k16, const std::vector<uint16_t>& v16,
+                                      const std::vector<float>& kw, const std::vector<float>& vw,
+                                      const std::string& what) {
+  ThreadPool pool(2);
+  std::vector<float> from16(q.size(), 0.0f), fromw(q.size(), 0.0f);
+  kernel(q.data(), k16.data(), v16.data(), from16.data(), p, pool);
+  kernel(q.data(), kw.data(), vw.data(), fromw.data(), p, pool);
+  ASSERT_EQ(from16, fromw) << what;
 }
 
 }  // namespace qvl::testing
