@@ -76,7 +76,7 @@ void TextDecoder::forward(const TextInput& in, KvCache& cache, ThreadPool& pool,
   }
   for (int64_t begin = 0; begin < in.n; begin += max_batch_) {
     const int64_t n = std::min(max_batch_, in.n - begin);
-    const Segment seg{&cache, 0, n, cache.size(), in.prompt};
+    const Segment seg{&cache, 0, n, cache.size()};
     forward_chunk(in, begin, n, {&seg, 1}, pool, all_hidden, trace);
   }
 }
@@ -153,7 +153,7 @@ void TextDecoder::embed(const TextInput& in, int64_t begin, int64_t n) {
 // sequences' go through k_/v_ and are then copied to their caches, and each
 // sequence attends to its own cache only.
 void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
-                                  ThreadPool& pool) {
+                                  bool prompt, ThreadPool& pool) {
   const int64_t h = config_.hidden_size, hd = config_.head_dim;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const float eps = static_cast<float>(config_.rms_norm_eps);
@@ -194,7 +194,7 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.causal = true;
     p.q_pos0 = s.p0;
     p.precision = attention_precision(w.q.w);
-    p.prompt = s.prompt;
+    p.prompt = prompt;
     if (f16)
       attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
     else
@@ -233,7 +233,7 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, s
   rope_.fill(in.pos + begin, n, cos_.data(), sin_.data());
   const size_t deepstack = in.vision && in.vis_row ? in.vision->deepstack.size() : 0;
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
-    attention_block(w_.layers[l], l, n, segs, pool);
+    attention_block(w_.layers[l], l, n, segs, in.prompt, pool);
     mlp_block(w_.layers[l], n, pool, trace ? &trace->router[l] : nullptr);
     if (trace) record(trace->layer_out[l]);
     if (static_cast<size_t>(l) < deepstack) {

@@ -98,18 +98,17 @@ class TextDecoder {
  private:
   // Rows [row, row + n) of a chunk belong to one sequence and are appended to
   // its cache at position p0 = cache->size() (taken when the chunk starts).
-  // prompt: TextInput::prompt.
   struct Segment {
     KvCache* cache;
     int64_t row, n, p0;
-    bool prompt = false;
   };
   void check_room(const KvCache& cache, int64_t n) const;
   void ensure_rows(int64_t n);
   void forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
                      float* all_hidden, TextTrace* trace);
   void embed(const TextInput& in, int64_t begin, int64_t n);
-  void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs,
+  // prompt: TextInput::prompt of the chunk.
+  void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs, bool prompt,
                        ThreadPool& pool);
   void mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool& pool, RouterTrace* trace);
 
