@@ -203,41 +203,27 @@ TEST(Attention, TiledAttentionRowsIndependentOfChunking) {
 // bf16 kernel where the CPU has one), f32 and f16 K/V; decode pieces of as
 // few queries still take the rows kernel.
 TEST(Attention, PromptPiecesOfAnyLengthGiveTheBitsOfOneCall) {
-  ThreadPool pool(2);
-  constexpr int64_t kLen = 90;
-  AttentionParams whole;
-  whole.nq = whole.nkv = kLen, whole.q_heads = 4, whole.kv_heads = 2, whole.head_dim = 64;
-  whole.q_stride = whole.out_stride = 4 * 64 + 4, whole.kv_stride = 2 * 64 + 2;
-  whole.scale = 0.125f, whole.causal = true, whole.prompt = true;
-  const auto q = testing::random_floats(kLen * whole.q_stride, 51, -3, 3);
-  const auto k = testing::random_floats(kLen * whole.kv_stride, 52, -3, 3);
-  const auto v = testing::random_floats(kLen * whole.kv_stride, 53);
-  const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
-  for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast})
-    for (bool f16 : {false, true}) {
-      whole.precision = precision;
-      auto run = [&](const AttentionParams& p, int64_t at, float* out) {
-        if (f16)
-          attention(q.data() + at * p.q_stride, k16.data(), v16.data(), out, p, pool);
-        else
-          attention(q.data() + at * p.q_stride, k.data(), v.data(), out, p, pool);
-      };
-      std::vector<float> want(static_cast<size_t>(kLen * whole.out_stride), 0.0f);
-      run(whole, 0, want.data());
-      // Pieces of 1, 2, 15 and 16 queries and the rest, in turn.
-      std::vector<float> got(want.size(), 0.0f);
-      const int64_t lengths[] = {1, 2, 15, 16};
-      for (int64_t at = 0, i = 0; at < kLen; ++i) {
-        AttentionParams p = whole;
-        p.nq = std::min(lengths[i % 4], kLen - at), p.nkv = at + p.nq, p.q_pos0 = at;
-        EXPECT_EQ(std::string(attention_kernel_name(p)).find("rows"), std::string::npos) << attention_kernel_name(p);
-        run(p, at, got.data() + at * p.out_stride);
-        at += p.nq;
-      }
-      ASSERT_EQ(got, want) << matmul_precision_name(precision) << (f16 ? " f16" : " f32");
+  const auto attend = [](auto&&... args) { attention(args...); };
+  for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast}) {
+    AttentionParams p = testing::attention_params({90, 90, 4, 2, 64, true, 0}, precision);
+    p.prompt = true;
+    for (int64_t nq : {1, 2, 15}) {
+      AttentionParams piece = p;
+      piece.nq = nq;
+      EXPECT_EQ(std::string(attention_kernel_name(piece)).find("rows"), std::string::npos) << attention_kernel_name(piece);
     }
-  AttentionParams decode = whole;
-  decode.prompt = false, decode.nq = 1, decode.q_pos0 = kLen - 1;
+    const auto q = testing::random_floats(p.nq * p.q_stride, 51, -3, 3);
+    const auto k = testing::random_floats(p.nkv * p.kv_stride, 52, -3, 3);
+    const auto v = testing::random_floats(p.nkv * p.kv_stride, 53);
+    SCOPED_TRACE(matmul_precision_name(precision));
+    testing::expect_prefill_pieces_give_one_call(attend, p, q, k, v);
+    // f16 K/V: the kernel is handed the cache's halves in place of k and v.
+    const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
+    const auto attend_f16 = [&](const float* qp, const float*, const float*, float* out, const AttentionParams& pp,
+                                ThreadPool& pool) { attention(qp, k16.data(), v16.data(), out, pp, pool); };
+    testing::expect_prefill_pieces_give_one_call(attend_f16, p, q, k, v);
+  }
+  AttentionParams decode = testing::attention_params({1, 90, 4, 2, 64, true, 89}, MatmulPrecision::Fast);
   EXPECT_EQ(std::string(attention_kernel_name(decode)), "rows (split-KV), f32 FMA");
 }
 
