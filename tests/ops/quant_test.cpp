@@ -191,10 +191,16 @@ TEST(Quant, F16CeilIsTheSmallestF16NotBelow) {
 TEST(Quant, ActivationRowsBitIdenticalAndWithinHalfAStep) {
   testing::for_each_target([&](const std::string& target) {
     uint32_t seed = 40;
-    for (int64_t k : {1, 5, 31, 32, 33, 64, 100, 1000})
+    // Lengths past 16 groups (AVX-512 takes 16 groups at a time) with and
+    // without a partial last group, and magnitudes far from 1.
+    for (int64_t k : {1, 5, 31, 32, 33, 64, 100, 1000, 2048, 4100})
       for (int off : {0, 1, 3}) {
         auto xs = testing::random_floats(k, ++seed, -3, 3);
         if (k > 40) xs[7] = 0, xs[20] = 2.5f, xs[33] = -2.5f;  // ties and a zero
+        if (k > 1000) {
+          for (int64_t i = 0; i < k; ++i) xs[i] *= (i / 32) % 3 == 0 ? 1e-20f : (i / 32) % 3 == 1 ? 1e20f : 1.0f;
+          std::fill(xs.begin() + 64, xs.begin() + 96, 0.0f);  // an all-zero group
+        }
         testing::Misaligned<float> x(xs, off);
         const int64_t G = quant::groups(k);
         std::vector<int8_t> c1(G * 32, 99), c2(G * 32, 98);
