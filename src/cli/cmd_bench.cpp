@@ -367,7 +367,7 @@ int cmd_bench(int argc, char** argv) {
   Model& model = EngineInternals::model(*engine);
   ThreadPool& pool = EngineInternals::pool(*engine);
   j["weights"] = weight_format_name(engine->info().weights);
-  j["precision"] = matmul_precision_name(params.precision);
+  j["precision"] = params.precision ? matmul_precision_name(*params.precision) : "default";
   j["fast_bf16_matmul"] = model.fast_matmul();  // whether --precision fast took effect (bf16 + AVX512-BF16 or AMX)
   j["kv_type"] = kv_type_name(params.resolved_kv_type());
   j["threads"] = engine->info().threads;

@@ -41,10 +41,12 @@ void visit_options(EngineParams& p, Args& v) {
   visit_options(p.weight_cache, v);
   v(p.precision, "precision", "MODE",
     "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
-    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); with bf16 weights fast also puts prefill and "
-    "vision attention in bf16 (AMX or AVX512-BF16), which q8/q4 weights always do; no effect on f32, and on bf16 matmuls none on a "
-    "CPU without AMX whose bf16 dot product is not faster than its f32 FMA (then exact is the faster)")
+    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); and prefill and vision attention: exact (f32) or "
+    "fast (int8 or bf16 products on AMX or AVX512-VNNI/BF16, f32 softmax); no effect on f32 weights, and on bf16 "
+    "matmuls none on a CPU without AMX whose bf16 dot product is not faster than its f32 FMA (then exact is the "
+    "faster)")
       .choices({MatmulPrecision::Exact, MatmulPrecision::Fast}, matmul_precision_name)
+      .unset("exact, with fast attention beside q8/q4 weights")
       .env("QVL_PRECISION");
   v(p.threads, "threads", "N", "compute threads (0: physical cores)").range(0, 1024).env("QVL_THREADS");
   v(p.ctx_size, "ctx-size", "N", "context (KV cache) size in tokens").range(16, 1 << 24).env("QVL_CTX_SIZE");

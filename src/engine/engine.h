@@ -43,7 +43,10 @@ struct EngineParams {
   // unless no_weight_cache.
   WeightCacheOptions weight_cache;
   bool no_weight_cache = false;
-  MatmulPrecision precision = MatmulPrecision::Exact;  // prefill/vision products of bf16 weights (ops/matmul.h)
+  // Prefill/vision products of bf16 weights (ops/matmul.h) and the attention
+  // beside them; unset: exact, with fast attention beside q8/q4 weights
+  // (model/weights.h, attention_precision).
+  std::optional<MatmulPrecision> precision;
   int threads = 0;          // 0: physical cores
   int64_t ctx_size = 8192;  // KV cache capacity in tokens (shared out among the slots)
   // KV cache element type; unset: f16 with q8/q4 weights (whose products are

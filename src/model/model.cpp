@@ -14,16 +14,15 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   std::unique_ptr<Model> m(new Model(std::move(folder), std::move(st)));
   WeightLoadOptions wo;
   wo.format = options.format;
-  // Fast where it is faster (matmul_fast_bf16_pays), else the exact kernel:
-  // on this CPU that is the faster of the two.
-  // (bf16 weights only: q8/q4 products ignore it, and their attention is
-  // Fast whatever is asked, attention_precision in weights.h.)
+  // bf16: Fast where it is faster (matmul_fast_bf16_pays), else the exact
+  // kernel: on this CPU that is the faster of the two. (q8/q4 products
+  // ignore it; their attention reads it, attention_precision in weights.h.)
   const bool fast_bf16 = options.precision == MatmulPrecision::Fast && options.format == WeightFormat::BF16;
-  wo.precision = fast_bf16 && !matmul_fast_bf16_pays() ? MatmulPrecision::Exact : options.precision;
+  wo.precision = fast_bf16 && !matmul_fast_bf16_pays() ? std::optional(MatmulPrecision::Exact) : options.precision;
   wo.pool = &pool;
   wo.progress = options.progress;
   m->format_ = options.format;
-  m->precision_ = options.precision;
+  m->precision_ = options.precision.value_or(MatmulPrecision::Exact);
   const bool quantized = options.format == WeightFormat::Q8 || options.format == WeightFormat::Q4;
   if (quantized && options.weight_cache) {
     std::ostream& log = options.log ? *options.log : std::cerr;

@@ -21,9 +21,10 @@ namespace qvl {
 
 struct ModelLoadOptions {
   WeightFormat format = WeightFormat::BF16;
-  // Prefill/vision matmul precision of BF16 weights (matmul.h); no effect on
-  // f32/q8/q4, nor where the CPU lacks AVX512-BF16.
-  MatmulPrecision precision = MatmulPrecision::Exact;
+  // Prefill/vision matmul precision of BF16 weights (matmul.h; no effect on
+  // f32/q8/q4 products, nor where the CPU lacks AVX512-BF16) and of the
+  // attention beside them; unset: WeightLoadOptions::precision's default.
+  std::optional<MatmulPrecision> precision;
   int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
   std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
   // Start prefetch_weights() at the end of load. Off by default: the thread

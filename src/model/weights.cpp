@@ -171,9 +171,7 @@ class Binder {
       m = WeightMatrix::from_bf16(bf16.data(), rows, cols, format, options_.pool, {}, &arena_);
       converted_ = true;
     }
-    // matmul() and attention_precision read it for bf16 only (q8/q4
-    // attention is always Fast).
-    if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
+    set_precision(m);
     record(t.name, m);
     done_bytes_ += t.nbytes;
     if (converted_ && options_.progress) options_.progress(done_bytes_, total_bytes_);
@@ -188,8 +186,16 @@ class Binder {
     if (it == options_.reuse->end()) return std::nullopt;
     WeightMatrix m = it->second;
     if (m.format() != format || m.rows() != rows || m.cols() != cols) return std::nullopt;
-    m.set_precision(options_.precision);
+    set_precision(m);
     return m;
+  }
+
+  // The precision matmul() (bf16) and attention_precision (bf16, q8, q4)
+  // read: as asked, else Fast for q8/q4 and Exact for bf16. f32 stays Exact.
+  void set_precision(WeightMatrix& m) const {
+    if (m.format() == WeightFormat::F32) return;
+    const bool quantized = m.format() == WeightFormat::Q8 || m.format() == WeightFormat::Q4;
+    m.set_precision(options_.precision.value_or(quantized ? MatmulPrecision::Fast : MatmulPrecision::Exact));
   }
 
   // Hands a q8/q4 matrix this load converted to options_.converted.
@@ -223,7 +229,7 @@ class Binder {
       if (fp8_scratch_.size() < n) fp8_scratch_.resize(n);
       dequantize_fp8(t, *scale, *fp8_, rows, cols, fp8_scratch_.data(), options_.pool);
       m = WeightMatrix::from_f32(fp8_scratch_.data(), rows, cols, format, options_.pool, &arena_);
-      m.set_precision(options_.precision);
+      set_precision(m);
     }
     release_pages(t.data, t.nbytes);
     release_pages(scale->data, scale->nbytes);
@@ -332,9 +338,7 @@ class Binder {
       for (size_t i = 0; i < f32.size(); ++i) bf16[i] = f32_to_bf16(f32[i]);
     }
     WeightMatrix m = WeightMatrix::from_bf16(bf16.data(), n, r, options_.format, options_.pool, {}, &arena_);
-    // matmul() and attention_precision read it for bf16 only (q8/q4
-    // attention is always Fast).
-    if (m.format() != WeightFormat::F32) m.set_precision(options_.precision);
+    set_precision(m);
     record(name, m);
     converted_ = true;
     return m;

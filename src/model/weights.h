@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,18 +27,17 @@ struct Linear {
 };
 
 // The precision of the attention beside a layer whose products use w
-// (AttentionParams::precision): Fast (bf16 Q, K, P and V on AMX or
-// AVX512-BF16, f32 softmax) for q8/q4 matrices always, whose 8- and 4-bit
-// products already round far more than bf16 attention adds (issue 32: "int8
-// or bf16 products where the precision allows (fast, q8/q4 models)"); for
-// bf16 only where asked for (--precision fast); f32 exact. A repeated
+// (AttentionParams::precision): the matrix's own, as the load gave it
+// (WeightLoadOptions::precision). Fast (int8 or bf16 Q·Kᵀ, bf16 P·V, f32
+// softmax, on AMX or AVX512-VNNI/BF16) is the default beside q8/q4
+// matrices, whose 8- and 4-bit products already round far more than the
+// attention adds (issue 32: "int8 or bf16 products where the precision
+// allows (fast, q8/q4 models)"), and --precision exact asks for f32 there
+// too; bf16 is exact unless asked for fast; f32 always exact. A repeated
 // request recomputes its last prompt token alone, so prompt pieces take the
 // many-query kernel at every length (AttentionParams::prompt) and the cached
 // and uncached answers keep one set of bits.
-inline MatmulPrecision attention_precision(const WeightMatrix& w) {
-  const bool quantized = w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4;
-  return quantized ? MatmulPrecision::Fast : w.precision();
-}
+inline MatmulPrecision attention_precision(const WeightMatrix& w) { return w.precision(); }
 
 struct NormWeights {
   std::vector<float> weight;  // [dim]
@@ -123,9 +123,10 @@ using MatrixTable = std::map<std::string, WeightMatrix>;
 
 struct WeightLoadOptions {
   WeightFormat format = WeightFormat::BF16;
-  // Given to every BF16 matrix (prefill/vision products, matmul.h); other
-  // formats ignore it.
-  MatmulPrecision precision = MatmulPrecision::Exact;
+  // Given to every bf16, q8 and q4 matrix: the precision of bf16 products
+  // (prefill/vision, matmul.h) and of the attention beside any of them
+  // (attention_precision). Unset: Exact for bf16, Fast for q8/q4.
+  std::optional<MatmulPrecision> precision;
   ThreadPool* pool = nullptr;  // parallelises conversion
   // Called after each converted matrix with (bytes done, bytes total) of
   // source weights; lets the CLI print progress for slow conversions.

@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "golden.h"
 #include "prompt_runner.h"
@@ -86,6 +88,37 @@ TEST_P(QuantGolden, EndToEndLogitErrorTable) {
     }
     std::printf("| %-4s | %-21s | %11.3f | %11.4f | %6d/16    | %6d              |\n", weight_format_name(b.format),
                 name.c_str(), max_abs, rel, equal, allowed);
+  }
+}
+
+// The attention beside q8/q4 matrices (weights.h, attention_precision)
+// follows --precision: fast when it is not given, f32 when exact is asked
+// for; bf16 matrices stay exact unless fast is asked for.
+TEST(QuantPrecision, AttentionBesideQuantizedWeightsIsFastUnlessExactIsAskedFor) {
+  auto load = [](WeightFormat format, std::optional<MatmulPrecision> precision) {
+    ModelLoadOptions o;
+    o.format = format;
+    o.precision = precision;
+    o.max_batch = 64;
+    return Model::load(golden::model_dir(), o, golden::pool());
+  };
+  struct Case {
+    WeightFormat format;
+    std::optional<MatmulPrecision> asked;
+    MatmulPrecision attention;
+  };
+  for (const Case& c : {Case{WeightFormat::Q8, std::nullopt, MatmulPrecision::Fast},
+                        Case{WeightFormat::Q8, MatmulPrecision::Exact, MatmulPrecision::Exact},
+                        Case{WeightFormat::Q4, MatmulPrecision::Exact, MatmulPrecision::Exact},
+                        Case{WeightFormat::Q4, MatmulPrecision::Fast, MatmulPrecision::Fast},
+                        Case{WeightFormat::BF16, std::nullopt, MatmulPrecision::Exact},
+                        Case{WeightFormat::F32, MatmulPrecision::Fast, MatmulPrecision::Exact}}) {
+    SCOPED_TRACE(std::string(weight_format_name(c.format)) + " asked " +
+                 (c.asked ? matmul_precision_name(*c.asked) : "nothing"));
+    std::unique_ptr<Model> m = load(c.format, c.asked);
+    const ModelWeights& w = m->weights();
+    EXPECT_EQ(attention_precision(w.text.layers.at(0).q.w), c.attention);
+    EXPECT_EQ(attention_precision(w.vision.blocks.at(0).qkv.w), c.attention);
   }
 }
 
