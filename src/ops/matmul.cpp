@@ -17,9 +17,10 @@ namespace qvl {
 
 const char* matmul_simd_target() { return simd::matmul_target(); }
 
+static bool quantized(WeightFormat format) { return format == WeightFormat::Q8 || format == WeightFormat::Q4; }
+
 int64_t matmul_row_exact_rows(WeightFormat format) {
-  const bool quantized = format == WeightFormat::Q8 || format == WeightFormat::Q4;
-  return quantized ? std::numeric_limits<int64_t>::max() : simd::kSmallM;
+  return quantized(format) ? std::numeric_limits<int64_t>::max() : simd::kSmallM;
 }
 
 bool matmul_fast_bf16_supported() { return simd::gemm_bf16_supported() || amx::bf16_usable(); }
@@ -73,10 +74,12 @@ static void check_strides(int64_t ldx, const WeightMatrix& w, int64_t ldy) {
 }
 
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
-            int64_t ldy, ThreadPool& pool) {
+            int64_t ldy, ThreadPool& pool, MatmulRows rows) {
   if (m <= 0 || w.rows() == 0) return;
   check_strides(ldx, w, ldy);
-  if (m <= simd::kSmallM) {
+  // Prompt rows of f32/bf16 take the GEMM at any m (matmul.h, MatmulRows);
+  // q8/q4 rows are the same bits on either path, so they keep the small-m one.
+  if (m <= simd::kSmallM && (rows == MatmulRows::Decode || quantized(w.format()))) {
     const MatmulOutput out{&w, bias, y, ldy};
     return simd::matmul_small_m(x, m, ldx, {&out, 1}, pool);  // memory-bound: always exact
   }
@@ -89,14 +92,16 @@ void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const
     simd::matmul_gemm(a, pool);
 }
 
-void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool) {
+void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool,
+                 MatmulRows rows) {
   const auto shares = [&](const MatmulOutput& o) {
     return o.w->format() == outs[0].w->format() && o.w->cols() == outs[0].w->cols() && o.w->rows() > 0;
   };
   if (m <= 0 || outs.empty()) return;
-  const bool quant = outs[0].w->format() == WeightFormat::Q8 || outs[0].w->format() == WeightFormat::Q4;
-  if ((m > simd::kSmallM && !quant) || !std::all_of(outs.begin(), outs.end(), shares)) {
-    for (const MatmulOutput& o : outs) matmul(x, m, ldx, *o.w, o.bias, o.y, o.ldy, pool);
+  const bool quant = quantized(outs[0].w->format());
+  const bool gemm = m > simd::kSmallM || rows == MatmulRows::Prompt;
+  if ((gemm && !quant) || !std::all_of(outs.begin(), outs.end(), shares)) {
+    for (const MatmulOutput& o : outs) matmul(x, m, ldx, *o.w, o.bias, o.y, o.ldy, pool, rows);
     return;
   }
   for (const MatmulOutput& o : outs) check_strides(ldx, *o.w, o.ldy);

@@ -54,12 +54,35 @@ class HugePageArena;  // util/huge_pages.h
 //
 // For m <= 8 (batched decode) every output row is bit-identical to the same
 // x row multiplied alone (m = 1), for every format; for q8 and q4, for every m
-// (prefill and decode agree exactly).
+// (prefill and decode agree exactly). For f32 and bf16, rows of m > 8 take
+// the GEMM, whose sums differ in the last bits from the small-m kernels'
+// (and Fast rounds x): a prompt piece asks for the GEMM's arithmetic at any m
+// (MatmulRows::Prompt), so a prompt's rows do not depend on where it was cut.
 // (WeightFormat: util/formats.h.)
 
-// The most rows m for which that holds for `format`: 8 for f32 and bf16 (the
-// small-m path; more rows take a GEMM whose sums may differ in the last
-// bits), any m for q8 and q4. Callers that feed one sequence's tokens as
+// Which arithmetic rows of x take when they are few (m <= 8) and the weights
+// f32 or bf16 (q8/q4 rows agree for every m: both give the same bits).
+//   Decode (the default): the small-m kernels, each weight row streamed once
+//     for all m rows; decode is memory-bound and these are tuned for it.
+//   Prompt: the GEMM's, as in a prefill of more rows, at any m: a row's bits
+//     are then those of the same row in any prefill (a repeated request
+//     recomputes its last prompt token alone and must get the uncached bits).
+//     The GEMM fills a tile of 16 rows or more: at m = 1 it does up to 16
+//     times the FMAs of the small-m kernel, for one prompt token.
+// Why not one arithmetic for every m: the small-m kernels hold a dot product
+// along k in lanes (4 chains of 16, so one weight row streams in sequence,
+// one FMA per 16 weights); the GEMM holds x rows in lanes and sums each
+// output in one chain over k in order, a broadcast weight per FMA (tests/ops:
+// Matmul.GemmOutputsAreTheFmaChainInColumnOrder). Decode in the GEMM's order would
+// need 16 weight rows transposed into lanes (shuffles for every weight
+// vector: more work per weight byte); the GEMM in decode's order would load
+// x and the weights per FMA instead of broadcasting (a slower prefill); and
+// Fast rounds x to bf16 only in the GEMM, where decode keeps x exact.
+enum class MatmulRows { Decode, Prompt };
+
+// The most rows m for which that holds for `format` (MatmulRows::Decode): 8
+// for f32 and bf16 (the small-m path; more rows take a GEMM whose sums may
+// differ in the last bits), any m for q8 and q4. Callers that feed one sequence's tokens as
 // extra rows (jump-forward) stay within it to keep the answers unchanged.
 int64_t matmul_row_exact_rows(WeightFormat format);
 
@@ -177,9 +200,10 @@ AmxStatus matmul_amx_status();
 
 // y [m, w.rows()] (row stride ldy) = x [m, w.cols()] (row stride ldx) · Wᵀ (+ bias [w.rows()]).
 void matmul(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, const float* bias, float* y,
-            int64_t ldy, ThreadPool& pool);
-inline void matmul(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, ThreadPool& pool) {
-  matmul(x, m, w.cols(), w, bias, y, w.rows(), pool);
+            int64_t ldy, ThreadPool& pool, MatmulRows rows = MatmulRows::Decode);
+inline void matmul(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, ThreadPool& pool,
+                   MatmulRows rows = MatmulRows::Decode) {
+  matmul(x, m, w.cols(), w, bias, y, w.rows(), pool, rows);
 }
 
 // One of several products of the same x (matmul_each).
@@ -190,13 +214,14 @@ struct MatmulOutput {
   int64_t ldy;
 };
 
-// y = x · Wᵀ (+ bias) for every output, each bit for bit as matmul() gives it.
-// For m <= 8 (decode) with one weight format and k, x is prepared once and the
+// y = x · Wᵀ (+ bias) for every output, each bit for bit as matmul() gives it
+// (with the same `rows`). For m <= 8 (decode) with one weight format and k, x is prepared once and the
 // rows of all the products are shared among the threads together: decode's
 // q, k and v projections (and gate and up) are one parallel step, not three.
 // For q8/q4 the same holds for every m: a prefill's x is rounded once for all
 // the products, whose work items the threads share.
-void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool);
+void matmul_each(const float* x, int64_t m, int64_t ldx, std::span<const MatmulOutput> outs, ThreadPool& pool,
+                 MatmulRows rows = MatmulRows::Decode);
 
 // One product of matmul_many: out.y [m, out.ldy] = x [m, ldx] · out.wᵀ (+ out.bias).
 struct MatmulTask {

@@ -243,7 +243,7 @@ void expect_bf16_kernel_right(void (*kernel)(const simd::MatmulArgs&, ThreadPool
                 << " k=" << s.k;
           }
         }
-        for (int64_t m : {9, 16, 33}) {
+        for (int64_t m : {1, 2, 8, 9, 16, 33}) {  // prompt pieces of any length (matmul.h, MatmulRows)
           const int64_t start = 100 - m;  // off any 32-row boundary
           Misaligned<float> y(std::vector<float>(static_cast<size_t>(m * ldy), -7.0f), 2);
           kernel({x.data() + start * ldx, m, ldx, &w, bias.data(), y.data(), ldy}, pool);

@@ -291,6 +291,59 @@ TEST(Matmul, GemmRowsAreBitIdenticalForAnyM) {
   testing::for_each_target(check);
 }
 
+// A prompt piece (MatmulRows::Prompt) takes a prefill's arithmetic at any
+// length: rows [s, s + m) of a piece of m rows, from m = 1 (the one token a
+// repeated request recomputes) across kSmallM, equal bit for bit the same
+// rows of one 100-row call, through matmul and matmul_each (two products);
+// f32, bf16 in both precisions, q8 and q4, odd n, k not a multiple of 32,
+// bias, strides ldx > k, ldy > n, on every target. Decode rows (the
+// default) of f32/bf16 sum in another order and would not match.
+TEST(Matmul, PromptRowsAreBitIdenticalForAnyM) {
+  ThreadPool pool(2);
+  auto check = [&](const std::string& target) {
+    uint32_t seed = 2100;
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 100}, {16, 64}, {5, 300}})
+      for (auto [f, p] : {std::pair{WeightFormat::F32, MatmulPrecision::Exact},
+                          std::pair{WeightFormat::BF16, MatmulPrecision::Exact},
+                          std::pair{WeightFormat::BF16, MatmulPrecision::Fast},
+                          std::pair{WeightFormat::Q8, MatmulPrecision::Exact},
+                          std::pair{WeightFormat::Q4, MatmulPrecision::Exact}}) {
+        auto wsrc = random_bf16(n * k, ++seed);
+        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
+                                                 : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool);
+        w.set_precision(p);
+        constexpr int64_t kRows = 100;
+        const int64_t ldx = k + 3, ldy = n + 5;
+        auto x = random_floats(kRows * ldx, ++seed, -2, 2);
+        auto bias = random_floats(n, ++seed);
+        const float* b = n == 16 ? nullptr : bias.data();
+        std::vector<float> whole(static_cast<size_t>(kRows * ldy));
+        matmul(x.data(), kRows, ldx, w, b, whole.data(), ldy, pool);
+        for (int64_t m : {1, 2, 3, 5, 8, 9, 17})
+          for (int64_t s : {int64_t{0}, int64_t{5}, kRows - m}) {
+            std::vector<float> y(static_cast<size_t>(m * ldy), -5.0f), e0(y), e1(y);
+            matmul(x.data() + s * ldx, m, ldx, w, b, y.data(), ldy, pool, MatmulRows::Prompt);
+            const MatmulOutput outs[] = {{&w, b, e0.data(), ldy}, {&w, b, e1.data(), ldy}};
+            matmul_each(x.data() + s * ldx, m, ldx, outs, pool, MatmulRows::Prompt);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                const float want = whole[(s + i) * ldy + j];
+                const auto where = [&] {
+                  return ::testing::Message() << target << " " << weight_format_name(f) << " "
+                                              << matmul_precision_name(p) << " m=" << m << " start " << s << " row "
+                                              << i << " col " << j << " n=" << n << " k=" << k;
+                };
+                ASSERT_EQ(y[i * ldy + j], want) << where();
+                ASSERT_EQ(e0[i * ldy + j], want) << "matmul_each " << where();
+                ASSERT_EQ(e1[i * ldy + j], want) << "matmul_each " << where();
+              }
+          }
+      }
+  };
+  check("best");
+  testing::for_each_target(check);
+}
+
 // f32 weights and bf16 weights in exact precision give, on the GEMM path
 // (m > kSmallM), each output as one chain of f32 fused multiply-adds over
 // the columns in order, from zero, then + bias: y = fma(x[k-1], w[k-1], ...
