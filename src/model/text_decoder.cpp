@@ -148,6 +148,10 @@ void TextDecoder::embed(const TextInput& in, int64_t begin, int64_t n) {
   }
 }
 
+// The arithmetic of a chunk's projections (ops/matmul.h): a prompt piece's
+// rows as any prefill computes them, whatever its length.
+static MatmulRows matmul_rows(bool prompt) { return prompt ? MatmulRows::Prompt : MatmulRows::Decode; }
+
 // x += o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v)). One sequence's
 // K/V are written straight into its cache at their positions; several
 // sequences' go through k_/v_ and are then copied to their caches, and each
@@ -166,7 +170,7 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   rms_norm(x_.data(), w.input_norm.data(), xn_.data(), n, h, eps);
   const MatmulOutput qkv[] = {{&w.q.w, w.q.b(), q_.data(), q_dim_}, {&w.k.w, w.k.b(), k, kv_dim_},
                               {&w.v.w, w.v.b(), v, kv_dim_}};
-  matmul_each(xn_.data(), n, h, qkv, pool);
+  matmul_each(xn_.data(), n, h, qkv, pool, matmul_rows(prompt));
   rms_norm(q_.data(), w.q_norm.data(), q_.data(), n * heads, hd, eps);  // per head
   rms_norm(k, w.k_norm.data(), k, n * kv_heads, hd, eps);
   rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
@@ -200,13 +204,14 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     else
       attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &q_[s.row * q_dim_], p, pool);
   }
-  matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool);  // attention wrote its output over q
+  matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool, matmul_rows(prompt));  // attention wrote its output over q
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
 // x += MLP(x̂), x̂ = RMSNorm(x): dense, down(silu(gate(x̂)) * up(x̂)), or the
 // mixture of such experts (text_mlp.h).
-void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool& pool, RouterTrace* trace) {
+void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, bool prompt, ThreadPool& pool,
+                            RouterTrace* trace) {
   const int64_t h = config_.hidden_size, im = config_.intermediate_size;
   const TextMlpWeights& w = layer.mlp;
   rms_norm(x_.data(), layer.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
@@ -216,10 +221,10 @@ void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool
     return;
   }
   const MatmulOutput gate_up[] = {{&w.gate.w, nullptr, gate_.data(), im}, {&w.up.w, nullptr, up_.data(), im}};
-  matmul_each(xn_.data(), n, h, gate_up, pool);
+  matmul_each(xn_.data(), n, h, gate_up, pool, matmul_rows(prompt));
   // Per row, so a row meets the same vector/tail split as in a call of its own.
   for (int64_t r = 0; r < n; ++r) silu_mul(&gate_[r * im], &up_[r * im], &gate_[r * im], im);
-  matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool);
+  matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool, matmul_rows(prompt));
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
@@ -234,7 +239,7 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, s
   const size_t deepstack = in.vision && in.vis_row ? in.vision->deepstack.size() : 0;
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     attention_block(w_.layers[l], l, n, segs, in.prompt, pool);
-    mlp_block(w_.layers[l], n, pool, trace ? &trace->router[l] : nullptr);
+    mlp_block(w_.layers[l], n, in.prompt, pool, trace ? &trace->router[l] : nullptr);
     if (trace) record(trace->layer_out[l]);
     if (static_cast<size_t>(l) < deepstack) {
       const std::vector<float>& feat = in.vision->deepstack[l];  // [tokens, hidden]

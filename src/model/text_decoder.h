@@ -36,8 +36,9 @@ struct TextInput {
   const int64_t* vis_row = nullptr;
   const VisionFeatures* vision = nullptr;
   // A piece of a prompt (the engine's prefill), not tokens decoded alone:
-  // attention takes the many-query kernel at any n (AttentionParams::prompt),
-  // so the prompt's bits do not depend on where it was cut.
+  // attention takes the many-query kernel at any n (AttentionParams::prompt)
+  // and the projections the GEMM's arithmetic (MatmulRows::Prompt), so the
+  // prompt's bits do not depend on where it was cut.
   bool prompt = false;
 };
 
@@ -110,7 +111,7 @@ class TextDecoder {
   // prompt: TextInput::prompt of the chunk.
   void attention_block(const TextLayerWeights& w, int layer, int64_t n, std::span<const Segment> segs, bool prompt,
                        ThreadPool& pool);
-  void mlp_block(const TextLayerWeights& layer, int64_t n, ThreadPool& pool, RouterTrace* trace);
+  void mlp_block(const TextLayerWeights& layer, int64_t n, bool prompt, ThreadPool& pool, RouterTrace* trace);
 
   const TextConfig& config_;
   const TextWeights& w_;

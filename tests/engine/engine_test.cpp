@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "engine_fixtures.h"
 #include "image/image.h"
@@ -100,16 +102,15 @@ TEST(Engine, SecondTurnReusesTheCachedPrefix) {
   EXPECT_EQ(r3.token_ids, ids(p["generated_ids"]));
 }
 
-// q8 weights run prefill and vision attention in bf16 where the CPU has the
-// unit (attention_precision); a repeated request recomputes only its last
-// prompt token, as a prompt piece on the same kernel, so its answer and
-// every logprob keep the bits of the uncached run.
-TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithQ8Weights) {
-  EngineParams params;
+// A repeated request reuses the cached K/V of its whole prompt but the last
+// token, which it recomputes as a prompt piece of one row: attention takes
+// the many-query kernel (AttentionParams::prompt) and every matmul the
+// arithmetic the uncached prefill gave that row (ops/matmul.h, MatmulRows),
+// so its answer and every logprob keep the bits of the uncached run.
+void expect_repeat_keeps_the_uncached_bits(EngineParams params, const std::string& what) {
   params.model_dir = kFixtures + "/tiny-qwen3vl";
   params.threads = 2;
   params.ctx_size = 1024;
-  params.weights = WeightFormat::Q8;
   params.no_weight_cache = true;
   std::unique_ptr<Engine> e = Engine::create(params);
   for (const char* name : {"image_question", "two_turn"}) {
@@ -118,14 +119,37 @@ TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithQ8Weights) {
     e->reset();
     const GenerateResult first = e->generate(req);
     const GenerateResult again = e->generate(req);
-    EXPECT_EQ(first.cached_tokens, 0) << name;
-    EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1) << name;
-    EXPECT_EQ(again.token_ids, first.token_ids) << name;
-    ASSERT_EQ(again.logprobs.size(), first.logprobs.size()) << name;
+    EXPECT_EQ(first.cached_tokens, 0) << what << " " << name;
+    EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1) << what << " " << name;
+    EXPECT_EQ(again.token_ids, first.token_ids) << what << " " << name;
+    ASSERT_EQ(again.logprobs.size(), first.logprobs.size()) << what << " " << name;
     for (size_t i = 0; i < first.logprobs.size(); ++i) {
-      EXPECT_EQ(again.logprobs[i].logprob, first.logprobs[i].logprob) << name << " token " << i;
-      EXPECT_EQ(again.logprobs[i].top, first.logprobs[i].top) << name << " token " << i;
+      EXPECT_EQ(again.logprobs[i].logprob, first.logprobs[i].logprob) << what << " " << name << " token " << i;
+      EXPECT_EQ(again.logprobs[i].top, first.logprobs[i].top) << what << " " << name << " token " << i;
     }
+  }
+}
+
+// q8 weights run prefill and vision attention in bf16 where the CPU has the
+// unit (attention_precision); their matmul rows agree for every m.
+TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithQ8Weights) {
+  EngineParams params;
+  params.weights = WeightFormat::Q8;
+  expect_repeat_keeps_the_uncached_bits(params, "q8");
+}
+
+// bf16 (exact and fast) and f32 weights: decode's small-m kernels sum a row
+// in another order than the GEMM (and fast bf16 rounds x only in the GEMM),
+// so the recomputed row must take the GEMM's arithmetic.
+TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithBf16AndF32Weights) {
+  for (auto [format, precision] : {std::pair{WeightFormat::BF16, MatmulPrecision::Exact},
+                                   std::pair{WeightFormat::BF16, MatmulPrecision::Fast},
+                                   std::pair{WeightFormat::F32, MatmulPrecision::Exact}}) {
+    EngineParams params;
+    params.weights = format;
+    params.precision = precision;
+    expect_repeat_keeps_the_uncached_bits(
+        params, std::string(weight_format_name(format)) + " " + matmul_precision_name(precision));
   }
 }
 
