@@ -216,7 +216,7 @@ void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, bool promp
   const TextMlpWeights& w = layer.mlp;
   rms_norm(x_.data(), layer.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
   if (w.sparse) {
-    moe_.forward(w.moe, xn_.data(), n, xn_.data(), pool, trace);
+    moe_.forward(w.moe, xn_.data(), n, xn_.data(), pool, trace, matmul_rows(prompt));
     add(x_.data(), xn_.data(), x_.data(), n * h);
     return;
   }

@@ -31,17 +31,16 @@ void MoeMlp::release() {
   for (std::vector<float>* v : {&logits_, &probs_, &top_w_, &xs_, &gate_, &up_, &ys_}) std::vector<float>().swap(*v);
   std::vector<int32_t>().swap(ids_);
   groups_ = {};
-  pad_ = {};
   rows_ = 0;
 }
 
 void MoeMlp::forward(const MoeMlpWeights& w, const float* xn, int64_t n, float* out, ThreadPool& pool,
-                     RouterTrace* trace) {
+                     RouterTrace* trace, MatmulRows rows) {
   ensure_rows(n);
   const int64_t experts = config_.num_experts, k = config_.num_experts_per_tok;
   const int64_t h = config_.hidden_size, im = config_.moe_intermediate_size;
   // Route: logits [n, experts] -> the k experts of each row and their weights.
-  matmul(xn, n, w.router, nullptr, logits_.data(), pool);
+  matmul(xn, n, w.router, nullptr, logits_.data(), pool, rows);
   router_top_k(logits_.data(), n, experts, k, config_.norm_topk_prob, probs_.data(), ids_.data(), top_w_.data());
   if (trace) {
     trace->logits.insert(trace->logits.end(), logits_.begin(), logits_.begin() + n * experts);
@@ -53,11 +52,11 @@ void MoeMlp::forward(const MoeMlpWeights& w, const float* xn, int64_t n, float* 
   const int64_t pairs = groups_.pairs();
   gather_pairs(xn, h, groups_, h, xs_.data(), h);
   const GroupedOutput gate_up[] = {{w.gate, gate_.data(), im}, {w.up, up_.data(), im}};
-  grouped_matmul(xs_.data(), h, groups_, gate_up, n, pad_, pool);
+  grouped_matmul(xs_.data(), h, groups_, gate_up, n, pool, rows);
   // Per pair, so a row meets the same vector/tail split whatever else is batched with it.
   for (int64_t p = 0; p < pairs; ++p) silu_mul(&gate_[p * im], &up_[p * im], &gate_[p * im], im);
   const GroupedOutput down[] = {{w.down, ys_.data(), h}};
-  grouped_matmul(gate_.data(), im, groups_, down, n, pad_, pool);
+  grouped_matmul(gate_.data(), im, groups_, down, n, pool, rows);
   // y = Σ_j w_j · expert output, summed in ascending expert id (as the reference).
   combine_pairs(ys_.data(), h, groups_, n, h, out, h);
 }

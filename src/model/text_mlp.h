@@ -37,9 +37,11 @@ class MoeMlp {
   explicit MoeMlp(const TextConfig& config) : config_(config) {}
   // out [n, hidden] = the mixture at xn [n, hidden]; out may be xn. Each
   // chosen expert's weights are read once for all rows that chose it
-  // (grouped_matmul); experts no row chose are not read.
+  // (grouped_matmul); experts no row chose are not read. `rows`: Prompt for
+  // a prompt piece, whose rows then take a prefill's arithmetic at any n
+  // (ops/matmul.h).
   void forward(const MoeMlpWeights& w, const float* xn, int64_t n, float* out, ThreadPool& pool,
-               RouterTrace* trace = nullptr);
+               RouterTrace* trace = nullptr, MatmulRows rows = MatmulRows::Decode);
   void release();  // gives the scratch back (after a long prefill)
 
  private:
@@ -50,7 +52,6 @@ class MoeMlp {
   std::vector<int32_t> ids_;           // [n, k]
   std::vector<float> top_w_;           // [n, k]
   ExpertGroups groups_;                // the n·k pairs by expert
-  GroupPadding pad_;                   // a prefill's small expert groups
   std::vector<float> xs_;              // [n·k, hidden] each pair's input row
   std::vector<float> gate_, up_;       // [n·k, moe_intermediate]
   std::vector<float> ys_;              // [n·k, hidden] each pair's expert output

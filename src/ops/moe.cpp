@@ -54,31 +54,14 @@ void combine_pairs(const float* y, int64_t ldy, const ExpertGroups& g, int64_t m
   }
 }
 
-// Expert e's `rows` rows (at most kSmallM) through the GEMM kernels: copied
-// into a block of kSmallM + 1 rows (the rest zero), multiplied, and their
-// rows copied out to y rows [begin, begin + rows).
-static void padded_gemm(const float* x, int64_t rows, int64_t ldx, std::span<const GroupedOutput> outs, int64_t e,
-                        int64_t begin, GroupPadding& pad, ThreadPool& pool) {
-  constexpr int64_t kRows = simd::kSmallM + 1;
-  const int64_t k = outs[0].w[e].cols();
-  pad.x.assign(kRows * k, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(&pad.x[r * k], x + r * ldx, k * sizeof(float));
-  for (const GroupedOutput& o : outs) {
-    const int64_t n = o.w[e].rows();
-    if (static_cast<int64_t>(pad.y.size()) < kRows * n) pad.y.resize(kRows * n);
-    matmul(pad.x.data(), kRows, k, o.w[e], nullptr, pad.y.data(), n, pool);
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(o.y + (begin + r) * o.ldy, &pad.y[r * n], n * sizeof(float));
-  }
-}
-
 void grouped_matmul(const float* x, int64_t ldx, const ExpertGroups& g, std::span<const GroupedOutput> outs,
-                    int64_t tokens, GroupPadding& pad, ThreadPool& pool) {
+                    int64_t tokens, ThreadPool& pool, MatmulRows rows) {
   constexpr size_t kMaxOutputs = 4;
   if (outs.size() > kMaxOutputs) fail("grouped matmul: ", outs.size(), " outputs (at most ", kMaxOutputs, ")");
   for (const GroupedOutput& o : outs)
     if (static_cast<int64_t>(o.w.size()) != g.experts())
       fail("grouped matmul: ", o.w.size(), " weight matrices for ", g.experts(), " experts");
-  if (tokens <= simd::kSmallM) {
+  if (tokens <= simd::kSmallM && rows == MatmulRows::Decode) {
     // Decode: each chosen expert's few rows are a product of a few hundred
     // KB; one parallel step for all of them (matmul_many), in expert order,
     // so both threads stream weights from the first expert to the last
@@ -95,19 +78,15 @@ void grouped_matmul(const float* x, int64_t ldx, const ExpertGroups& g, std::spa
     matmul_many(tasks, pool);
     return;
   }
+  // The GEMM's arithmetic for every expert, also one chosen by 8 rows or
+  // fewer: MatmulRows::Prompt asks for it at any m.
   MatmulOutput mo[kMaxOutputs];
   for (int64_t e = 0; e < g.experts(); ++e) {
-    const int64_t begin = g.offsets[e], rows = g.offsets[e + 1] - begin;
-    if (rows == 0) continue;
-    const WeightFormat f = outs.empty() ? WeightFormat::F32 : outs[0].w[e].format();
-    const bool quant = f == WeightFormat::Q8 || f == WeightFormat::Q4;
-    if (tokens > simd::kSmallM && rows <= simd::kSmallM && !quant) {
-      padded_gemm(x + begin * ldx, rows, ldx, outs, e, begin, pad, pool);
-      continue;
-    }
+    const int64_t begin = g.offsets[e], pairs = g.offsets[e + 1] - begin;
+    if (pairs == 0) continue;
     for (size_t i = 0; i < outs.size(); ++i)
       mo[i] = {&outs[i].w[e], nullptr, outs[i].y + begin * outs[i].ldy, outs[i].ldy};
-    matmul_each(x + begin * ldx, rows, ldx, {mo, outs.size()}, pool);
+    matmul_each(x + begin * ldx, pairs, ldx, {mo, outs.size()}, pool, MatmulRows::Prompt);
   }
 }
 

@@ -58,25 +58,19 @@ struct GroupedOutput {
   int64_t ldy;
 };
 
-// Scratch of grouped_matmul for a prefill's small groups (below); reused,
-// it allocates only when it meets a wider product.
-struct GroupPadding {
-  std::vector<float> x, y;
-};
-
 // For every expert e with pairs, y rows [offsets[e], offsets[e + 1]) of each
 // output = the same rows of x [pairs, k] (row stride ldx, pair order, e.g.
 // from gather_pairs) · w[e]ᵀ. Experts without pairs are never read.
-// Which kernel computes a row follows the call's `tokens` (the rows the
-// pairs came from), as matmul() follows its m, so that a row's bits depend
-// on that alone, as a dense product's do (matmul.h): at most 8 tokens
-// (decode), each expert's rows as matmul_each gives them (bit-identical to
-// each row alone), all the chosen experts' products in one parallel step
-// (matmul_many); more (prefill), every expert's rows by the GEMM kernels,
-// whose rows do not depend on their count, a group of 8 rows or fewer padded
-// to 9 in `pad` (f32/bf16 only: q8/q4 rows agree for every m). A prefill cut
-// into chunks of other sizes then gives the same bits.
+// Which arithmetic computes a row follows the call's `tokens` (the rows the
+// pairs came from) and `rows`, as matmul() follows its m and rows, so that a
+// row's bits depend on those alone, as a dense product's do (matmul.h): at
+// most 8 tokens of decode, each expert's rows as matmul_each gives them
+// (bit-identical to each row alone), all the chosen experts' products in one
+// parallel step (matmul_many); more tokens, or a prompt piece of any length
+// (MatmulRows::Prompt), every expert's rows in the GEMM's arithmetic,
+// however few the expert's rows (matmul_each with MatmulRows::Prompt). A
+// prompt cut into pieces of other sizes then gives the same bits.
 void grouped_matmul(const float* x, int64_t ldx, const ExpertGroups& g, std::span<const GroupedOutput> outs,
-                    int64_t tokens, GroupPadding& pad, ThreadPool& pool);
+                    int64_t tokens, ThreadPool& pool, MatmulRows rows = MatmulRows::Decode);
 
 }  // namespace qvl

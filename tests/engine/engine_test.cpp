@@ -7,8 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
-#include <utility>
 
 #include "engine_fixtures.h"
 #include "image/image.h"
@@ -107,25 +107,36 @@ TEST(Engine, SecondTurnReusesTheCachedPrefix) {
 // the many-query kernel (AttentionParams::prompt) and every matmul the
 // arithmetic the uncached prefill gave that row (ops/matmul.h, MatmulRows),
 // so its answer and every logprob keep the bits of the uncached run.
-void expect_repeat_keeps_the_uncached_bits(EngineParams params, const std::string& what) {
-  params.model_dir = kFixtures + "/tiny-qwen3vl";
-  params.threads = 2;
-  params.ctx_size = 1024;
-  params.no_weight_cache = true;
-  std::unique_ptr<Engine> e = Engine::create(params);
-  for (const char* name : {"image_question", "two_turn"}) {
-    GenerateRequest req = greedy_request(messages_of(prompt_case(name)), 16);
-    req.top_logprobs = 3;
-    e->reset();
-    const GenerateResult first = e->generate(req);
-    const GenerateResult again = e->generate(req);
-    EXPECT_EQ(first.cached_tokens, 0) << what << " " << name;
-    EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1) << what << " " << name;
-    EXPECT_EQ(again.token_ids, first.token_ids) << what << " " << name;
-    ASSERT_EQ(again.logprobs.size(), first.logprobs.size()) << what << " " << name;
-    for (size_t i = 0; i < first.logprobs.size(); ++i) {
-      EXPECT_EQ(again.logprobs[i].logprob, first.logprobs[i].logprob) << what << " " << name << " token " << i;
-      EXPECT_EQ(again.logprobs[i].top, first.logprobs[i].top) << what << " " << name << " token " << i;
+struct WeightsCase {
+  WeightFormat format;
+  MatmulPrecision precision;
+};
+void expect_repeats_keep_the_uncached_bits(const std::string& model, std::initializer_list<WeightsCase> cases) {
+  for (const WeightsCase& c : cases) {
+    EngineParams params;
+    params.model_dir = kFixtures + "/" + model;
+    params.weights = c.format;
+    params.precision = c.precision;
+    params.threads = 2;
+    params.ctx_size = 1024;
+    params.no_weight_cache = true;
+    std::unique_ptr<Engine> e = Engine::create(params);
+    for (const char* name : {"image_question", "two_turn"}) {
+      SCOPED_TRACE(::testing::Message() << model << " " << weight_format_name(c.format) << " "
+                                        << matmul_precision_name(c.precision) << " " << name);
+      GenerateRequest req = greedy_request(messages_of(prompt_case(name)), 16);
+      req.top_logprobs = 3;
+      e->reset();
+      const GenerateResult first = e->generate(req);
+      const GenerateResult again = e->generate(req);
+      EXPECT_EQ(first.cached_tokens, 0);
+      EXPECT_EQ(again.cached_tokens, again.prompt_tokens - 1);
+      EXPECT_EQ(again.token_ids, first.token_ids);
+      ASSERT_EQ(again.logprobs.size(), first.logprobs.size());
+      for (size_t i = 0; i < first.logprobs.size(); ++i) {
+        EXPECT_EQ(again.logprobs[i].logprob, first.logprobs[i].logprob) << "token " << i;
+        EXPECT_EQ(again.logprobs[i].top, first.logprobs[i].top) << "token " << i;
+      }
     }
   }
 }
@@ -133,24 +144,26 @@ void expect_repeat_keeps_the_uncached_bits(EngineParams params, const std::strin
 // q8 weights run prefill and vision attention in bf16 where the CPU has the
 // unit (attention_precision); their matmul rows agree for every m.
 TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithQ8Weights) {
-  EngineParams params;
-  params.weights = WeightFormat::Q8;
-  expect_repeat_keeps_the_uncached_bits(params, "q8");
+  expect_repeats_keep_the_uncached_bits("tiny-qwen3vl", {{WeightFormat::Q8, MatmulPrecision::Exact}});
 }
 
 // bf16 (exact and fast) and f32 weights: decode's small-m kernels sum a row
 // in another order than the GEMM (and fast bf16 rounds x only in the GEMM),
 // so the recomputed row must take the GEMM's arithmetic.
 TEST(Engine, RepeatedRequestKeepsTheUncachedBitsWithBf16AndF32Weights) {
-  for (auto [format, precision] : {std::pair{WeightFormat::BF16, MatmulPrecision::Exact},
-                                   std::pair{WeightFormat::BF16, MatmulPrecision::Fast},
-                                   std::pair{WeightFormat::F32, MatmulPrecision::Exact}}) {
-    EngineParams params;
-    params.weights = format;
-    params.precision = precision;
-    expect_repeat_keeps_the_uncached_bits(
-        params, std::string(weight_format_name(format)) + " " + matmul_precision_name(precision));
-  }
+  expect_repeats_keep_the_uncached_bits("tiny-qwen3vl", {{WeightFormat::BF16, MatmulPrecision::Exact},
+                                                         {WeightFormat::BF16, MatmulPrecision::Fast},
+                                                         {WeightFormat::F32, MatmulPrecision::Exact}});
+}
+
+// The same through a mixture of experts: the router (bf16 or f32 even with
+// q8 experts) and each chosen expert's rows of the recomputed token take the
+// GEMM's arithmetic too (grouped_matmul with MatmulRows::Prompt).
+TEST(Engine, RepeatedRequestKeepsTheUncachedBitsThroughExperts) {
+  expect_repeats_keep_the_uncached_bits("tiny-qwen3vl-moe", {{WeightFormat::BF16, MatmulPrecision::Exact},
+                                                             {WeightFormat::BF16, MatmulPrecision::Fast},
+                                                             {WeightFormat::F32, MatmulPrecision::Exact},
+                                                             {WeightFormat::Q8, MatmulPrecision::Exact}});
 }
 
 TEST(Engine, DifferentImageInvalidatesThePrefix) {

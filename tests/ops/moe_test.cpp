@@ -12,6 +12,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "ops/scalar.h"
 #include "test_util.h"
@@ -185,8 +186,7 @@ TEST(GroupedMatmul, MatchesTwinAcrossShapesFormatsAndLoads) {
               tb(pairs * ldy, -5.0f);
           const GroupedOutput outs[] = {{wa, ya.data(), ldy}, {wb, yb.data(), ldy}};
           const GroupedOutput twins[] = {{wa, ta.data(), ldy}, {wb, tb.data(), ldy}};
-          GroupPadding pad;
-          grouped_matmul(x.data(), ldx, g, outs, s.m, pad, pool);
+          grouped_matmul(x.data(), ldx, g, outs, s.m, pool);
           scalar::grouped_matmul(x.data(), ldx, g, twins);
           const double tol = 1e-5 * std::sqrt(double(s.k)) + 1e-6;
           for (int64_t p = 0; p < pairs; ++p)
@@ -231,8 +231,7 @@ TEST(GroupedMatmul, ExpertsNotChosenAreNotRead) {
   auto x = random_floats(2 * k, 3);
   std::vector<float> y(2 * n);
   const GroupedOutput outs[] = {{w, y.data(), n}};
-  GroupPadding pad;
-  grouped_matmul(x.data(), k, g, outs, 1, pad, pool);
+  grouped_matmul(x.data(), k, g, outs, 1, pool);
   for (float v : y) ASSERT_FALSE(std::isnan(v));
 }
 
@@ -265,8 +264,7 @@ TEST(GroupedMatmul, DecodeSharingExpertsGivesTheBitsOfOneStepPerExpert) {
         std::vector<float> ya(pairs * ldy, -5.0f), yb(pairs * ldy, -5.0f), ea(pairs * ldy, -5.0f),
             eb(pairs * ldy, -5.0f);
         const GroupedOutput outs[] = {{wa, ya.data(), ldy}, {wb, yb.data(), ldy}};
-        GroupPadding pad;
-        grouped_matmul(xs.data(), ldx, g, outs, tokens, pad, pool);
+        grouped_matmul(xs.data(), ldx, g, outs, tokens, pool);
         for (int64_t e = 0; e < experts; ++e) {
           const int64_t begin = g.offsets[e], rows = g.offsets[e + 1] - begin;
           if (rows == 0) continue;
@@ -283,8 +281,9 @@ TEST(GroupedMatmul, DecodeSharingExpertsGivesTheBitsOfOneStepPerExpert) {
 
 // A prefill's row must not depend on the chunk it came in: rows routed in a
 // call of 40 tokens and again in calls of 12 and 28 (so the experts' groups
-// differ in size, some under 9 rows) give the same bits; and a decode call
-// (at most 8 tokens) gives each row as its own call of one.
+// differ in size, some under 9 rows), or in prompt pieces of 1 and 5 tokens
+// (MatmulRows::Prompt), give the same bits; and a decode call (at most 8
+// tokens) gives each row as its own call of one.
 TEST(GroupedMatmul, RowsDoNotDependOnTheChunk) {
   ThreadPool pool(2);
   const int64_t experts = 6, top = 2, n = 40, k = 72, m = 40;
@@ -300,15 +299,14 @@ TEST(GroupedMatmul, RowsDoNotDependOnTheChunk) {
     std::vector<float> rw;
     route(m, top, experts, Load::Random, 5, ids, rw);
     const auto x = random_floats(m * k, 6);
-    GroupPadding pad;
     // y [m, top, n]: each token's choices' outputs, in choice order.
-    auto run = [&](int64_t r0, int64_t rows) {
+    auto run = [&](int64_t r0, int64_t rows, MatmulRows kind = MatmulRows::Decode) {
       ExpertGroups g;
       group_by_expert(&ids[r0 * top], &rw[r0 * top], rows, top, experts, g);
       std::vector<float> xs(g.pairs() * k), ys(g.pairs() * n), out(rows * top * n);
       gather_pairs(&x[r0 * k], k, g, k, xs.data(), k);
       const GroupedOutput outs[] = {{w, ys.data(), n}};
-      grouped_matmul(xs.data(), k, g, outs, rows, pad, pool);
+      grouped_matmul(xs.data(), k, g, outs, rows, pool, kind);
       std::vector<int> seen(rows, 0);
       for (int64_t e = 0; e < experts; ++e)
         for (int64_t p = g.offsets[e]; p < g.offsets[e + 1]; ++p) {
@@ -323,6 +321,11 @@ TEST(GroupedMatmul, RowsDoNotDependOnTheChunk) {
     const std::vector<float> a = run(0, 12), b = run(12, 28);
     EXPECT_TRUE(std::equal(a.begin(), a.end(), whole.begin()));
     EXPECT_TRUE(std::equal(b.begin(), b.end(), whole.begin() + 12 * top * n));
+    for (auto [r0, rows] : {std::pair<int64_t, int64_t>{0, 1}, {7, 1}, {20, 5}}) {
+      const std::vector<float> piece = run(r0, rows, MatmulRows::Prompt);
+      EXPECT_TRUE(std::equal(piece.begin(), piece.end(), whole.begin() + r0 * top * n))
+          << "prompt piece of " << rows << " at " << r0;
+    }
     const std::vector<float> decode = run(3, 5);
     for (int64_t r = 0; r < 5; ++r) {
       const std::vector<float> alone = run(3 + r, 1);
