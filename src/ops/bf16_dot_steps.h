@@ -170,10 +170,9 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
 // The work items of many-query attention, claimed one at a time as the
 // threads go (a causal item's later queries see more keys, so items differ in
 // cost): per item (query head h, rows [i0, i0 + 16)), per block of 32 keys up
-// to the last row's causal end, S from the Tile, softmax_rows16 with Exp2
-// (2^0 must be exactly 1), P·V from vp
-// ([kv head][block][16 key pairs][dh] bf16 pairs, pack_v_block), and last
-// O / l into out. make_tile() gives each thread its Tile, which has
+// to the last row's causal end, S from the Tile, then the block's softmax
+// and P·V from the Pv, and last each row's output from the Pv. make_tile()
+// gives each thread its Tile, which has
 //   void load(p, h, i0, rows)        query head h's rows [i0, i0 + rows),
 //                                    rows <= 16, the rest as zero queries
 //   void scores(int64_t block, int64_t rows, float* s)   S [16][32] in base
@@ -181,18 +180,27 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
 //                                    blocks + index); rows past `rows` may
 //                                    be left as they were (a short piece's
 //                                    rows past nq are never output)
+// and pv (shared by the threads) has
+//   void block(s, valid, rows, block, m, l, o, scratch)   the online softmax
+//                                    step and O [16][dh] += P·V for rows
+//                                    [0, rows), row r seeing keys
+//                                    [0, valid[r]) of the block; scratch has
+//                                    kScratchU32 per thread
+//   void finish(kvh, o, l, dst)      one row's output from its O and l
 // Each row's arithmetic depends on its own query and visible keys alone
 // (blocks past a row's end add exact zeros), so a causal prefill in pieces
 // gives the bits of one call.
-template <class Exp2, class MakeTile>
-void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadPool& pool, MakeTile make_tile) {
+constexpr int64_t kScratchU32 = kT * kStep;
+
+template <class MakeTile, class Pv>
+void run_items_with(const AttentionParams& p, float* out, ThreadPool& pool, MakeTile make_tile, const Pv& pv) {
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
-  const int64_t blocks = (p.nkv + kStep - 1) / kStep, block_u32 = kStep / 2 * dh;
+  const int64_t blocks = (p.nkv + kStep - 1) / kStep;
   const int64_t qblocks = (p.nq + kT - 1) / kT, items = p.q_heads * qblocks;
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     auto tile = make_tile();
-    ScratchVector<uint32_t> pa(static_cast<size_t>(kT * kStep / 2));
+    ScratchVector<uint32_t> scratch(static_cast<size_t>(kScratchU32));
     ScratchVector<float> o(static_cast<size_t>(kT * dh)), s(static_cast<size_t>(kT * kStep));
     for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
@@ -214,21 +222,40 @@ void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadP
         tile.scores(block, rows, s.data());
         int64_t valid[kT];
         for (int64_t r = 0; r < kT; ++r) valid[r] = end[r] - j0;
-        softmax_rows16<Exp2>(s.data(), valid, m, l, o.data(), dh, pa.data());
-        const uint32_t* vb = vp + block * block_u32;
-        for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
-          int64_t c0 = 0;
-          for (; c0 + 64 <= dh; c0 += 64) values<4, 4>(pa.data(), r0, vb, dh, c0, o.data());
-          if (c0 < dh) values<4, 2>(pa.data(), r0, vb, dh, c0, o.data());  // dh is a multiple of 32
-        }
+        pv.block(s.data(), valid, rows, block, m, l, o.data(), scratch.data());
       }
-      for (int64_t r = 0; r < rows; ++r) {
-        float* dst = out + (i0 + r) * p.out_stride + h * dh;
-        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-        for (int64_t j = 0; j < dh; ++j) dst[j] = o[r * dh + j] * inv;
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        pv.finish(kvh, o.data() + r * dh, l[r], out + (i0 + r) * p.out_stride + h * dh);
     }
   });
+}
+
+// P in bf16 (softmax_rows16 with Exp2, whose 2^0 must be exactly 1), P·V on
+// vdpbf16ps from vp ([kv head][block][16 key pairs][dh] bf16 pairs,
+// pack_v_block), out = O / l.
+template <class Exp2>
+struct Bf16Values {
+  const uint32_t* vp;
+  int64_t dh;
+  QVL_AVX512_BF16 void block(const float* s, const int64_t* valid, int64_t rows, int64_t block, float* m, float* l,
+                             float* o, uint32_t* pa) const {
+    softmax_rows16<Exp2>(s, valid, m, l, o, dh, pa);
+    const uint32_t* vb = vp + block * (kStep / 2 * dh);
+    for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
+      int64_t c0 = 0;
+      for (; c0 + 64 <= dh; c0 += 64) values<4, 4>(pa, r0, vb, dh, c0, o);
+      if (c0 < dh) values<4, 2>(pa, r0, vb, dh, c0, o);  // dh is a multiple of 32
+    }
+  }
+  void finish(int64_t, const float* o, float l, float* dst) const {
+    const float inv = l > 0 ? 1.0f / l : 0.0f;
+    for (int64_t j = 0; j < dh; ++j) dst[j] = o[j] * inv;
+  }
+};
+
+template <class Exp2, class MakeTile>
+void run_items(const AttentionParams& p, const uint32_t* vp, float* out, ThreadPool& pool, MakeTile make_tile) {
+  run_items_with(p, out, pool, make_tile, Bf16Values<Exp2>{vp, p.head_dim});
 }
 
 }  // namespace qvl::bf16_dot_steps
