@@ -30,9 +30,9 @@ bool amx_runs(const AttentionParams& p) {
 }
 
 // Fast many-query attention where AMX does not run. Non-causal calls
-// (vision, most of a page's attention) take Q·Kᵀ in int8 on AVX512-VNNI
-// with K smoothed (int8_attention.h); causal ones (prefill), whose K cannot
-// be smoothed, AVX512-BF16 dot products, the same numbers as the AMX
+// (vision, most of a page's attention) take Q·Kᵀ and P·V in int8 on
+// AVX512-VNNI with K and V smoothed (int8_attention.h); causal ones
+// (prefill), whose K cannot be smoothed, AVX512-BF16 dot products, the same numbers as the AMX
 // kernel's Fast (bf16_attention.h): int8 Q·Kᵀ without smoothing took the
 // fixture model's prompt logits from 0.031-0.139 to 0.031-0.158 relative
 // rms error (three of five prompts ~0.04 to ~0.10; FastPrecisionGolden).
@@ -72,7 +72,7 @@ const char* attention_amx_status() { return amx::attention_status(); }
 const char* attention_kernel_name(const AttentionParams& p) {
   if (rows_run(p)) return "rows (split-KV), f32 FMA";
   if (amx_runs(p)) return "tiled, AMX tdpbf16ps, bf16 inputs";
-  if (int8_dot_runs(p)) return "tiled, AVX512-VNNI vpdpbusd QKᵀ + vdpbf16ps PV";
+  if (int8_dot_runs(p)) return "tiled, AVX512-VNNI vpdpbusd QKᵀ and PV";
   return bf16_dot_runs(p) ? "tiled, AVX512-BF16 vdpbf16ps, bf16 inputs" : "tiled, f32 FMA";
 }
 

@@ -1,10 +1,13 @@
 // Internal: many-query attention (prefill, vision) with Q·Kᵀ in int8 on
-// AVX512-VNNI (vpdpbusd) and P·V in bf16 on AVX512-BF16 (vdpbf16ps), reached
-// through attention() for Fast precision in calls without a causal mask
-// (vision) where the AMX unit does not run (attention.cpp says why not
-// causal ones, though the kernel takes them):
+// AVX512-VNNI (vpdpbusd), reached through attention() for Fast precision in
+// calls without a causal mask (vision) where the AMX unit does not run
+// (attention.cpp says why not causal ones, though the kernel takes them).
+// Non-causal calls take P·V in integers on vpdpbusd too, causal ones in bf16
+// on AVX512-BF16 (vdpbf16ps):
 // SageAttention's scheme (Zhang et al. 2024, arXiv 2410.02367) with a
-// per-row quantization of Q and K.
+// per-row quantization of Q and K, and for P·V SageAttention2's (Zhang et
+// al. 2024, arXiv 2411.10958: P in 8 bits, V with one scale a channel), with
+// u8 for P where its GPUs take FP8, and P's scale per block of keys.
 //
 // The numbers, which scalar::attention_int8_fast computes in plain C++:
 //   K smoothing  non-causal calls only: each kv head's K less its mean over
@@ -22,18 +25,50 @@
 //                the integer sum is exact (vpdpbusd on q + 128 as u8, less
 //                128·Σ_c n_c(k_j) per key), and so is its conversion
 //                (|Σ| <= 256·127² < 2^24).
-//   softmax      per query row, blocks of 32 keys at fixed positions, each
-//                with bf16_dot_steps::softmax_rows16's online step (running
-//                max m, sum l of the unrounded weights 2^(S - m), the
-//                partial output rescaled by 2^(m_old - m_new)), P rounded to
-//                bf16 to nearest even; 2^x = 2^n · poly(f), x = n + f with
-//                n = rne(x), poly = 1 + c1·f + ... + c4·f⁴ (kExp2Poly).
-//   values       V rounded to bf16 to nearest even; each block's P·V summed
-//                in f32 from zero (vdpbf16ps: pairs of keys, the odd one
-//                first) and added to the output; out = O · (1 / l).
-// Everything up to P is the twin's bits; only the f32 order within a
-// block's P·V (the CPU's vdpbf16ps) may differ. No score matrix beyond one
-// block of 32 keys.
+//   softmax      per query row, blocks of 32 keys at fixed positions, with a
+//                running max m and sum l (FlashAttention's online softmax);
+//                2^x = 2^n · poly(f), x = n + f with n = rne(x), poly = 1 +
+//                c1·f + ... + c4·f⁴ (kExp2Poly), 2^-inf = 0.
+//   values, non-causal (vision)
+//                V less its channel means over the call's keys (mean as K's),
+//                in int8 with one scale a (kv head, channel): a_c = max_j
+//                |v[j][c] - mean_c|, n = clamp(rne((v - mean_c) · (127 /
+//                a_c)), ±127), sv_c = a_c / 127 (0 where a_c is 0). The
+//                scale cannot vary along the keys within a block's integer
+//                sums; one for the call keeps the output's last step one
+//                multiply-add. Per block, with mb its maximum score and m_new
+//                = max(m, mb): the codes u = rne(255 · 2^(S - mb)) (u8, the
+//                block's maximum 255), bs = 2^(mb - m_new); O and l are
+//                rescaled by 2^(m - m_new), then O_c += bs · f32(Σ_j u_j ·
+//                n_jc) (one fused multiply-add; |Σ| <= 32·255·127 < 2^24,
+//                exact) and l = l·corr + bs · Σ_j u_j (fused, the product
+//                first). out_c = (O_c · (1 / l)) · sv_c + mean_c (fused).
+//                Why so, measured on P·V alone (exact f32 scores, random
+//                rows of 64 dims, relative L2 against exact attention; bf16
+//                P and V give 0.0015-0.002): codes against the running max
+//                lose every weight under 1/510 of it, so a diffuse row of
+//                4096 keys under one key 2^10 above them went to 0.068 (3.1
+//                with l from the rounded codes), plain random rows of 4096
+//                keys to 0.027; against each block's max, 0.007-0.0096 and
+//                0.0067. l from the rounded codes, as O, makes the output a
+//                weighted mean whose weights sum to 1, so mean_c comes back
+//                exactly: V with per-channel offsets gave 1.2e-4 with the
+//                means taken out against 2.7e-4 without (bf16: 2.0e-4);
+//                elsewhere rounded and unrounded l differ by noise (both
+//                0.0063-0.0068; the one-peak row 0.0096 against 0.0070).
+//                Together with int8 Q·Kᵀ, the ops tests' non-causal rows went
+//                from 0.0044-0.0073 to 0.0071-0.0096 relative L2, the q8
+//                fixture model's vision output error from 0.02156 to 0.02151.
+//   values, causal
+//                P = 2^(S - m_new) with l the sum of these unrounded weights
+//                (bf16_dot_steps::softmax_rows16), rounded to bf16 to
+//                nearest even; V rounded to bf16 to nearest even; each
+//                block's P·V summed in f32 from zero (vdpbf16ps: pairs of
+//                keys, the odd one first) and added to the output; out = O ·
+//                (1 / l).
+// Non-causal calls give the twin's bits; in causal ones everything up to P
+// is the twin's bits, and only the f32 order within a block's P·V (the
+// CPU's vdpbf16ps) may differ. No score matrix beyond one block of 32 keys.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +80,7 @@ namespace qvl::int8dot {
 // The weights need only bf16's 2^-9, so 2^f on [-1/2, 1/2] is taken to
 // degree 4 (AMX's is degree 7): coefficients c1..c4 fitted to the least
 // relative error with 2^0 = 1 exact, so a block that changes no maximum
-// rescales nothing (Lawson's iteration on 4001 points; max relative error
+// rescales nothing and a block's maximum weight has the u8 code 255 (Lawson's iteration on 4001 points; max relative error
 // 2.9e-6).
 constexpr float kExp2Poly[4] = {0.6931242527726512f, 0.24024099037478872f, 0.05590593393017421f,
                                 0.009582644624635542f};

@@ -50,8 +50,9 @@ void matmul_bf16_fast(const float* x, int64_t m, int64_t ldx, const WeightMatrix
 void attention_row(const float* q, const float* k, const float* v, float* out, int64_t kv_begin, int64_t kv_end,
                    int64_t head_dim, int64_t kv_stride, float scale);
 void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p);
-// The int8 Q·Kᵀ kernel's arithmetic (int8_attention.h), f32 K/V: the same
-// bits up to the f32 order of each block's P·V sum (vdpbf16ps's own).
+// The int8 attention kernel's arithmetic (int8_attention.h), f32 K/V: the
+// same bits without a causal mask (P·V in integers), and up to the f32 order
+// of each block's bf16 P·V sum (vdpbf16ps's own) with one.
 void attention_int8_fast(const float* q, const float* k, const float* v, float* out, const AttentionParams& p);
 
 // The mixture-of-experts kernels (moe.h): the top-k over scalar softmax and

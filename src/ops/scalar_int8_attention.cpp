@@ -1,8 +1,9 @@
-// Scalar twin of the int8 Q·Kᵀ attention kernel (int8_attention.h, which
-// states the numbers): the same roundings, integer dot products, base-2
-// exponential polynomial, sum orders and bf16 products, one query row at a
-// time, so that only the f32 order within a block's P·V can differ from the
-// kernel's.
+// Scalar twin of the int8 attention kernel (int8_attention.h, which states
+// the numbers): the same roundings, integer dot products, base-2 exponential
+// polynomial, sum orders and products, one query row at a time, so that the
+// kernel's bits are the twin's in calls without a causal mask (P·V in
+// integers) and only the f32 order within a block's bf16 P·V can differ in
+// causal ones.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -79,6 +80,25 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
     for (int64_t j = 0; j < p.nkv; ++j)
       ks[h * p.nkv + j] = round_row_i8(k + j * p.kv_stride + h * dh, dh, 1.0f, p.causal ? nullptr : &mean[h * dh],
                                        &kn[(h * p.nkv + j) * dh]);
+  // Non-causal: V less its channel means, in int8 with one scale a channel.
+  std::vector<float> v_mean(static_cast<size_t>(p.kv_heads * dh), 0.0f), v_scale(v_mean.size(), 0.0f);
+  std::vector<int32_t> vn;
+  if (!p.causal) {
+    vn.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
+    for (int64_t h = 0; h < p.kv_heads; ++h)
+      for (int64_t c = 0; c < dh; ++c) {
+        float& mu = v_mean[h * dh + c];
+        for (int64_t j = 0; j < p.nkv; ++j) mu += v[j * p.kv_stride + h * dh + c];
+        mu /= static_cast<float>(p.nkv);
+        float a = 0.0f;
+        for (int64_t j = 0; j < p.nkv; ++j) a = std::max(a, std::fabs(v[j * p.kv_stride + h * dh + c] - mu));
+        v_scale[h * dh + c] = a / 127.0f;
+        const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+        for (int64_t j = 0; j < p.nkv; ++j)
+          vn[(h * p.nkv + j) * dh + c] = std::clamp(
+              static_cast<int32_t>(std::nearbyint((v[j * p.kv_stride + h * dh + c] - mu) * inv)), -127, 127);
+      }
+  }
   std::vector<int32_t> qn(static_cast<size_t>(dh));
   std::vector<float> o(static_cast<size_t>(dh)), block(static_cast<size_t>(dh));
   for (int64_t i = 0; i < p.nq; ++i) {
@@ -100,6 +120,23 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
             s[t] = static_cast<float>(dot) * (sq * ks[kvh * p.nkv + j]);
           }
           mx = std::max(mx, s[t]);
+        }
+        if (!p.causal) {  // P in u8 against the block's maximum, V in int8
+          if (mx == kNegInf) continue;  // no key of this block seen
+          const float m_new = std::max(m, mx), corr = exp2_poly(m - m_new), bs = exp2_poly(mx - m_new);
+          int32_t codes[kBlock], code_sum = 0;
+          for (int64_t t = 0; t < kBlock; ++t)
+            code_sum += codes[t] = static_cast<int32_t>(std::nearbyint(exp2_poly(s[t] - mx) * 255.0f));
+          if (corr != 1.0f)
+            for (float& x : o) x *= corr;
+          l = std::fma(l, corr, bs * static_cast<float>(code_sum));
+          m = m_new;
+          for (int64_t c = 0; c < dh; ++c) {
+            int32_t dot = 0;
+            for (int64_t t = 0; t < kBlock && j0 + t < end; ++t) dot += codes[t] * vn[(kvh * p.nkv + j0 + t) * dh + c];
+            o[c] = std::fma(static_cast<float>(dot), bs, o[c]);
+          }
+          continue;
         }
         const float m_new = std::max(m, mx);
         if (m_new == kNegInf) continue;  // nothing seen yet: weights 0
@@ -124,7 +161,9 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
         for (int64_t c = 0; c < dh; ++c) o[c] += block[c];
       }
       const float inv = l > 0 ? 1.0f / l : 0.0f;
-      for (int64_t c = 0; c < dh; ++c) out[i * p.out_stride + h * dh + c] = o[c] * inv;
+      for (int64_t c = 0; c < dh; ++c)
+        out[i * p.out_stride + h * dh + c] =
+            p.causal ? o[c] * inv : std::fma(o[c] * inv, v_scale[kvh * dh + c], v_mean[kvh * dh + c]);
     }
   }
 }

@@ -1,10 +1,12 @@
-// The int8 Q·Kᵀ vision attention (ops/int8_attention.h) at model level. The
-// fixture's vision heads are 24 wide, which that kernel does not tile, so
-// the same weights are read here as 3 heads of 32 (config num_heads 4 -> 3):
+// The int8 vision attention (ops/int8_attention.h: Q·Kᵀ and P·V in int8)
+// at model level. The fixture's vision heads are 24 wide, which that kernel
+// does not tile, so the same weights are read here as 3 heads of 32 (config
+// num_heads 4 -> 3):
 // the q8 model's vision output against the f32 model's (f32 attention) must
 // stay as close as the q8 model of the unchanged fixture, whose attention
-// stays f32, is to its own f32 reference: the int8 scores add little to
-// what the 8-bit weights already cost.
+// stays f32, is to its own f32 reference: the int8 products add little to
+// what the 8-bit weights already cost (0.02151 against 0.02058 measured;
+// 0.02156 with P·V in bf16).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -68,7 +70,7 @@ TEST(Int8VisionAttention, AddsLittleToTheQ8VisionError) {
   const double int8_attention = q8_vision_error(dir, in);
   const double f32_attention = q8_vision_error(golden::model_dir(), in);
   fs::remove_all(dir);
-  std::printf("q8 vision merger relative rms error: int8 Q·Kᵀ attention %.5f, f32 attention %.5f\n",
+  std::printf("q8 vision merger relative rms error: int8 attention %.5f, f32 attention %.5f\n",
               int8_attention, f32_attention);
   EXPECT_LT(int8_attention, 1.5 * f32_attention + 0.002);
 }
