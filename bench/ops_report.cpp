@@ -191,8 +191,8 @@ double gemv(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n,
 }
 
 // Vision's full attention over n patches (16 heads of 64), Exact and, where
-// it runs another kernel, Fast (bf16 products, or int8 Q·Kᵀ; against the
-// bf16 dot peak, taken as twice the FMA one as in the bf16 GEMM rows).
+// it runs another kernel, Fast (bf16 products, or int8 Q·Kᵀ and P·V; against
+// the bf16 dot peak, taken as twice the FMA one as in the bf16 GEMM rows).
 void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
   qvl::AttentionParams p;
   p.nq = p.nkv = n, p.q_heads = p.kv_heads = 16, p.head_dim = 64;
@@ -209,10 +209,11 @@ void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
     const double flop = 4.0 * n * n * 64 * 16;
     nlohmann::json extra = {{"attention_kernel", kernel}};
     if (precision == qvl::MatmulPrecision::Fast) extra["fraction_of_bf16_dot_peak"] = flop / s / 1e9 / (2 * peak);
-    // int8 Q·Kᵀ (int8_attention.h): half the flops at the int8 dot peak (4x
-    // FMA's, vpdpbusd), half at the bf16 one, so the pair's peak is 8/3 FMA's.
+    // int8 Q·Kᵀ and P·V (int8_attention.h, vision calls have no causal
+    // mask): all the flops at the int8 dot peak, 4x FMA's (vpdpbusd: 64
+    // multiply-adds an instruction against vfmadd231ps's 16).
     if (kernel.find("vpdpbusd") != std::string::npos)
-      extra["fraction_of_int8_qk_bf16_pv_peak"] = flop / s / 1e9 / (8.0 / 3.0 * peak);
+      extra["fraction_of_int8_dot_peak"] = flop / s / 1e9 / (4.0 * peak);
     rep.flops(std::string("attention vision ") + qvl::matmul_precision_name(precision) + " n=" + std::to_string(n) +
                   " 16x64",
               flop, s, peak, extra);
