@@ -81,8 +81,9 @@ struct AttentionParams {
   // Exact: f32 arithmetic, as everywhere. Fast lets many queries (prefill,
   // vision) run with q, k, softmax weights and v rounded to bf16, on the AMX
   // unit (amx_attention.h) or with AVX512-BF16 (bf16_attention.h); where AMX
-  // does not run, calls without a causal mask (vision) take Q·Kᵀ in int8 on
-  // AVX512-VNNI instead (int8_attention.h). Elsewhere it changes nothing.
+  // does not run, calls without a causal mask (vision) take Q·Kᵀ and P·V in
+  // int8 on AVX512-VNNI instead (int8_attention.h). Elsewhere it changes
+  // nothing.
   MatmulPrecision precision = MatmulPrecision::Exact;
   // A piece of a prompt (prefill), not decode: it takes the many-query kernel
   // at every nq, whose rows do not depend on the piece, so a prompt gets the
