@@ -373,8 +373,9 @@ void attention_int8(const float* q, const T* k, const T* v, float* out, const At
   if (p.nq <= 0) return;
   const int64_t dh = p.head_dim, quads = dh / 4, blocks = (p.nkv + kStep - 1) / kStep;
   // Non-causal calls take P·V in int8 (int8_attention.h, "values"); causal
-  // ones in bf16, as the bf16 kernel.
-  const bool int8_values = !p.causal;
+  // ones, and calls without keys (no means to take), in bf16, as the bf16
+  // kernel.
+  const bool int8_values = !p.causal && p.nkv > 0;
   const int64_t k_block_u32 = quads * kStep + 2 * kStep, v_block_u32 = int8_values ? kStep / 4 * dh : kStep / 2 * dh;
   thread_local ScratchVector<uint32_t> kp_buf, vp_buf;  // the caller's, kept across calls
   thread_local ScratchVector<float> mean_buf;

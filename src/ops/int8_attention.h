@@ -29,7 +29,8 @@
 //                running max m and sum l (FlashAttention's online softmax);
 //                2^x = 2^n · poly(f), x = n + f with n = rne(x), poly = 1 +
 //                c1·f + ... + c4·f⁴ (kExp2Poly), 2^-inf = 0.
-//   values, non-causal (vision)
+//   values, non-causal (vision; a call without keys outputs zeros, as a
+//                causal one)
 //                V less its channel means over the call's keys (mean as K's),
 //                in int8 with one scale a (kv head, channel): a_c = max_j
 //                |v[j][c] - mean_c|, n = clamp(rne((v - mean_c) · (127 /

@@ -80,10 +80,12 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
     for (int64_t j = 0; j < p.nkv; ++j)
       ks[h * p.nkv + j] = round_row_i8(k + j * p.kv_stride + h * dh, dh, 1.0f, p.causal ? nullptr : &mean[h * dh],
                                        &kn[(h * p.nkv + j) * dh]);
-  // Non-causal: V less its channel means, in int8 with one scale a channel.
+  // Non-causal (with keys): V less its channel means, in int8 with one scale
+  // a channel.
+  const bool int8_values = !p.causal && p.nkv > 0;
   std::vector<float> v_mean(static_cast<size_t>(p.kv_heads * dh), 0.0f), v_scale(v_mean.size(), 0.0f);
   std::vector<int32_t> vn;
-  if (!p.causal) {
+  if (int8_values) {
     vn.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
     for (int64_t h = 0; h < p.kv_heads; ++h)
       for (int64_t c = 0; c < dh; ++c) {
@@ -121,7 +123,7 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
           }
           mx = std::max(mx, s[t]);
         }
-        if (!p.causal) {  // P in u8 against the block's maximum, V in int8
+        if (int8_values) {  // P in u8 against the block's maximum, V in int8
           if (mx == kNegInf) continue;  // no key of this block seen
           const float m_new = std::max(m, mx), corr = exp2_poly(m - m_new), bs = exp2_poly(mx - m_new);
           int32_t codes[kBlock], code_sum = 0;
@@ -163,7 +165,7 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
       const float inv = l > 0 ? 1.0f / l : 0.0f;
       for (int64_t c = 0; c < dh; ++c)
         out[i * p.out_stride + h * dh + c] =
-            p.causal ? o[c] * inv : std::fma(o[c] * inv, v_scale[kvh * dh + c], v_mean[kvh * dh + c]);
+            int8_values ? std::fma(o[c] * inv, v_scale[kvh * dh + c], v_mean[kvh * dh + c]) : o[c] * inv;
     }
   }
 }

@@ -229,6 +229,22 @@ TEST(Int8Attention, AttentionRunsItForFastNonCausalManyQueriesOnly) {
   EXPECT_EQ(std::string(attention_kernel_name(p)).find("vpdpbusd"), std::string::npos);
 }
 
+// Without keys there are no channel means to take: a non-causal call gives
+// zeros, as a causal one, and so does the twin.
+TEST(Int8Attention, ACallWithoutKeysGivesZeros) {
+  if (!int8dot::attention_usable()) GTEST_SKIP() << "no AVX512-VNNI and AVX512-BF16 on this CPU";
+  const AttentionParams p = params({20, 0, 2, 1, 64, false, 0});
+  const auto q = random_floats(p.nq * p.q_stride, 95, -2, 2);
+  const std::vector<float> kv(64, 1.0f);
+  std::vector<float> got(q.size(), -7.0f), twin(q.size(), -7.0f);
+  ThreadPool pool(2);
+  int8dot::attention(q.data(), kv.data(), kv.data(), got.data(), p, pool);
+  scalar::attention_int8_fast(q.data(), kv.data(), kv.data(), twin.data(), p);
+  const std::vector<float> zeros(static_cast<size_t>(p.nq * p.q_heads * p.head_dim), 0.0f);
+  EXPECT_EQ(attention_heads(got, p), zeros);
+  EXPECT_EQ(attention_heads(twin, p), zeros);
+}
+
 TEST(Int8Attention, RefusesHeadSizesItCannotTile) {
   AttentionParams p = params({16, 16, 2, 1, 48, false, 0});
   EXPECT_FALSE(int8dot::attention_fits(p));
