@@ -132,8 +132,8 @@ QVL_AVX512_VNNI void mean_rows(const T* k, const AttentionParams& p, int64_t h, 
 }
 
 // V's channel scales of kv head h (int8_attention.h, "values"): with a_c =
-// max over the call's keys of |v[j][c] - mean_c|, sv_c = a_c / 127 and
-// inv_c = 127 / a_c (both 0 where a_c is 0).
+// max over the call's keys of |v[j][c] - mean_c|, sv_c = a_c / (127·255)
+// (P's codes' 255 folded in) and inv_c = 127 / a_c (both 0 where a_c is 0).
 template <class T>
 QVL_AVX512_VNNI void v_channel_scales(const T* v, const AttentionParams& p, int64_t h, const float* mean, float* sv,
                                       float* inv) {
@@ -144,7 +144,7 @@ QVL_AVX512_VNNI void v_channel_scales(const T* v, const AttentionParams& p, int6
     for (int64_t j = 0; j < p.nkv; ++j)
       a = _mm512_max_ps(a, _mm512_abs_ps(_mm512_sub_ps(load_16(v + j * p.kv_stride + h * dh + c), mu)));
     const __mmask16 nonzero = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
-    _mm512_storeu_ps(sv + c, _mm512_div_ps(a, _mm512_set1_ps(127.0f)));
+    _mm512_storeu_ps(sv + c, _mm512_div_ps(a, _mm512_set1_ps(127.0f * 255.0f)));
     _mm512_storeu_ps(inv + c, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), a));
   }
 }
@@ -203,7 +203,8 @@ struct Exp2Degree4 {
 // against the block's own maximum mb, P' = 2^(S - mb) in [0, 1] with the
 // maximum's exactly 1, and go to pa [16][32] as the u8 codes rne(255·P');
 // bs[16] gets each row's block scale 2^(mb - m_new). o [16][dh] is rescaled
-// by 2^(m_old - m_new), m updated and l += bs·Σ codes (exact integers).
+// by 2^(m_old - m_new), m updated and l += bs·Σ P' (the unrounded weights,
+// summed as softmax_rows16 sums its).
 // Rows that see no key of the block change nothing.
 QVL_AVX512_VNNI void softmax_rows16_u8(const float* s, const int64_t* valid, float* m, float* l, float* o, int64_t dh,
                                        uint8_t* pa, float* bs) {
@@ -230,24 +231,24 @@ QVL_AVX512_VNNI void softmax_rows16_u8(const float* s, const int64_t* valid, flo
   _mm512_storeu_ps(bs, scale);
   const __m512 full = _mm512_set1_ps(255.0f);
   for (int r = 0; r < kT; ++r) {
-    __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+    __m512 p0 = _mm512_setzero_ps(), p1 = _mm512_setzero_ps();
     if ((live >> r) & 1) {
       const __m512 vm = _mm512_set1_ps(mb[r]);
-      const __m512 p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
-      const __m512 p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
-      c0 = _mm512_cvtps_epi32(_mm512_mul_ps(p0, full));  // to nearest even
-      c1 = _mm512_cvtps_epi32(_mm512_mul_ps(p1, full));
+      p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
+      p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
       if (cr[r] != 1.0f) {
         const __m512 vc = _mm512_set1_ps(cr[r]);
         for (int64_t c = 0; c < dh; c += 16)
           _mm512_storeu_ps(o + r * dh + c, _mm512_mul_ps(_mm512_loadu_ps(o + r * dh + c), vc));
       }
     }
+    // To nearest even.
+    const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(p0, full)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(p1, full));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(pa + r * kStep), _mm512_cvtepi32_epi8(c0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(pa + r * kStep + 16), _mm512_cvtepi32_epi8(c1));
-    part[r] = _mm512_cvtepi32_ps(_mm512_add_epi32(c0, c1));
+    part[r] = _mm512_add_ps(p0, p1);
   }
-  const __m512 sum = bf16_dot_steps::reduce_rows16(part, bf16_dot_steps::AddOp());  // exact: integers < 2^13
+  const __m512 sum = bf16_dot_steps::reduce_rows16(part, bf16_dot_steps::AddOp());
   const __m512 l_old = _mm512_loadu_ps(l);
   _mm512_storeu_ps(l, _mm512_mask_mov_ps(l_old, live, _mm512_fmadd_ps(l_old, corr, _mm512_mul_ps(scale, sum))));
   _mm512_storeu_ps(m, _mm512_mask_mov_ps(m_old, live, m_new));

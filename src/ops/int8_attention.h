@@ -34,32 +34,40 @@
 //                V less its channel means over the call's keys (mean as K's),
 //                in int8 with one scale a (kv head, channel): a_c = max_j
 //                |v[j][c] - mean_c|, n = clamp(rne((v - mean_c) · (127 /
-//                a_c)), ±127), sv_c = a_c / 127 (0 where a_c is 0). The
-//                scale cannot vary along the keys within a block's integer
-//                sums; one for the call keeps the output's last step one
-//                multiply-add. Per block, with mb its maximum score and m_new
-//                = max(m, mb): the codes u = rne(255 · 2^(S - mb)) (u8, the
-//                block's maximum 255), bs = 2^(mb - m_new); O and l are
-//                rescaled by 2^(m - m_new), then O_c += bs · f32(Σ_j u_j ·
-//                n_jc) (one fused multiply-add; |Σ| <= 32·255·127 < 2^24,
-//                exact) and l = l·corr + bs · Σ_j u_j (fused, the product
-//                first). out_c = (O_c · (1 / l)) · sv_c + mean_c (fused).
+//                a_c)), ±127), sv_c = a_c / (127·255) (P's 255 folded in; 0
+//                where a_c is 0). The scale cannot vary along the keys within
+//                a block's integer sums; one for the call keeps the output's
+//                last step one multiply-add. Per block, with mb its maximum
+//                score and m_new = max(m, mb): P' = 2^(S - mb) (the block's
+//                maximum exactly 1), the u8 codes u = rne(255 · P'), bs =
+//                2^(mb - m_new); O and l are rescaled by corr = 2^(m -
+//                m_new), then O_c += bs · f32(Σ_j u_j · n_jc) (one fused
+//                multiply-add; |Σ| <= 32·255·127 < 2^24, exact) and l = l ·
+//                corr + bs · ΣP' (fused, the product first; ΣP' of the
+//                unrounded weights in softmax_rows16's order). out_c = (O_c
+//                · (1 / l)) · sv_c + mean_c (fused).
 //                Why so, measured on P·V alone (exact f32 scores, random
 //                rows of 64 dims, relative L2 against exact attention; bf16
 //                P and V give 0.0015-0.002): codes against the running max
 //                lose every weight under 1/510 of it, so a diffuse row of
 //                4096 keys under one key 2^10 above them went to 0.068 (3.1
 //                with l from the rounded codes), plain random rows of 4096
-//                keys to 0.027; against each block's max, 0.007-0.0096 and
-//                0.0067. l from the rounded codes, as O, makes the output a
-//                weighted mean whose weights sum to 1, so mean_c comes back
-//                exactly: V with per-channel offsets gave 1.2e-4 with the
-//                means taken out against 2.7e-4 without (bf16: 2.0e-4);
-//                elsewhere rounded and unrounded l differ by noise (both
-//                0.0063-0.0068; the one-peak row 0.0096 against 0.0070).
+//                keys to 0.027; against each block's max, 0.0069 and
+//                0.0060-0.0065. Taking the means out of V: rows over V with
+//                per-channel offsets 1.2e-4 against 2.7-2.9e-4 without (bf16:
+//                2.0e-4). l from the unrounded weights against l from the
+//                codes (which would make the output a weighted mean of
+//                weights summing to 1): the same within 2 % on random,
+//                peaked and flat rows, but 0.0069 against 0.0092 on the
+//                diffuse row under one key (where many codes round to 0,
+//                which then pulls the output toward the mean instead of
+//                spreading their weight over the other keys);
+//                in the kernel tests 0.0081 against 0.0083 there, the others
+//                within 0.0005 either way, and the q8 fixture model's vision
+//                output 0.02161 against 0.02151 (noise: 0.02156 with bf16
+//                P·V, 0.02058 with f32 attention).
 //                Together with int8 Q·Kᵀ, the ops tests' non-causal rows went
-//                from 0.0044-0.0073 to 0.0071-0.0096 relative L2, the q8
-//                fixture model's vision output error from 0.02156 to 0.02151.
+//                from 0.0044-0.0073 to 0.0070-0.0096 relative L2.
 //   values, causal
 //                P = 2^(S - m_new) with l the sum of these unrounded weights
 //                (bf16_dot_steps::softmax_rows16), rounded to bf16 to

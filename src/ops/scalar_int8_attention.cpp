@@ -94,7 +94,7 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
         mu /= static_cast<float>(p.nkv);
         float a = 0.0f;
         for (int64_t j = 0; j < p.nkv; ++j) a = std::max(a, std::fabs(v[j * p.kv_stride + h * dh + c] - mu));
-        v_scale[h * dh + c] = a / 127.0f;
+        v_scale[h * dh + c] = a / (127.0f * 255.0f);
         const float inv = a > 0.0f ? 127.0f / a : 0.0f;
         for (int64_t j = 0; j < p.nkv; ++j)
           vn[(h * p.nkv + j) * dh + c] = std::clamp(
@@ -126,12 +126,16 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
         if (int8_values) {  // P in u8 against the block's maximum, V in int8
           if (mx == kNegInf) continue;  // no key of this block seen
           const float m_new = std::max(m, mx), corr = exp2_poly(m - m_new), bs = exp2_poly(mx - m_new);
-          int32_t codes[kBlock], code_sum = 0;
-          for (int64_t t = 0; t < kBlock; ++t)
-            code_sum += codes[t] = static_cast<int32_t>(std::nearbyint(exp2_poly(s[t] - mx) * 255.0f));
+          int32_t codes[kBlock];
+          for (int64_t t = 0; t < kBlock; ++t) {
+            w[t] = exp2_poly(s[t] - mx);
+            codes[t] = static_cast<int32_t>(std::nearbyint(w[t] * 255.0f));
+          }
           if (corr != 1.0f)
             for (float& x : o) x *= corr;
-          l = std::fma(l, corr, bs * static_cast<float>(code_sum));
+          float lanes[16];
+          for (int t = 0; t < 16; ++t) lanes[t] = w[t] + w[16 + t];
+          l = std::fma(l, corr, bs * sum16_as_reduce_rows16(lanes));
           m = m_new;
           for (int64_t c = 0; c < dh; ++c) {
             int32_t dot = 0;

@@ -144,7 +144,7 @@ TEST(Int8Attention, KeysWithACommonOffsetAndPeakedRowsStayAccurate) {
 // would all round to code 0 against the row's maximum, so P takes each
 // block's own; short queries, whose weights spread over every key; and
 // random ones. The two diffuse kinds within 1 % relative L2 of exact
-// attention (0.83 % and 0.51 % measured; 0.40 % and 0.26 % with bf16 P·V),
+// attention (0.81 % and 0.51 % measured; 0.40 % and 0.26 % with bf16 P·V),
 // the random rows within 1.25 % (1.01 % measured, 0.79 % with bf16 P·V:
 // int8 V and u8 P add about 0.6 % to int8 Q·Kᵀ's error in quadrature); and
 // the kernel gives its twin's bits.
