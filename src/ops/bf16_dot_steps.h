@@ -123,13 +123,13 @@ struct Exp2Degree7 {
 // polynomial's error (< 6e-9 relative) with Exp2Degree7;
 // scalar::attention_int8_fast does these very operations with the int8
 // kernel's Exp2.
-template <class Exp2>
-QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid, float* m, float* l, float* o,
-                                           int64_t dh, uint32_t* pa) {
-  const Exp2 exp2;
+// The first step of a block's online softmax for 16 rows: row r sees keys
+// [0, valid[r]) of the block's 32 (s [16][32]), as masks of its two halves
+// (m0, m1), and part[r] holds its scores' maximum lane by lane (-inf where
+// masked), for reduce_rows16.
+QVL_AVX512_BF16 inline void block_row_maxima(const float* s, const int64_t* valid, __mmask16* m0, __mmask16* m1,
+                                             __m512* part) {
   const __m512 ninf = _mm512_set1_ps(kNegInf);
-  __mmask16 m0[kT], m1[kT];
-  __m512 part[kT];
   for (int r = 0; r < kT; ++r) {
     const int64_t n = std::clamp<int64_t>(valid[r], 0, kStep);
     m0[r] = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
@@ -137,6 +137,31 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
     part[r] = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep),
                             _mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16));
   }
+}
+
+// One live row of a block: its weights 2^(s - mx) in two halves of 16 keys
+// (0 where masked), and its partial output o [dh] rescaled by cr where that
+// is not 1 (a new maximum).
+template <class Exp2>
+QVL_AVX512_BF16 inline void row_weights(const Exp2& exp2, const float* s, __mmask16 m0, __mmask16 m1, float mx,
+                                        float cr, float* o, int64_t dh, __m512& p0, __m512& p1) {
+  const __m512 ninf = _mm512_set1_ps(kNegInf), vm = _mm512_set1_ps(mx);
+  p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0, s), vm));
+  p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1, s + 16), vm));
+  if (cr != 1.0f) {
+    const __m512 vc = _mm512_set1_ps(cr);
+    for (int64_t c = 0; c < dh; c += 16) _mm512_storeu_ps(o + c, _mm512_mul_ps(_mm512_loadu_ps(o + c), vc));
+  }
+}
+
+template <class Exp2>
+QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid, float* m, float* l, float* o,
+                                           int64_t dh, uint32_t* pa) {
+  const Exp2 exp2;
+  const __m512 ninf = _mm512_set1_ps(kNegInf);
+  __mmask16 m0[kT], m1[kT];
+  __m512 part[kT];
+  block_row_maxima(s, valid, m0, m1, part);
   const __m512 m_old = _mm512_loadu_ps(m);
   const __m512 m_new = _mm512_max_ps(m_old, reduce_rows16(part, MaxOp()));
   // Rows that have seen no key yet keep m = -inf, l = 0 and weights 0.
@@ -148,16 +173,7 @@ QVL_AVX512_BF16 inline void softmax_rows16(const float* s, const int64_t* valid,
   _mm512_store_ps(cr, corr);
   for (int r = 0; r < kT; ++r) {
     __m512 p0 = _mm512_setzero_ps(), p1 = _mm512_setzero_ps();
-    if ((live >> r) & 1) {
-      const __m512 vm = _mm512_set1_ps(mn[r]);
-      p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
-      p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
-      if (cr[r] != 1.0f) {
-        const __m512 vc = _mm512_set1_ps(cr[r]);
-        for (int64_t c = 0; c < dh; c += 16)
-          _mm512_storeu_ps(o + r * dh + c, _mm512_mul_ps(_mm512_loadu_ps(o + r * dh + c), vc));
-      }
-    }
+    if ((live >> r) & 1) row_weights(exp2, s + r * kStep, m0[r], m1[r], mn[r], cr[r], o + r * dh, dh, p0, p1);
     _mm512_storeu_si512(pa + r * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
     part[r] = _mm512_add_ps(p0, p1);
   }

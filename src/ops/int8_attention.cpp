@@ -212,13 +212,7 @@ QVL_AVX512_VNNI void softmax_rows16_u8(const float* s, const int64_t* valid, flo
   const __m512 ninf = _mm512_set1_ps(attention_steps::kNegInf);
   __mmask16 m0[kT], m1[kT];
   __m512 part[kT];
-  for (int r = 0; r < kT; ++r) {
-    const int64_t n = std::clamp<int64_t>(valid[r], 0, kStep);
-    m0[r] = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
-    m1[r] = static_cast<__mmask16>(n <= 16 ? 0 : n >= 32 ? 0xffff : (1u << (n - 16)) - 1);
-    part[r] = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep),
-                            _mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16));
-  }
+  bf16_dot_steps::block_row_maxima(s, valid, m0, m1, part);
   const __m512 m_old = _mm512_loadu_ps(m);
   const __m512 m_blk = bf16_dot_steps::reduce_rows16(part, bf16_dot_steps::MaxOp());
   const __m512 m_new = _mm512_max_ps(m_old, m_blk);
@@ -232,16 +226,8 @@ QVL_AVX512_VNNI void softmax_rows16_u8(const float* s, const int64_t* valid, flo
   const __m512 full = _mm512_set1_ps(255.0f);
   for (int r = 0; r < kT; ++r) {
     __m512 p0 = _mm512_setzero_ps(), p1 = _mm512_setzero_ps();
-    if ((live >> r) & 1) {
-      const __m512 vm = _mm512_set1_ps(mb[r]);
-      p0 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m0[r], s + r * kStep), vm));
-      p1 = exp2(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m1[r], s + r * kStep + 16), vm));
-      if (cr[r] != 1.0f) {
-        const __m512 vc = _mm512_set1_ps(cr[r]);
-        for (int64_t c = 0; c < dh; c += 16)
-          _mm512_storeu_ps(o + r * dh + c, _mm512_mul_ps(_mm512_loadu_ps(o + r * dh + c), vc));
-      }
-    }
+    if ((live >> r) & 1)
+      bf16_dot_steps::row_weights(exp2, s + r * kStep, m0[r], m1[r], mb[r], cr[r], o + r * dh, dh, p0, p1);
     // To nearest even.
     const __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(p0, full)), c1 = _mm512_cvtps_epi32(_mm512_mul_ps(p1, full));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(pa + r * kStep), _mm512_cvtepi32_epi8(c0));
