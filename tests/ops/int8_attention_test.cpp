@@ -100,6 +100,23 @@ TEST(Int8Attention, MatchesItsScalarTwinAndExactAttention) {
   }
 }
 
+// One call's heads from the kernel (2 threads), its scalar twin and exact
+// f32 attention.
+struct ThreeRuns {
+  std::vector<float> kernel, twin, exact;
+};
+ThreeRuns run_three(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                    const AttentionParams& p) {
+  std::vector<float> got(q.size(), 0.0f), twin(q.size(), 0.0f), exact(q.size(), 0.0f);
+  ThreadPool pool(2);
+  int8dot::attention(q.data(), k.data(), v.data(), got.data(), p, pool);
+  scalar::attention_int8_fast(q.data(), k.data(), v.data(), twin.data(), p);
+  AttentionParams pe = p;
+  pe.precision = MatmulPrecision::Exact;
+  scalar::attention(q.data(), k.data(), v.data(), exact.data(), pe);
+  return {attention_heads(got, p), attention_heads(twin, p), attention_heads(exact, p)};
+}
+
 // Keys that share a large offset per channel (as a projection's bias makes
 // them) would spend most of their 8 bits on it; a non-causal call subtracts
 // the keys' mean first, which leaves the softmax as it is. Peaked rows
@@ -122,14 +139,10 @@ TEST(Int8Attention, KeysWithACommonOffsetAndPeakedRowsStayAccurate) {
         for (int64_t c = 0; c < sh.dh; ++c)
           q[i * p.q_stride + h * sh.dh + c] = 0.3f * (k[j * p.kv_stride + kvh * sh.dh + c] - offset[c]);
       }
-    std::vector<float> got(q.size(), 0.0f), twin(q.size(), 0.0f), exact(q.size(), 0.0f);
-    ThreadPool pool(2);
-    int8dot::attention(q.data(), k.data(), v.data(), got.data(), p, pool);
-    scalar::attention_int8_fast(q.data(), k.data(), v.data(), twin.data(), p);
-    AttentionParams pe = p;
-    pe.precision = MatmulPrecision::Exact;
-    scalar::attention(q.data(), k.data(), v.data(), exact.data(), pe);
-    const auto g = attention_heads(got, p), t = attention_heads(twin, p), e = attention_heads(exact, p);
+    const ThreeRuns r = run_three(q, k, v, p);
+    const std::vector<float>& g = r.kernel;
+    const std::vector<float>& t = r.twin;
+    const std::vector<float>& e = r.exact;
     const double err = testing::rel_l2(g.data(), e.data(), static_cast<int64_t>(e.size()));
     EXPECT_LE(err, 1e-2) << describe(sh);
     EXPECT_LE(testing::rel_l2(g.data(), t.data(), static_cast<int64_t>(t.size())), 1e-5) << describe(sh);
@@ -164,15 +177,10 @@ TEST(Int8Attention, DiffuseRowsOverManyKeysStayAccurate) {
         if (i % 3 == 0) x = 0.6f * k[((i * 131 + h) % sh.nkv) * p.kv_stride + c];
         if (i % 3 == 1) x *= 0.1f;
       }
-  std::vector<float> got(q.size(), 0.0f), twin(q.size(), 0.0f), exact(q.size(), 0.0f);
-  ThreadPool pool(2);
-  int8dot::attention(q.data(), k.data(), v.data(), got.data(), p, pool);
-  scalar::attention_int8_fast(q.data(), k.data(), v.data(), twin.data(), p);
-  AttentionParams pe = p;
-  pe.precision = MatmulPrecision::Exact;
-  scalar::attention(q.data(), k.data(), v.data(), exact.data(), pe);
-  const auto g = attention_heads(got, p), e = attention_heads(exact, p);
-  EXPECT_EQ(g, attention_heads(twin, p));
+  const ThreeRuns r = run_three(q, k, v, p);
+  const std::vector<float>& g = r.kernel;
+  const std::vector<float>& e = r.exact;
+  EXPECT_EQ(g, r.twin);
   const int64_t row = sh.qh * sh.dh;
   const char* kinds[] = {"one key above the rest", "short queries", "random queries"};
   for (int kind = 0; kind < 3; ++kind) {

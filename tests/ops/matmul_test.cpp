@@ -252,6 +252,33 @@ TEST(Matmul, QuantGemmRowsAreBitIdenticalToSingleRows) {
   testing::for_each_target(check);
 }
 
+// One 100-row product for the row-independence tests: n x k random weights
+// in format f at precision p (the bf16 view reads wsrc, which the object
+// keeps), x with row stride ldx = k + 3, a bias unless n is 16, and the
+// product's rows in `whole` (row stride ldy = n + 5).
+struct HundredRows {
+  static constexpr int64_t kRows = 100;
+  std::vector<uint16_t> wsrc;
+  WeightMatrix w;
+  int64_t ldx, ldy;
+  std::vector<float> x, bias, whole;
+  const float* b;
+  HundredRows(int64_t n, int64_t k, WeightFormat f, MatmulPrecision p, uint32_t& seed, ThreadPool& pool)
+      : wsrc(random_bf16(n * k, ++seed)),
+        w(f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
+                                  : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool)),
+        ldx(k + 3),
+        ldy(n + 5),
+        x(random_floats(kRows * ldx, ++seed, -2, 2)),
+        bias(random_floats(n, ++seed)),
+        whole(static_cast<size_t>(kRows * ldy)),
+        b(n == 16 ? nullptr : bias.data()) {
+    w.set_precision(p);
+    matmul(x.data(), kRows, ldx, w, b, whole.data(), ldy, pool);
+  }
+  HundredRows(const HundredRows&) = delete;
+};
+
 // Prefill pieces of any length >= 9 rows go to the GEMMs, and a prompt's
 // rows must not change with where it is cut: rows [s, s + m) computed in one
 // call of m rows must equal, bit for bit, the same rows of one 100-row call,
@@ -264,16 +291,12 @@ TEST(Matmul, GemmRowsAreBitIdenticalForAnyM) {
     uint32_t seed = 1300;
     for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 100}, {16, 64}, {5, 300}})
       for (auto f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) {
-        auto wsrc = random_bf16(n * k, ++seed);
-        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
-                                                 : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool);
-        constexpr int64_t kRows = 100;
-        const int64_t ldx = k + 3, ldy = n + 5;
-        auto x = random_floats(kRows * ldx, ++seed, -2, 2);
-        auto bias = random_floats(n, ++seed);
-        const float* b = n == 16 ? nullptr : bias.data();
-        std::vector<float> whole(static_cast<size_t>(kRows * ldy));
-        matmul(x.data(), kRows, ldx, w, b, whole.data(), ldy, pool);
+        const HundredRows h(n, k, f, MatmulPrecision::Exact, seed, pool);
+        const WeightMatrix& w = h.w;
+        const int64_t ldx = h.ldx, ldy = h.ldy, kRows = HundredRows::kRows;
+        const std::vector<float>& x = h.x;
+        const std::vector<float>& whole = h.whole;
+        const float* b = h.b;
         for (int64_t m : {9, 16, 17, 24, 33, 48, 100})
           for (int64_t s : {int64_t{0}, int64_t{5}, kRows - m}) {
             if (s + m > kRows) continue;
@@ -308,17 +331,12 @@ TEST(Matmul, PromptRowsAreBitIdenticalForAnyM) {
                           std::pair{WeightFormat::BF16, MatmulPrecision::Fast},
                           std::pair{WeightFormat::Q8, MatmulPrecision::Exact},
                           std::pair{WeightFormat::Q4, MatmulPrecision::Exact}}) {
-        auto wsrc = random_bf16(n * k, ++seed);
-        WeightMatrix w = f == WeightFormat::BF16 ? WeightMatrix::view_bf16(wsrc.data(), n, k)
-                                                 : WeightMatrix::from_bf16(wsrc.data(), n, k, f, &pool);
-        w.set_precision(p);
-        constexpr int64_t kRows = 100;
-        const int64_t ldx = k + 3, ldy = n + 5;
-        auto x = random_floats(kRows * ldx, ++seed, -2, 2);
-        auto bias = random_floats(n, ++seed);
-        const float* b = n == 16 ? nullptr : bias.data();
-        std::vector<float> whole(static_cast<size_t>(kRows * ldy));
-        matmul(x.data(), kRows, ldx, w, b, whole.data(), ldy, pool);
+        const HundredRows h(n, k, f, p, seed, pool);
+        const WeightMatrix& w = h.w;
+        const int64_t ldx = h.ldx, ldy = h.ldy, kRows = HundredRows::kRows;
+        const std::vector<float>& x = h.x;
+        const std::vector<float>& whole = h.whole;
+        const float* b = h.b;
         for (int64_t m : {1, 2, 3, 5, 8, 9, 17})
           for (int64_t s : {int64_t{0}, int64_t{5}, kRows - m}) {
             std::vector<float> y(static_cast<size_t>(m * ldy), -5.0f), e0(y), e1(y);
