@@ -382,6 +382,7 @@ void attention_int8(const float* q, const T* k, const T* v, float* out, const At
     pool.parallel_for(p.kv_heads, [&](int64_t h0, int64_t h1, int) {
       for (int64_t h = h0; h < h1; ++h) {
         mean_rows(k, p, h, k_mean + h * dh);
+        if (!int8_values) continue;  // no keys: no V to round
         mean_rows(v, p, h, v_mean + h * dh);
         v_channel_scales(v, p, h, v_mean + h * dh, v_scale + h * dh, v_inv + h * dh);
       }

@@ -61,19 +61,27 @@ float sum16_as_reduce_rows16(const float* x) {
 
 float bf16_value(float x) { return qvl::bf16_to_f32(round_bf16(x)); }
 
+// Each kv head's mean K (or V) row over the call's keys, [kv_heads][dh]: f32
+// sums in key order, then divided by nkv (the kernel's mean_rows).
+std::vector<float> channel_means(const float* x, const AttentionParams& p) {
+  const int64_t dh = p.head_dim;
+  std::vector<float> mean(static_cast<size_t>(p.kv_heads * dh), 0.0f);
+  for (int64_t h = 0; h < p.kv_heads; ++h) {
+    for (int64_t j = 0; j < p.nkv; ++j)
+      for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] += x[j * p.kv_stride + h * dh + c];
+    for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] /= static_cast<float>(p.nkv);
+  }
+  return mean;
+}
+
 }  // namespace
 
 void attention_int8_fast(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) {
   const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads;
   const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   // K smoothed (non-causal) and rounded, per kv head and key.
-  std::vector<float> mean(static_cast<size_t>(p.kv_heads * dh), 0.0f);
-  if (!p.causal)
-    for (int64_t h = 0; h < p.kv_heads; ++h) {
-      for (int64_t j = 0; j < p.nkv; ++j)
-        for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] += k[j * p.kv_stride + h * dh + c];
-      for (int64_t c = 0; c < dh; ++c) mean[h * dh + c] /= static_cast<float>(p.nkv);
-    }
+  const std::vector<float> mean =
+      p.causal ? std::vector<float>(static_cast<size_t>(p.kv_heads * dh), 0.0f) : channel_means(k, p);
   std::vector<int32_t> kn(static_cast<size_t>(p.kv_heads * p.nkv * dh));
   std::vector<float> ks(static_cast<size_t>(p.kv_heads * p.nkv));
   for (int64_t h = 0; h < p.kv_heads; ++h)
@@ -83,15 +91,14 @@ void attention_int8_fast(const float* q, const float* k, const float* v, float* 
   // Non-causal (with keys): V less its channel means, in int8 with one scale
   // a channel.
   const bool int8_values = !p.causal && p.nkv > 0;
-  std::vector<float> v_mean(static_cast<size_t>(p.kv_heads * dh), 0.0f), v_scale(v_mean.size(), 0.0f);
+  std::vector<float> v_mean, v_scale(static_cast<size_t>(p.kv_heads * dh), 0.0f);
   std::vector<int32_t> vn;
   if (int8_values) {
+    v_mean = channel_means(v, p);
     vn.resize(static_cast<size_t>(p.kv_heads * p.nkv * dh));
     for (int64_t h = 0; h < p.kv_heads; ++h)
       for (int64_t c = 0; c < dh; ++c) {
-        float& mu = v_mean[h * dh + c];
-        for (int64_t j = 0; j < p.nkv; ++j) mu += v[j * p.kv_stride + h * dh + c];
-        mu /= static_cast<float>(p.nkv);
+        const float mu = v_mean[h * dh + c];
         float a = 0.0f;
         for (int64_t j = 0; j < p.nkv; ++j) a = std::max(a, std::fabs(v[j * p.kv_stride + h * dh + c] - mu));
         v_scale[h * dh + c] = a / (127.0f * 255.0f);
