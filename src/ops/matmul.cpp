@@ -3,7 +3,6 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "ops/amx_matmul.h"
@@ -36,11 +35,10 @@ MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
   if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     if (m > simd::kSmallM && simd::matmul_quant_gemm_on_amx())
       return {"gemm int8 AMX tdpbssd, scaled with AVX-512", MatmulUnit::AmxInt8};
-    // simd_matmul_quant.cpp: vpdpbusd on its VNNI target, else vpmaddubsw +
+    // simd_matmul_quant.cpp: vpdpbusd on its VNNI targets, else vpmaddubsw +
     // vpmaddwd (a benchmark may hold dispatch to AVX2 on a VNNI CPU).
-    const bool vnni = std::strcmp(matmul_simd_target(), "AVX3_DL") == 0;
-    return {cat(shape, " int8 ", vnni ? "vpdpbusd" : "vpmaddubsw", " (", matmul_simd_target(), ")"),
-            vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd};
+    const simd::QuantInstruction q = simd::matmul_quant_instruction();
+    return {cat(shape, " int8 ", q.name, " (", matmul_simd_target(), ")"), q.unit};
   }
   if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && amx::bf16_usable())
     return {w.precision() == MatmulPrecision::Fast ? "gemm bf16 AMX tdpbf16ps"

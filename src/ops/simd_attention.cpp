@@ -60,7 +60,7 @@ void Widen(const T* src, float* dst, int64_t n) {
   }
 }
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
+#if QVL_X86_AVX512 || HWY_ARCH_ARM_A64
 constexpr int kKV = 4;  // kv vectors per score micro-tile (x 4 query rows)
 constexpr int kDV = 4;  // head_dim vectors per output micro-tile (x 4 query rows)
 #else

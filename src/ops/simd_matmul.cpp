@@ -44,7 +44,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::CappedTag<float, 16>;  // <= 16 lanes so a group of 32 columns is whole vectors
 using VF = hn::Vec<DF>;
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
+#if QVL_X86_AVX512 || HWY_ARCH_ARM_A64
 constexpr int kMV = 3, kNR = 8;  // 32 registers: 24 accumulators
 #else
 constexpr int kMV = 2, kNR = 6;  // 16 registers: 12 accumulators

@@ -48,5 +48,13 @@ bool matmul_quant_gemm_on_amx();
 // The dispatched target's name (that of matmul_quant, the only matmul file
 // that compiles AVX3_DL).
 const char* matmul_target();
+// What matmul_quant's dispatched target multiplies on: vpdpbusd
+// (AVX512-VNNI targets), vpmaddubsw (other x86 AVX2 and better) or portable
+// code, and the unit whose peak that is measured against.
+struct QuantInstruction {
+  const char* name;
+  MatmulUnit unit;
+};
+QuantInstruction matmul_quant_instruction();
 
 }  // namespace qvl::simd

@@ -27,7 +27,8 @@
 //
 // AVX3_DL (AVX-512 with VNNI) is compiled here only: it is the one target
 // whose code differs (the integer dot product), so the other ops files are
-// spared the extra compile.
+// spared the extra compile. Highway 1.1+ also builds AVX3_ZEN4 and AVX3_SPR,
+// which include it and take the same kernels (QVL_X86_VNNI).
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL
 #endif
@@ -45,6 +46,7 @@
 #include <vector>
 
 #include "ops/amx_matmul.h"
+#include "ops/cpu_features.h"
 #include "ops/quant.h"
 #include "ops/scalar.h"
 #include "ops/scratch.h"
@@ -101,7 +103,7 @@ HWY_INLINE void PrefetchPageStart(const uint8_t* p, int64_t bytes) {
 }
 #endif
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if QVL_X86_VNNI
 // acc += w (unsigned bytes) · the 4 signed bytes at `four` broadcast to all
 // lanes, as vpdpbusd with an embedded broadcast (m32{1to16}): one
 // instruction. GCC 12 compiles _mm512_dpbusd_epi32(acc, w,
@@ -219,7 +221,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) void QBlockVn
 }
 #endif
 
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if QVL_X86_AVX2
 // x86 without VNNI: the same lane-per-row scheme on 256-bit vectors (8 rows
 // each, two halves per block) with vpmaddubsw (unsigned x signed bytes ->
 // saturating 16-bit pair sums) and vpmaddwd by ones (-> 32-bit). No sum may
@@ -368,7 +370,7 @@ HWY_INLINE void QBlockGeneric(const quant::View& v, int64_t b, const XQ& xq, flo
 
 template <int M, bool kQ8>
 HWY_INLINE void QBlock(const quant::View& v, int64_t b, const XQ& xq, float* out) {
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if QVL_X86_AVX2
   QBlockMaddubs<M, kQ8>(v, b, xq, out);
 #else
   QBlockGeneric<M, kQ8>(v, b, xq, out);
@@ -380,7 +382,7 @@ template <int M, bool kQ8>
 void QRange(const quant::View& v, const XQ& xq, int64_t b0, int64_t b1, int64_t n, const float* bias, float* y,
             int64_t ldy, bool vnni) {
   for (int64_t b = b0; b < b1; ++b) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if QVL_X86_VNNI
     if (vnni) {
       // The GEMM's chunks (MatmulQuantGemm's chunk_x): exactly M rows, group-major.
       const bool packed = xq.row_stride == quant::kGroup && xq.group_stride == M * quant::kGroup && xq.srow == 1 &&
@@ -432,17 +434,16 @@ constexpr int64_t kTileBytes = 256 << 10;
 // targets' kernels do, so rows stay bit-identical to the small-m path) on a
 // machine where it runs.
 bool GemmOnAmx() {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if QVL_X86_AVX512
   return amx::int8_usable();
 #else
   return false;
 #endif
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if QVL_X86_VNNI
 static bool HasVnni() {
-  static const bool vnni = __builtin_cpu_supports("avx512vnni");
-  return vnni;
+  return cpu_features().avx512_vnni;  // QVL_SIMD_TARGET may have taken it away
 }
 #else
 static constexpr bool HasVnni() { return false; }
@@ -630,9 +631,20 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
   MatmulQuantEach(a.x, a.m, a.ldx, {&out, 1}, pool);
 }
 
+// What this target's block kernels multiply on (QRange): the rule
+// matmul_kernel() names and the benchmarks measure against.
+QuantInstruction Instruction() {
+  if (HasVnni()) return {"vpdpbusd", MatmulUnit::Int8Dot};
+#if QVL_X86_AVX2
+  return {"vpmaddubsw", MatmulUnit::Int16Madd};
+#else
+  return {"portable", MatmulUnit::Int16Madd};
+#endif
+}
+
 const char* TargetName() {
-#if HWY_TARGET == HWY_AVX3_DL
-  if (!__builtin_cpu_supports("avx512vnni")) return "AVX3_DL without VNNI";
+#if QVL_X86_VNNI
+  if (!cpu_features().avx512_vnni) return "AVX3_DL without VNNI";
 #endif
   return hwy::TargetName(HWY_TARGET);
 }
@@ -667,6 +679,9 @@ bool matmul_quant_gemm_on_amx() { return HWY_DYNAMIC_DISPATCH(GemmOnAmx)(); }
 
 HWY_EXPORT(TargetName);
 const char* matmul_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+HWY_EXPORT(Instruction);
+QuantInstruction matmul_quant_instruction() { return HWY_DYNAMIC_DISPATCH(Instruction)(); }
 
 }  // namespace qvl::simd
 #endif

@@ -143,7 +143,7 @@ void QuantizeRows(const Src* src, int64_t rows, int64_t cols, uint8_t* quants, u
 }
 
 // One row of activations (quant::quantize_x_scalar is the specification).
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if QVL_X86_AVX512
 // Up to 16 whole groups of 32 activations on AVX-512: QuantizeX's numbers
 // with fewer instructions and shorter chains. Each group's max |x| is found
 // first and the 16 scales and reciprocals are then one vector division each
@@ -215,7 +215,7 @@ void QuantizeXPortable(const float* x, int64_t k, const quant::XRow& o) {
 }
 
 void QuantizeX(const float* x, int64_t k, const quant::XRow& out) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if QVL_X86_AVX512
   static_assert(kG == 32, "QuantizeGroupsAvx512 takes groups of two 16-lane vectors");
   const int64_t whole = k / kG;
   int8_t* codes = out.codes;
