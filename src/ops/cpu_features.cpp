@@ -1,5 +1,11 @@
 #include "ops/cpu_features.h"
 
+#include <hwy/targets.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <sys/syscall.h>
@@ -61,12 +67,70 @@ CpuFeatures read_features() { return {}; }
 bool request_tile_state() { return false; }
 #endif
 
+// QVL_SIMD_TARGET, matched against the targets this CPU supports (all of
+// them, not only those one file compiles). Not an exception: it is read
+// while the process starts, where nothing could catch one. A target of this
+// architecture that the CPU cannot run exits 77, which ctest's
+// SKIP_RETURN_CODE reports as skipped (tests/CMakeLists.txt, the "targets"
+// runs): the machine lacks it, the suite is not wrong.
+SimdLimit read_simd_limit() {
+  const char* want = std::getenv("QVL_SIMD_TARGET");
+  if (!want || !*want) return {};
+  std::string names;
+  for (int64_t bits = hwy::SupportedTargets(); bits != 0; bits &= bits - 1) {
+    const int64_t t = bits & -bits;
+    if (std::string(want) == hwy::TargetName(t)) return {t, hwy::TargetName(t)};
+    names += std::string(names.empty() ? "" : " ") + hwy::TargetName(t);
+  }
+  bool known = false;
+  for (int b = 0; b < 63; ++b) known = known || std::string(want) == hwy::TargetName(int64_t{1} << b);
+  std::fprintf(stderr, "qvl: QVL_SIMD_TARGET=%s: %s (it runs: %s)\n", want,
+               known ? "this CPU cannot run that target" : "not a SIMD target", names.c_str());
+  std::exit(known ? 77 : 2);
+}
+
 }  // namespace
 
-const CpuFeatures& cpu_features() {
-  static const CpuFeatures f = read_features();
+CpuFeatures limit_features(CpuFeatures f, int64_t target) {
+  if (target == 0) return f;
+#if HWY_ARCH_X86
+  const bool avx3 = target <= HWY_AVX3, avx3_dl = target <= HWY_AVX3_DL;
+#ifdef HWY_AVX3_ZEN4
+  const bool zen4 = target <= HWY_AVX3_ZEN4;
+#else
+  const bool zen4 = false;
+#endif
+#else
+  const bool avx3 = false, avx3_dl = false, zen4 = false;
+#endif
+  f.avx512 = f.avx512 && avx3;
+  f.avx512_vnni = f.avx512_vnni && avx3_dl;
+  f.avx512_bf16 = f.avx512_bf16 && zen4;
+  f.avx_vnni = false;
+  f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
   return f;
 }
+
+const SimdLimit& simd_limit() {
+  static const SimdLimit limit = [] {
+    SimdLimit l = read_simd_limit();
+    // Every target better than the limit (lower bits are better targets).
+    if (l.target != 0) hwy::DisableTargets(l.target - 1);
+    return l;
+  }();
+  return limit;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = limit_features(read_features(), simd_limit().target);
+  return f;
+}
+
+namespace {
+// The limit must hold from the first dispatch on: read while the process
+// starts (this file is linked wherever a kernel is), not at first use.
+[[maybe_unused]] const bool kSimdLimitRead = (simd_limit(), true);
+}  // namespace
 
 bool amx_tile_state_granted() {
   static const bool granted = cpu_features().amx_tile && request_tile_state();

@@ -5,6 +5,8 @@
 // on any x86-64 and builds on ARM (where everything here is false).
 #pragma once
 
+#include <cstdint>
+
 namespace qvl {
 
 struct CpuFeatures {
@@ -27,8 +29,29 @@ struct CpuFeatures {
   int family = 0;
 };
 
-// Read on first call; later calls return the same values.
+// Read on first call; later calls return the same values. Under a SIMD limit
+// (simd_limit()) these are the features of a CPU whose best is that target.
 const CpuFeatures& cpu_features();
+
+// A process-wide ceiling on the SIMD target, so the whole suite (or any run)
+// can take on one machine the paths an older CPU takes: the environment
+// variable QVL_SIMD_TARGET names a Highway target (as hwy::TargetName spells
+// it: "AVX2", "EMU128", "AVX3", "NEON", ...). Read once per process, before
+// the first dispatch; Highway then dispatches to nothing better
+// (hwy::DisableTargets) and cpu_features() drops what that target lacks
+// (limit_features). An unknown name, or one this CPU cannot run, ends the
+// process with one line saying which names it could take.
+struct SimdLimit {
+  int64_t target = 0;  // a Highway target bit; 0: no limit
+  const char* name = "";
+};
+const SimdLimit& simd_limit();
+
+// The rule cpu_features() applies under a limit: AVX-512 only at AVX3 or
+// better, AVX512-VNNI at AVX3_DL or better, AVX512-BF16 at AVX3_ZEN4 or better
+// (the first Highway target that requires it; none in Highway 1.0.3), and
+// none of AVX-VNNI and AMX, which no Highway target implies.
+CpuFeatures limit_features(CpuFeatures f, int64_t target);
 
 // Whether this process may execute tile instructions: amx_tile, and Linux
 // granted XTILEDATA on request (arch_prctl(ARCH_REQ_XCOMP_PERM), kernel 5.16+;

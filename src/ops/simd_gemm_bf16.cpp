@@ -20,6 +20,8 @@
 // (gemm_bf16_supported); elsewhere matmul() takes the exact path.
 #include "ops/simd_gemm_bf16.h"
 
+#include "ops/cpu_features.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -130,10 +132,8 @@ void RunTile(int64_t mv, const uint32_t* xt, int64_t tm, const uint32_t* wp, int
 }  // namespace
 
 bool gemm_bf16_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bf16");
-  return ok;
+  // cpu_features(), not the CPU's own word: it honours QVL_SIMD_TARGET.
+  return cpu_features().avx512 && cpu_features().avx512_bf16;
 }
 
 void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {

@@ -36,15 +36,25 @@ TEST(CpuFeatures, AgreeWithLinux) {
   const std::set<std::string> flags = linux_cpu_flags();
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
   auto has = [&](const char* f) { return flags.count(f) > 0; };
-  const CpuFeatures& c = cpu_features();
   // Linux lists a feature only when the OS enabled its state too.
-  EXPECT_EQ(c.avx512, has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"));
-  EXPECT_EQ(c.avx512_vnni, c.avx512 && has("avx512_vnni"));
-  EXPECT_EQ(c.avx512_bf16, c.avx512 && has("avx512_bf16"));
-  EXPECT_EQ(c.avx_vnni, has("avx_vnni"));
-  EXPECT_EQ(c.amx_tile, has("amx_tile"));
-  EXPECT_EQ(c.amx_bf16, has("amx_tile") && has("amx_bf16"));
-  EXPECT_EQ(c.amx_int8, has("amx_tile") && has("amx_int8"));
+  CpuFeatures seen;
+  seen.avx512 = has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq");
+  seen.avx512_vnni = seen.avx512 && has("avx512_vnni");
+  seen.avx512_bf16 = seen.avx512 && has("avx512_bf16");
+  seen.avx_vnni = has("avx_vnni");
+  seen.amx_tile = has("amx_tile");
+  seen.amx_bf16 = has("amx_tile") && has("amx_bf16");
+  seen.amx_int8 = has("amx_tile") && has("amx_int8");
+  // Under QVL_SIMD_TARGET, what that target keeps of them (SimdLimit tests).
+  const CpuFeatures want = limit_features(seen, simd_limit().target);
+  const CpuFeatures& c = cpu_features();
+  EXPECT_EQ(c.avx512, want.avx512);
+  EXPECT_EQ(c.avx512_vnni, want.avx512_vnni);
+  EXPECT_EQ(c.avx512_bf16, want.avx512_bf16);
+  EXPECT_EQ(c.avx_vnni, want.avx_vnni);
+  EXPECT_EQ(c.amx_tile, want.amx_tile);
+  EXPECT_EQ(c.amx_bf16, want.amx_bf16);
+  EXPECT_EQ(c.amx_int8, want.amx_int8);
   // Asking twice gives the same answer, and never without the tile unit.
   EXPECT_EQ(amx_tile_state_granted(), amx_tile_state_granted());
   if (!c.amx_tile) {
