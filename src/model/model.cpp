@@ -18,11 +18,13 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   // kernel: on this CPU that is the faster of the two. (q8/q4 products
   // ignore it; their attention reads it, attention_precision in weights.h.)
   const bool fast_bf16 = options.precision == MatmulPrecision::Fast && options.format == WeightFormat::BF16;
-  wo.precision = fast_bf16 && !matmul_fast_bf16_pays() ? std::optional(MatmulPrecision::Exact) : options.precision;
+  const bool pays = fast_bf16 && options.fast_bf16_pays.value_or(matmul_fast_bf16_pays());
+  wo.precision = fast_bf16 && !pays ? std::optional(MatmulPrecision::Exact) : options.precision;
   wo.pool = &pool;
   wo.progress = options.progress;
   m->format_ = options.format;
   m->precision_ = options.precision.value_or(MatmulPrecision::Exact);
+  m->fast_matmul_ = pays && matmul_fast_bf16_supported();
   const bool quantized = options.format == WeightFormat::Q8 || options.format == WeightFormat::Q4;
   if (quantized && options.weight_cache) {
     std::ostream& log = options.log ? *options.log : std::cerr;

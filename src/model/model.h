@@ -25,6 +25,10 @@ struct ModelLoadOptions {
   // f32/q8/q4 products, nor where the CPU lacks AVX512-BF16) and of the
   // attention beside them; unset: WeightLoadOptions::precision's default.
   std::optional<MatmulPrecision> precision;
+  // Whether Fast bf16 products pay on this CPU; unset: measured
+  // (matmul_fast_bf16_pays). Tests set it to hold the rule to a decision
+  // whatever their CPU measures.
+  std::optional<bool> fast_bf16_pays;
   int64_t max_batch = 512;  // prefill chunk: bounds the decoder's scratch buffers
   std::function<void(size_t, size_t)> progress;  // weight conversion progress (bytes done, total)
   // Start prefetch_weights() at the end of load. Off by default: the thread
@@ -58,11 +62,9 @@ class Model {
   WeightFormat format() const { return format_; }
   MatmulPrecision precision() const { return precision_; }  // as asked for at load
   // Whether prefill/vision products actually run the fast bf16 kernel: Fast
-  // asked for, BF16 weights, and a CPU where it beats the exact kernel
-  // (matmul_fast_bf16_pays: AMX-BF16, or AVX512-BF16 at full rate).
-  bool fast_matmul() const {
-    return precision_ == MatmulPrecision::Fast && format_ == WeightFormat::BF16 && matmul_fast_bf16_pays();
-  }
+  // asked for, BF16 weights, a CPU that has it (matmul_fast_bf16_supported)
+  // and where it beats the exact kernel (ModelLoadOptions::fast_bf16_pays).
+  bool fast_matmul() const { return fast_matmul_; }
   size_t file_bytes() const { return st_.total_bytes(); }
   const WeightCacheUse& weight_cache_use() const { return cache_use_; }
   // Maps the in-place (mmap'd) weights into the page tables on a background
@@ -81,6 +83,7 @@ class Model {
   ModelWeights weights_;
   WeightFormat format_ = WeightFormat::BF16;
   MatmulPrecision precision_ = MatmulPrecision::Exact;
+  bool fast_matmul_ = false;
   WeightCacheUse cache_use_;
   std::unique_ptr<VisionEncoder> vision_;
   std::unique_ptr<TextDecoder> text_;

@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "golden.h"
 #include "prompt_runner.h"
@@ -21,14 +23,20 @@
 namespace qvl {
 namespace {
 
+// Loaded as where Fast pays, so the fast kernel runs on every CPU that has it
+// (on one where it does not pay, a load left to measure takes Exact:
+// LoadedAsAskedFor).
+std::unique_ptr<Model> load_fast(std::optional<bool> pays) {
+  ModelLoadOptions o;
+  o.format = WeightFormat::BF16;
+  o.precision = MatmulPrecision::Fast;
+  o.fast_bf16_pays = pays;
+  o.max_batch = 64;
+  return Model::load(golden::model_dir(), o, golden::pool());
+}
+
 Model& tiny_fast() {
-  static std::unique_ptr<Model> m = [] {
-    ModelLoadOptions o;
-    o.format = WeightFormat::BF16;
-    o.precision = MatmulPrecision::Fast;
-    o.max_batch = 64;
-    return Model::load(golden::model_dir(), o, golden::pool());
-  }();
+  static std::unique_ptr<Model> m = load_fast(true);
   return *m;
 }
 
@@ -50,17 +58,26 @@ constexpr double kLayer0RelRms = 0.04;
 constexpr double kFinalNormRelRms = 0.2;
 constexpr double kLogitsRelRms = 0.2;
 
+// The rule, against both decisions and the measured one: Fast bf16 matrices
+// where Fast pays, Exact ones where it does not; the fast kernel runs where
+// it pays and the CPU has it.
 TEST(FastPrecisionGolden, LoadedAsAskedFor) {
-  Model& m = tiny_fast();
-  EXPECT_EQ(m.precision(), MatmulPrecision::Fast);
-  EXPECT_EQ(m.fast_matmul(), matmul_fast_bf16_pays());  // timed once per process
-  EXPECT_EQ(m.weights().vision.blocks[0].fc1.w.precision(), MatmulPrecision::Fast);
-  EXPECT_EQ(m.weights().text.layers[0].q.w.precision(), MatmulPrecision::Fast);
+  for (std::optional<bool> pays : {std::optional<bool>(true), std::optional<bool>(false), std::optional<bool>()}) {
+    const bool decided = pays.value_or(matmul_fast_bf16_pays());  // timed once per process
+    SCOPED_TRACE(pays ? (*pays ? "pays" : "does not pay") : "measured");
+    std::unique_ptr<Model> m = load_fast(pays);
+    const MatmulPrecision want = decided ? MatmulPrecision::Fast : MatmulPrecision::Exact;
+    EXPECT_EQ(m->precision(), MatmulPrecision::Fast);  // as asked for
+    EXPECT_EQ(m->fast_matmul(), decided && matmul_fast_bf16_supported());
+    EXPECT_EQ(m->weights().vision.blocks[0].fc1.w.precision(), want);
+    EXPECT_EQ(m->weights().text.layers[0].q.w.precision(), want);
+  }
   EXPECT_EQ(golden::tiny(WeightFormat::BF16).weights().text.layers[0].q.w.precision(), MatmulPrecision::Exact);
   // Other formats carry the setting without effect.
   ModelLoadOptions o;
   o.format = WeightFormat::F32;
   o.precision = MatmulPrecision::Fast;
+  o.fast_bf16_pays = true;
   EXPECT_FALSE(Model::load(golden::model_dir(), o, golden::pool())->fast_matmul());
 }
 
@@ -81,8 +98,7 @@ TEST(FastPrecisionGolden, VisionFeaturesOfEveryImage) {
     EXPECT_LT(pe, kPatchEmbedRelRms);
     EXPECT_LT(mg, kVisionRelRms);
     EXPECT_LT(ds, kVisionRelRms);
-    // Where the model chose it (matmul_fast_bf16_pays times the two units at
-    // first use, and a loaded machine can find the bf16 dot no faster).
+    // Where the CPU has it (tiny_fast() decides it pays).
     if (model.fast_matmul()) {
       EXPECT_GT(pe, 1e-4) << "the fast kernel did not run (patch embedding exact)";
     }
