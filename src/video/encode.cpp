@@ -21,12 +21,19 @@ namespace {
 using video_detail::av_error_text;
 using video_detail::AvFree;
 
+// The bytes avio hands its write callback: const from FFmpeg 7 (libavformat 61) on.
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+using WrittenBytes = const uint8_t*;
+#else
+using WrittenBytes = uint8_t*;  // FFmpeg 5.1 (Debian 12)
+#endif
+
 // The output buffer FFmpeg writes and seeks in.
 struct GrowingBuffer {
   std::vector<uint8_t> bytes;
   size_t pos = 0;
 
-  static int write(void* opaque, uint8_t* buf, int size) {  // FFmpeg 5.1: non-const buf
+  static int write(void* opaque, WrittenBytes buf, int size) {
     auto* b = static_cast<GrowingBuffer*>(opaque);
     if (b->pos + size > b->bytes.size()) b->bytes.resize(b->pos + size);
     std::memcpy(b->bytes.data() + b->pos, buf, static_cast<size_t>(size));
