@@ -53,6 +53,18 @@ struct GrowingBuffer {
   }
 };
 
+// The encoder's preferred pixel format: the first it lists, yuv420p when it lists none.
+AVPixelFormat first_pixel_format(const AVCodec* codec) {
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(61, 13, 100)  // FFmpeg 7.1 deprecates AVCodec::pix_fmts
+  const void* formats = nullptr;
+  if (avcodec_get_supported_config(nullptr, codec, AV_CODEC_CONFIG_PIX_FORMAT, 0, &formats, nullptr) >= 0 && formats)
+    return static_cast<const AVPixelFormat*>(formats)[0];
+  return AV_PIX_FMT_YUV420P;
+#else
+  return codec->pix_fmts ? codec->pix_fmts[0] : AV_PIX_FMT_YUV420P;
+#endif
+}
+
 struct OutputFree {
   void operator()(AVFormatContext* f) const {
     if (f->pb) {
@@ -111,7 +123,7 @@ std::vector<uint8_t> encode_video(const VideoEncoding& e, const std::function<Im
   ctx->height = e.height;
   ctx->time_base = {1, e.fps};
   ctx->framerate = {e.fps, 1};
-  ctx->pix_fmt = codec->pix_fmts ? codec->pix_fmts[0] : AV_PIX_FMT_YUV420P;
+  ctx->pix_fmt = first_pixel_format(codec);
   ctx->gop_size = 12;
   ctx->thread_count = 1;
   if (fc->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
