@@ -167,7 +167,8 @@ void Tokenizer::Impl::load_normalizer(const json& n) {
     return;
   }
   if (t == "Sequence") {
-    for (const json& s : field(n, "normalizers", source + ": normalizer")) load_normalizer(s);
+    const std::string where = source + ": normalizer";  // a named string: no temporary beside field's reference
+    for (const json& s : field(n, "normalizers", where)) load_normalizer(s);
     return;
   }
   fail(source, ": normalizer \"", t, "\" is not supported (qvl implements NFC)");
