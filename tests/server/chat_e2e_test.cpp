@@ -192,7 +192,7 @@ TEST_F(Chat, RepetitionGuardEndsALoopingAnswer) {
   const auto events = sse_events(r->body);
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], "repetition");
-  EXPECT_EQ(streamed_text(events), j["choices"][0]["message"]["content"]);
+  EXPECT_EQ(streamed_text(events), j["choices"][0]["message"]["content"].get<std::string>());
 
   json off = chat_body("Describe", "", 20);
   off["temperature"] = 0;

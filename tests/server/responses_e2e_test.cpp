@@ -428,7 +428,7 @@ TEST_F(Responses, RequiredToolChoiceGivesFunctionCallItems) {
                         "response.output_item.done", "response.completed"})
     EXPECT_TRUE(types.count(t)) << t << " missing in\n" << res->body;
   EXPECT_EQ(deltas, done_args);
-  EXPECT_EQ(done_args, calls[0]["arguments"]);
+  EXPECT_EQ(done_args, calls[0]["arguments"].get<std::string>());
   const auto streamed = calls_of(ev.back()["response"]);
   ASSERT_EQ(streamed.size(), 1u);
   EXPECT_EQ(streamed[0]["arguments"], calls[0]["arguments"]);

@@ -445,7 +445,7 @@ TEST_F(Structured, NChoicesAreSeparateAnswers) {
   ASSERT_EQ(s.size(), 2u);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(s.at(i).role_chunks, 1);
-    EXPECT_EQ(s.at(i).content, j["choices"][i]["message"]["content"]) << i;
+    EXPECT_EQ(s.at(i).content, j["choices"][i]["message"]["content"].get<std::string>()) << i;
     EXPECT_EQ(s.at(i).finish_reason, j["choices"][i]["finish_reason"]) << i;
   }
   // Each choice's last chunk is its finish; the finishes come after every content chunk.

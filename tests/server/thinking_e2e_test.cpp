@@ -98,8 +98,8 @@ TEST_F(Thinking, StreamCarriesReasoningThenContentAsTheWholeAnswerDoes) {
       content_started = content_started || !content.empty();
     }
   }
-  EXPECT_EQ(reasoning, whole["message"]["reasoning_content"]);
-  EXPECT_EQ(content, whole["message"]["content"]);
+  EXPECT_EQ(reasoning, whole["message"]["reasoning_content"].get<std::string>());
+  EXPECT_EQ(content, whole["message"]["content"].get<std::string>());
   EXPECT_EQ(reasoning.find("</think>"), std::string::npos);
 }
 
@@ -255,8 +255,8 @@ TEST_F(Thinking, ResponsesStreamAndContinuation) {
     if (e["type"] == "response.completed" || e["type"] == "response.incomplete") final_response = e["response"];
   }
   ASSERT_TRUE(final_response.is_object());
-  EXPECT_EQ(reasoning, w["output"][0]["content"][0]["text"]);
-  EXPECT_EQ(text, w["output_text"]);
+  EXPECT_EQ(reasoning, w["output"][0]["content"][0]["text"].get<std::string>());
+  EXPECT_EQ(text, w["output_text"].get<std::string>());
   ASSERT_EQ(final_response["output"].size(), w["output"].size());
   for (size_t i = 0; i < w["output"].size(); ++i) {
     EXPECT_EQ(final_response["output"][i]["type"], w["output"][i]["type"]);
