@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -48,7 +49,7 @@ Outcome qvl(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
 }
 
-const nlohmann::json& prompt_case(const std::string& name) {
+const nlohmann::json& prompt_case(std::string_view name) {
   static const nlohmann::json m = [] {
     std::ifstream f(kFixtures + "/golden/manifest.json");
     std::stringstream ss;
@@ -56,8 +57,8 @@ const nlohmann::json& prompt_case(const std::string& name) {
     return nlohmann::json::parse(ss.str());
   }();
   for (const auto& p : m["prompts"])
-    if (p["name"] == name) return p;
-  throw std::runtime_error("no golden prompt " + name);
+    if (p["name"].get_ref<const std::string&>() == name) return p;
+  throw std::runtime_error("no golden prompt " + std::string(name));
 }
 
 const std::string kModel = "--model " + kFixtures + "/tiny-qwen3vl --threads 2 ";
@@ -241,7 +242,7 @@ TEST(RunCli, JsonFlagAnswersAnObject) {
 
 namespace {
 
-const nlohmann::json& video_prompt_case(const std::string& name) {
+const nlohmann::json& video_prompt_case(std::string_view name) {
   static const nlohmann::json m = [] {
     std::ifstream f(kFixtures + "/video/manifest.json");
     std::stringstream ss;
@@ -249,8 +250,8 @@ const nlohmann::json& video_prompt_case(const std::string& name) {
     return nlohmann::json::parse(ss.str());
   }();
   for (const auto& p : m["prompts"])
-    if (p["name"] == name) return p;
-  throw std::runtime_error("no golden video prompt " + name);
+    if (p["name"].get_ref<const std::string&>() == name) return p;
+  throw std::runtime_error("no golden video prompt " + std::string(name));
 }
 
 const std::string kClips = kFixtures + "/video/videos/";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "engine_fixtures.h"
 #include "image/image.h"
@@ -21,10 +22,10 @@ namespace {
 
 using namespace engine_test;
 
-const nlohmann::json& prompt_case(const std::string& name) {
+const nlohmann::json& prompt_case(std::string_view name) {
   for (const auto& p : manifest()["prompts"])
-    if (p["name"] == name) return p;
-  throw std::runtime_error("no golden prompt " + name);
+    if (p["name"].get_ref<const std::string&>() == name) return p;
+  throw std::runtime_error("no golden prompt " + std::string(name));
 }
 
 Engine& engine() {

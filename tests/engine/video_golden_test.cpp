@@ -5,6 +5,9 @@
 // generated ids must be exact.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 #include "../image/golden_tensors.h"
 #include "engine/engine.h"
 #include "engine/prompt.h"
@@ -26,10 +29,10 @@ const nlohmann::json& video_manifest() {
   return m;
 }
 
-const nlohmann::json& prompt_case(const std::string& name) {
+const nlohmann::json& prompt_case(std::string_view name) {
   for (const auto& p : video_manifest()["prompts"])
-    if (p["name"] == name) return p;
-  throw std::runtime_error("no golden video prompt " + name);
+    if (p["name"].get_ref<const std::string&>() == name) return p;
+  throw std::runtime_error("no golden video prompt " + std::string(name));
 }
 
 std::shared_ptr<const Video> video_part(const nlohmann::json& part) {

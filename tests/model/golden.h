@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qvl::golden {
@@ -100,13 +102,20 @@ class File {
 };
 
 // A golden file of tests/fixtures/<dir>: "golden" (the dense model) or
-// "golden-moe" (the mixture-of-experts one).
-inline const File& file(const std::string& name, const std::string& dir = "golden") {
+// "golden-moe" (the mixture-of-experts one). The names are views, so a
+// caller's temporary string is never a reference argument of a function
+// that returns a reference (the File lives in the cache).
+inline const File& file(std::string_view name, std::string_view dir = "golden") {
   static std::map<std::string, File> cache;
-  const std::string path = fixtures() + "/" + dir + "/" + name;
+  const std::string path = fixtures() + "/" + std::string(dir) + "/" + std::string(name);
   auto it = cache.find(path);
   if (it == cache.end()) it = cache.emplace(path, File(path)).first;
   return it->second;
+}
+// The same, named by a manifest entry (a JSON string).
+template <std::same_as<nlohmann::json> Json>
+inline const File& file(const Json& name, std::string_view dir = "golden") {
+  return file(name.template get<std::string>(), dir);
 }
 
 // |got - want| <= atol + rtol*|want| everywhere; reports the worst element.

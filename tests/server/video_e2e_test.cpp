@@ -4,6 +4,9 @@
 // refusals naming the field, hostile clips, and the image memory budget.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 #include "../image/golden_tensors.h"
 #include "refusal.h"
 #include "server_process.h"
@@ -23,11 +26,11 @@ std::string frame_uri(int k) {
          base64(read_file(kVideoDir + "videos/frames_150x100_x6/frame_00" + std::to_string(k) + ".png"));
 }
 
-const json& golden_prompt(const std::string& name) {
+const json& golden_prompt(std::string_view name) {
   static const json m = json::parse(read_file(kVideoDir + "manifest.json"));
   for (const json& p : m["prompts"])
-    if (p["name"] == name) return p;
-  throw std::runtime_error("no golden video prompt " + name);
+    if (p["name"].get_ref<const std::string&>() == name) return p;
+  throw std::runtime_error("no golden video prompt " + std::string(name));
 }
 
 json body_with(const json& video_part, const std::string& text, int max_tokens = 16) {
