@@ -93,7 +93,9 @@ TEST(Thinking, BudgetForcesTheCloseTagAfterThatManyTokens) {
     const ReasoningSplitter::Pieces p = split_reasoning(text);
     EXPECT_EQ(res.reasoning, p.reasoning) << budget;
     EXPECT_EQ(res.text, p.content) << budget;
-    if (budget == 0) EXPECT_EQ(res.reasoning, "");
+    if (budget == 0) {
+      EXPECT_EQ(res.reasoning, "");
+    }
   }
 }
 

@@ -160,9 +160,11 @@ TEST(VideoTokenBudget, EveryCountAndShapeFitsItsTokens) {
         // of 32).
         const qvl::ResizedSize own = qvl::video_preprocess_size(n, h, w, c, {});
         const int64_t own_tokens = groups * (own.height / 32) * (own.width / 32);
-        if (own_tokens <= tokens) EXPECT_EQ(o.max_pixels, 0) << "a clip that fits is left alone";
-        else if (h >= 64 && w >= 64 && tokens >= 16 * groups)
+        if (own_tokens <= tokens) {
+          EXPECT_EQ(o.max_pixels, 0) << "a clip that fits is left alone";
+        } else if (h >= 64 && w >= 64 && tokens >= 16 * groups) {
           EXPECT_GT(2 * groups * (s.height / 32) * (s.width / 32), tokens) << w << "x" << h << " n=" << n;
+        }
       }
   EXPECT_THROW(qvl::video_options_within_tokens(9, 360, 640, c, {}, 4), qvl::Error);
 }

@@ -149,7 +149,9 @@ TEST(SimdTwins, ElementWise) {
         if (trial == 3) std::fill(x.begin(), x.end(), -std::numeric_limits<float>::infinity());
         Misaligned<float> a(x, 3);
         ASSERT_EQ(argmax(a.data(), n), scalar::argmax(x.data(), n)) << target << " n=" << n << " trial " << trial;
-        if (trial == 0) ASSERT_EQ(argmax(a.data(), n), std::max_element(x.begin(), x.end()) - x.begin());
+        if (trial == 0) {
+          ASSERT_EQ(argmax(a.data(), n), std::max_element(x.begin(), x.end()) - x.begin());
+        }
       }
     const std::vector<float> nans(20, std::numeric_limits<float>::quiet_NaN());
     EXPECT_EQ(argmax(nans.data(), 20), 0) << target;
