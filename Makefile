@@ -9,7 +9,7 @@ QVL    = $(BUILD)/qvl
 # any other .cpp -> <name>), and qvl itself for `qvl bench`.
 BENCH_TARGETS = qvl $(patsubst %_bench,bench_%,$(basename $(notdir $(wildcard bench/*.cpp))))
 
-.PHONY: all deps configure build test sanitize serve bench clean
+.PHONY: all deps configure build test sanitize test-debian13 serve bench clean
 
 all: build
 
@@ -40,6 +40,14 @@ sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SANITIZE=ON -DQVL_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
 	@$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS) -E '$(SAN_EXCLUDE)'
+
+# `make test` on Debian 13 (trixie: GCC 14, Highway 1.2, FFmpeg 7.1) from a Debian machine of
+# any release, as root: a trixie root made once with debootstrap outside the repo (in
+# $(DISTRO_ROOTS)/trixie), the repo mounted into it at the same path, then install-deps and
+# `make test` there in build-debian13. docs/platforms.md says what it checks.
+DISTRO_ROOTS ?= /var/tmp/qvl-roots
+test-debian13:
+	@QVL_ROOTS=$(DISTRO_ROOTS) scripts/distro-root.sh run trixie -- make test BUILD=build-debian13 JOBS=$(JOBS)
 
 # Builds the qvl binary only (no tests, benchmarks or browser tooling), then
 # binds 127.0.0.1:8080; a repo id is downloaded into the Hugging Face cache
