@@ -101,7 +101,8 @@ TEST_P(VisionStepping, TwoEncodingsInterleaved) {
 }
 
 TEST(VisionSteppingErrors, NoImagesIsDoneAtOnce) {
-  const VisionEncoder& v = golden::tiny(WeightFormat::F32).vision();
+  const Model& model = golden::tiny(WeightFormat::F32);
+  const VisionEncoder& v = model.vision();
   VisionEncoding s = v.begin({});
   EXPECT_TRUE(s.done());
   const VisionFeatures f = v.finish(s);
@@ -110,7 +111,8 @@ TEST(VisionSteppingErrors, NoImagesIsDoneAtOnce) {
 }
 
 TEST(VisionSteppingErrors, BadGridRefusedAtBegin) {
-  const VisionEncoder& v = golden::tiny(WeightFormat::F32).vision();
+  const Model& model = golden::tiny(WeightFormat::F32);
+  const VisionEncoder& v = model.vision();
   const float px = 0;
   const VisionInput bad{&px, {1, 3, 4}};
   EXPECT_THROW(v.begin({&bad, 1}), Error);
