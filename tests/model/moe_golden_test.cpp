@@ -153,8 +153,13 @@ TEST_P(MoeQuantGolden, EndToEndLogitErrorAndRouterTable) {
   }
 }
 
+// q8's two_turn is the chaotic case (the router amplifies an activation code
+// that moved by a last bit): measured 0.53 (Debian 12) and 0.60 (Debian 13) on
+// the AVX-512 path, 0.66 and 0.65 under QVL_SIMD_TARGET=AVX2, 0.60 and 0.61 on
+// the portable baseline, so its bound is 0.75, as MoePerExpert's; unrelated
+// logits of the same spread are ~1.4 apart.
 INSTANTIATE_TEST_SUITE_P(Formats, MoeQuantGolden,
-                         ::testing::Values(QuantBound{WeightFormat::Q8, 0.6}, QuantBound{WeightFormat::Q4, 1.5}),
+                         ::testing::Values(QuantBound{WeightFormat::Q8, 0.75}, QuantBound{WeightFormat::Q4, 1.5}),
                          [](const auto& info) { return std::string(weight_format_name(info.param.format)); });
 
 }  // namespace
