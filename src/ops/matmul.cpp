@@ -49,7 +49,11 @@ MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
             MatmulUnit::AmxBf16};
   if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast &&
       simd::gemm_bf16_supported())
+#if defined(__aarch64__)
+    return {"gemm bf16 BFMMLA (FEAT_BF16)", MatmulUnit::Bf16Dot};
+#else
     return {"gemm bf16 vdpbf16ps (AVX512-BF16)", MatmulUnit::Bf16Dot};
+#endif
   return {cat(shape, " f32 FMA", w.format() == WeightFormat::BF16 ? ", bf16 weights widened" : "", " (",
               simd_target_name(), ")"),
           MatmulUnit::FmaF32};
