@@ -90,15 +90,18 @@ TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
   const UnitPeaks p = measure_unit_peaks(pool, 0.02);
   const CpuFeatures& c = cpu_features();
   EXPECT_GT(p.fma_f32_gflops, 0);
-  EXPECT_EQ(p.int8_dot_gops > 0, c.avx512_vnni || c.avx_vnni);
-  EXPECT_EQ(p.bf16_dot_gflops > 0, c.avx512_bf16);
+  EXPECT_EQ(p.int8_dot_gops > 0, c.avx512_vnni || c.avx_vnni || c.arm_dotprod || c.arm_i8mm);
+  EXPECT_EQ(p.bf16_dot_gflops > 0, c.avx512_bf16 || c.arm_bf16);
   EXPECT_EQ(p.amx_bf16_gflops > 0, c.amx_bf16 && amx_tile_state_granted());
   EXPECT_EQ(p.amx_int8_gops > 0, c.amx_int8 && amx_tile_state_granted());
-  EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16);
+  EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16 || c.arm_bf16);
+  if (c.arm_dotprod || c.arm_i8mm) {
+    EXPECT_STREQ(p.int8_dot_instruction, c.arm_i8mm ? "SMMLA (FEAT_I8MM)" : "SDOT (FEAT_DotProd)");
+  }
   if (c.avx512_vnni) {
     EXPECT_STREQ(p.int8_dot_instruction, "vpdpbusd zmm (AVX512-VNNI)");
   }
-  if (!c.avx512_vnni && !c.avx_vnni) {
+  if (!c.avx512_vnni && !c.avx_vnni && !c.arm_dotprod && !c.arm_i8mm) {
     EXPECT_STREQ(p.int8_dot_instruction, "none");
   }
 }
