@@ -9,7 +9,7 @@ QVL    = $(BUILD)/qvl
 # any other .cpp -> <name>), and qvl itself for `qvl bench`.
 BENCH_TARGETS = qvl $(patsubst %_bench,bench_%,$(basename $(notdir $(wildcard bench/*.cpp))))
 
-.PHONY: all deps configure build test sanitize serve bench clean
+.PHONY: all deps configure build test sanitize serve bench clean test-arm64
 
 all: build
 
@@ -40,6 +40,14 @@ sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SANITIZE=ON -DQVL_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j$(JOBS)
 	@$(SAN_ENV) ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(JOBS) -E '$(SAN_EXCLUDE)'
+
+# ARM64: cross-builds in a Debian 12 root of its own (made on first use, outside
+# the repository; the host gets no arm64 packages) and runs the kernel, model
+# and engine tests under qemu-aarch64 on two CPU models, cortex-a76 (NEON with
+# the dot product) and max (SVE, I8MM, BF16). Needs root (debootstrap, chroot):
+# sudo make test-arm64. docs/platforms.md says what it covers and how long it takes.
+test-arm64:
+	@JOBS=$(JOBS) scripts/test-arm64.sh
 
 # Builds the qvl binary only (no tests, benchmarks or browser tooling), then
 # binds 127.0.0.1:8080; a repo id is downloaded into the Hugging Face cache
