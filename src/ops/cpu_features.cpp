@@ -130,6 +130,17 @@ CpuFeatures limit_features(CpuFeatures f, int64_t target) {
   f.avx512_bf16 = f.avx512_bf16 && zen4;
   f.avx_vnni = false;
   f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
+#if HWY_ARCH_ARM_A64
+#ifdef HWY_NEON_BF16
+  const bool neon_bf16 = target <= HWY_NEON_BF16;
+#else
+  const bool neon_bf16 = false;
+#endif
+  f.arm_dotprod = f.arm_dotprod && neon_bf16;
+  f.arm_i8mm = f.arm_i8mm && neon_bf16;
+  f.arm_bf16 = f.arm_bf16 && neon_bf16;
+  f.arm_sve = f.arm_sve && target <= HWY_SVE;
+#endif
   return f;
 }
 

@@ -63,7 +63,10 @@ const SimdLimit& simd_limit();
 // The rule cpu_features() applies under a limit: AVX-512 only at AVX3 or
 // better, AVX512-VNNI at AVX3_DL or better, AVX512-BF16 at AVX3_ZEN4 or better
 // (the first Highway target that requires it; none in Highway 1.0.3), and
-// none of AVX-VNNI and AMX, which no Highway target implies.
+// none of AVX-VNNI and AMX, which no Highway target implies. On AArch64: SVE
+// only at SVE or better, and the dot product, I8MM and BF16 only at a target
+// that requires them (NEON_BF16, Highway 1.2+), so a limit to NEON is a plain
+// Armv8.0 CPU and qvl's SDOT/SMMLA/BFMMLA kernels step aside.
 CpuFeatures limit_features(CpuFeatures f, int64_t target);
 
 // Whether this process may execute tile instructions: amx_tile, and Linux
