@@ -9,7 +9,7 @@ QVL    = $(BUILD)/qvl
 # any other .cpp -> <name>), and qvl itself for `qvl bench`.
 BENCH_TARGETS = qvl $(patsubst %_bench,bench_%,$(basename $(notdir $(wildcard bench/*.cpp))))
 
-.PHONY: all deps configure build test sanitize test-debian13 serve bench clean
+.PHONY: all deps configure build test sanitize test-debian13 test-arm64 serve bench clean
 
 all: build
 
@@ -48,6 +48,14 @@ sanitize: deps
 DISTRO_ROOTS ?= /var/tmp/qvl-roots
 test-debian13:
 	@QVL_ROOTS=$(DISTRO_ROOTS) scripts/distro-root.sh run trixie -- make test BUILD=build-debian13 JOBS=$(JOBS)
+
+# ARM64: cross-builds in a Debian 12 root of its own (made on first use, outside
+# the repository; the host gets no arm64 packages) and runs the kernel, model
+# and engine tests under qemu-aarch64 on two CPU models, cortex-a76 (NEON with
+# the dot product) and max (SVE, I8MM, BF16). Needs root (debootstrap, chroot):
+# sudo make test-arm64. docs/platforms.md says what it covers and how long it takes.
+test-arm64:
+	@JOBS=$(JOBS) scripts/test-arm64.sh
 
 # Builds the qvl binary only (no tests, benchmarks or browser tooling), then
 # binds 127.0.0.1:8080; a repo id is downloaded into the Hugging Face cache

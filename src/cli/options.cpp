@@ -41,7 +41,7 @@ void visit_options(EngineParams& p, Args& v) {
   visit_options(p.weight_cache, v);
   v(p.precision, "precision", "MODE",
     "prefill and vision matmuls with bf16 weights: exact (f32 activations) or fast (activations rounded to bf16, "
-    "AVX512-BF16 or AMX, ~2x faster, ~0.15% error per product); and prefill and vision attention: exact (f32) or "
+    "AVX512-BF16, AMX or Arm BF16, ~2x faster, ~0.15% error per product); and prefill and vision attention: exact (f32) or "
     "fast (int8 or bf16 products on AMX or AVX512-VNNI/BF16, f32 softmax); no effect on f32 weights, and on bf16 "
     "matmuls none on a CPU without AMX whose bf16 dot product is not faster than its f32 FMA (then exact is the "
     "faster)")

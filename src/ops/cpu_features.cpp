@@ -14,6 +14,12 @@
 #else
 #define QVL_X86 0
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#define QVL_ARM64_LINUX 1
+#else
+#define QVL_ARM64_LINUX 0
+#endif
 
 namespace qvl {
 namespace {
@@ -62,6 +68,22 @@ bool request_tile_state() {
   if (syscall(SYS_arch_prctl, kGetPerm, &granted) != 0) return false;
   return (granted >> kXtileData) & 1;
 }
+#elif QVL_ARM64_LINUX
+// Bits of AT_HWCAP and AT_HWCAP2 (arch/arm64/include/uapi/asm/hwcap.h),
+// spelled out for C libraries whose headers predate them.
+constexpr unsigned long kHwcapAsimdDp = 1ul << 20, kHwcapSve = 1ul << 22;
+constexpr unsigned long kHwcap2I8mm = 1ul << 13, kHwcap2Bf16 = 1ul << 14;
+
+CpuFeatures read_features() {
+  CpuFeatures f;
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  f.arm_dotprod = (hwcap & kHwcapAsimdDp) != 0;
+  f.arm_sve = (hwcap & kHwcapSve) != 0;
+  f.arm_i8mm = (hwcap2 & kHwcap2I8mm) != 0;
+  f.arm_bf16 = (hwcap2 & kHwcap2Bf16) != 0;
+  return f;
+}
+bool request_tile_state() { return false; }
 #else
 CpuFeatures read_features() { return {}; }
 bool request_tile_state() { return false; }
@@ -108,6 +130,17 @@ CpuFeatures limit_features(CpuFeatures f, int64_t target) {
   f.avx512_bf16 = f.avx512_bf16 && zen4;
   f.avx_vnni = false;
   f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
+#if HWY_ARCH_ARM_A64
+#ifdef HWY_NEON_BF16
+  const bool neon_bf16 = target <= HWY_NEON_BF16;
+#else
+  const bool neon_bf16 = false;
+#endif
+  f.arm_dotprod = f.arm_dotprod && neon_bf16;
+  f.arm_i8mm = f.arm_i8mm && neon_bf16;
+  f.arm_bf16 = f.arm_bf16 && neon_bf16;
+  f.arm_sve = f.arm_sve && target <= HWY_SVE;
+#endif
   return f;
 }
 

@@ -1,8 +1,10 @@
 // What this CPU (and its OS) offers beyond what Highway dispatches on: the
 // dot-product and tile instructions that qvl's hand-written kernels and the
-// unit-peak probes use. Read once per process from CPUID and XGETBV; every
-// kernel that needs one of these checks it at run time, so one binary runs
-// on any x86-64 and builds on ARM (where everything here is false).
+// unit-peak probes use. Read once per process from CPUID and XGETBV on
+// x86-64, from the hardware capabilities Linux reports (getauxval) on
+// AArch64; every kernel that needs one of these checks it at run time, so one
+// binary runs on any x86-64, or any AArch64. Fields of the other architecture
+// are false.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,17 @@ struct CpuFeatures {
   // Zen 3/4, 0x1A Zen 5).
   bool amd = false;
   int family = 0;
+  // AArch64 (Arm ARM, "The AArch64 Application Level Programmers' Model";
+  // Linux Documentation/arch/arm64/elf_hwcaps.rst). FEAT_DotProd: SDOT/UDOT
+  // (int8 products summed in int32 lanes, 4 per lane); FEAT_I8MM: SMMLA
+  // (a 2x8 by 8x2 int8 matrix product into 2x2 int32); FEAT_BF16: BFDOT,
+  // BFMMLA (bf16 pairs into f32, round to odd). Armv8.2 makes none of them
+  // mandatory: Cortex-A76 and Neoverse N1 have the dot product only;
+  // Neoverse V1/N2/V2 (Graviton 3/4), Cortex-A710 and later have all three.
+  bool arm_dotprod = false;  // HWCAP_ASIMDDP
+  bool arm_i8mm = false;     // HWCAP2_I8MM
+  bool arm_bf16 = false;     // HWCAP2_BF16
+  bool arm_sve = false;      // HWCAP_SVE (Highway's SVE targets; reported, not used by qvl's own kernels)
 };
 
 // Read on first call; later calls return the same values. Under a SIMD limit
@@ -50,7 +63,10 @@ const SimdLimit& simd_limit();
 // The rule cpu_features() applies under a limit: AVX-512 only at AVX3 or
 // better, AVX512-VNNI at AVX3_DL or better, AVX512-BF16 at AVX3_ZEN4 or better
 // (the first Highway target that requires it; none in Highway 1.0.3), and
-// none of AVX-VNNI and AMX, which no Highway target implies.
+// none of AVX-VNNI and AMX, which no Highway target implies. On AArch64: SVE
+// only at SVE or better, and the dot product, I8MM and BF16 only at a target
+// that requires them (NEON_BF16, Highway 1.2+), so a limit to NEON is a plain
+// Armv8.0 CPU and qvl's SDOT/SMMLA/BFMMLA kernels step aside.
 CpuFeatures limit_features(CpuFeatures f, int64_t target);
 
 // Whether this process may execute tile instructions: amx_tile, and Linux

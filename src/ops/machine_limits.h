@@ -22,9 +22,9 @@ double measure_fma_peak_gflops(ThreadPool& pool, double seconds = 0.3);
 // for AMX, the OS does not grant: amx_tile_state_granted()).
 struct UnitPeaks {
   double fma_f32_gflops = 0;                  // FP32 FMA, widest Highway target
-  double int8_dot_gops = 0;                   // vpdpbusd: int8 products summed in int32
-  const char* int8_dot_instruction = "none";  // which encoding: zmm (AVX512-VNNI) or ymm (AVX-VNNI)
-  double bf16_dot_gflops = 0;                 // vdpbf16ps zmm (AVX512-BF16)
+  double int8_dot_gops = 0;                   // vpdpbusd (AArch64: SMMLA, else SDOT): int8 products summed in int32
+  const char* int8_dot_instruction = "none";  // which encoding: zmm (AVX512-VNNI) or ymm (AVX-VNNI); SMMLA or SDOT
+  double bf16_dot_gflops = 0;                 // vdpbf16ps zmm (AVX512-BF16); AArch64: BFMMLA (FEAT_BF16)
   double amx_bf16_gflops = 0;                 // tdpbf16ps (AMX-BF16)
   double amx_int8_gops = 0;                   // tdpbssd (AMX-INT8)
 };

@@ -35,6 +35,9 @@ MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
   if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     if (m > simd::kSmallM && simd::matmul_quant_gemm_on_amx())
       return {"gemm int8 AMX tdpbssd, scaled with AVX-512", MatmulUnit::AmxInt8};
+    // neon_matmul_quant.h: SDOT or SMMLA (by m) where an AArch64 CPU has them.
+    if (const char* arm = simd::matmul_quant_arm_instruction(m))
+      return {cat(shape, " int8 ", arm, " (", matmul_simd_target(), ")"), MatmulUnit::Int8Dot};
     // simd_matmul_quant.cpp: vpdpbusd on its VNNI targets, else vpmaddubsw +
     // vpmaddwd (a benchmark may hold dispatch to AVX2 on a VNNI CPU).
     const simd::QuantInstruction q = simd::matmul_quant_instruction();
@@ -46,7 +49,11 @@ MatmulKernel matmul_kernel(const WeightMatrix& w, int64_t m) {
             MatmulUnit::AmxBf16};
   if (m > simd::kSmallM && w.format() == WeightFormat::BF16 && w.precision() == MatmulPrecision::Fast &&
       simd::gemm_bf16_supported())
+#if defined(__aarch64__)
+    return {"gemm bf16 BFMMLA (FEAT_BF16)", MatmulUnit::Bf16Dot};
+#else
     return {"gemm bf16 vdpbf16ps (AVX512-BF16)", MatmulUnit::Bf16Dot};
+#endif
   return {cat(shape, " f32 FMA", w.format() == WeightFormat::BF16 ? ", bf16 weights widened" : "", " (",
               simd_target_name(), ")"),
           MatmulUnit::FmaF32};

@@ -144,7 +144,9 @@ void matmul_rows(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, 
   const int64_t k = w.cols();
   if (w.format() == WeightFormat::Q8 || w.format() == WeightFormat::Q4) {
     // x rounded to 8 bits per group (quant::quantize_x_scalar); per group an
-    // exact integer dot product, times both scales, summed in f32.
+    // exact integer dot product, times both scales, summed in f32 with one
+    // rounding per group (fused, as the SIMD kernels' FMA does; spelled out so
+    // no compiler setting of -ffp-contract changes it).
     const quant::View v = quant::view(w);
     std::vector<int8_t> codes(static_cast<size_t>(v.groups * quant::kGroup));
     std::vector<float> scales(static_cast<size_t>(v.groups));
@@ -157,7 +159,7 @@ void matmul_rows(const float* x, int64_t m, int64_t ldx, const WeightMatrix& w, 
           int32_t dot = 0;
           for (int64_t j = 0; j < quant::kGroup; ++j)
             dot += code_at(v, n, g * quant::kGroup + j) * codes[static_cast<size_t>(g * quant::kGroup + j)];
-          acc += static_cast<float>(dot) * (quant::f16_to_f32(v.scale(n, g)) * scales[static_cast<size_t>(g)]);
+          acc = std::fma(static_cast<float>(dot), quant::f16_to_f32(v.scale(n, g)) * scales[static_cast<size_t>(g)], acc);
         }
         y[i * ldy + n] = acc + (bias ? bias[n] : 0.0f);
       }

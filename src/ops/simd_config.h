@@ -1,11 +1,19 @@
 // Internal: included first by every Highway translation unit in ops/ so all
 // of them compile the same set of targets. SSSE3/SSE4 are skipped to halve
-// build time: a pre-AVX2 x86-64 runs the portable EMU128 code instead, and
-// ARM builds its own NEON/SVE targets.
+// build time: a pre-AVX2 x86-64 runs the portable code instead.
+// On AArch64 the SVE targets are skipped: the kernels keep arrays of vectors
+// (accumulator tiles, unrolled chains), which sizeless SVE types cannot be
+// elements of, so they compile for NEON (128-bit, every AArch64 CPU) and the
+// portable baseline; qvl's own NEON kernels (neon_*.cpp) add the dot-product,
+// int8 and bf16 matrix instructions where the CPU has them (cpu_features.h).
 #pragma once
 
 #ifndef HWY_DISABLED_TARGETS
+#if defined(__aarch64__)
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#else
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#endif
 #endif
 
 // What the x86 target being compiled offers, as rules over Highway's ordering

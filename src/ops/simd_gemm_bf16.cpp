@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ops/scratch.h"
+#include "ops/neon_gemm_bf16.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -193,11 +194,20 @@ void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {
   });
 }
 
-#else  // no x86-64: the exact path serves MatmulPrecision::Fast
+#elif defined(__aarch64__)  // BFMMLA where the CPU has FEAT_BF16 (neon_gemm_bf16.h)
+
+bool gemm_bf16_supported() { return neon::bf16_kernel() != neon::Bf16Kernel::None; }
+
+void gemm_bf16(const MatmulArgs& a, ThreadPool& pool) {
+  if (!gemm_bf16_supported()) fail("gemm_bf16: this CPU has no BF16 (FEAT_BF16; matmul() takes the exact path)");
+  neon::gemm_bf16(neon::bf16_kernel(), a, pool);
+}
+
+#else  // neither: the exact path serves MatmulPrecision::Fast
 
 bool gemm_bf16_supported() { return false; }
 
-void gemm_bf16(const MatmulArgs&, ThreadPool&) { fail("gemm_bf16: not built for this architecture (needs x86-64)"); }
+void gemm_bf16(const MatmulArgs&, ThreadPool&) { fail("gemm_bf16: not built for this architecture (needs x86-64 or AArch64)"); }
 
 #endif
 

@@ -6,7 +6,8 @@
 
 namespace qvl::simd {
 
-// Whether this CPU has AVX512-BF16 (and this build has the kernel: x86-64).
+// Whether this CPU has AVX512-BF16 (x86-64) or FEAT_BF16 (AArch64: BFMMLA,
+// neon_gemm_bf16.h, whose twin is scalar::matmul_bf16_fast_arm).
 bool gemm_bf16_supported();
 
 // y = round_bf16(x) · Wᵀ (+ bias) for a BF16 matrix, as scalar::matmul_bf16_fast

@@ -45,6 +45,11 @@ void matmul_quant_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& p
 // Whether matmul_quant runs m > kSmallM rows on the AMX int8 kernel
 // (amx_matmul.h) here.
 bool matmul_quant_gemm_on_amx();
+// AArch64: the instruction the q8/q4 kernels form their integer sums with
+// for m rows of x ("SDOT", "SMMLA"; neon_matmul_quant.h), or null where they
+// use none of these (other architectures, the portable target, a CPU without
+// the dot product).
+const char* matmul_quant_arm_instruction(int64_t m);
 // The dispatched target's name (that of matmul_quant, the only matmul file
 // that compiles AVX3_DL).
 const char* matmul_target();

@@ -47,6 +47,7 @@
 
 #include "ops/amx_matmul.h"
 #include "ops/cpu_features.h"
+#include "ops/neon_matmul_quant.h"
 #include "ops/quant.h"
 #include "ops/scalar.h"
 #include "ops/scratch.h"
@@ -449,9 +450,29 @@ static bool HasVnni() {
 static constexpr bool HasVnni() { return false; }
 #endif
 
+// AArch64: the SDOT/SMMLA block kernels (neon_matmul_quant.h) on the NEON
+// target where the CPU has them; the portable baseline keeps its own.
+static neon::Int8Kernel ArmKernel(int64_t m) {
+#if HWY_ARCH_ARM_A64 && HWY_TARGET == HWY_NEON
+  return neon::int8_kernel(m);
+#else
+  (void)m;
+  return neon::Int8Kernel::None;
+#endif
+}
+
+// The instruction ArmKernel(m) names ("SDOT", "SMMLA"), or null where none runs.
+const char* ArmKernelName(int64_t m) {
+  const neon::Int8Kernel k = ArmKernel(m);
+  return k == neon::Int8Kernel::None ? nullptr : neon::int8_kernel_name(k);
+}
+
 // QRangeRows for q8 or q4 weights, m <= kSmallM rows.
 void QRangeAny(int64_t m, const quant::View& v, const XQ& x, int64_t b0, int64_t b1, int64_t n, const float* bias,
                float* y, int64_t ldy) {
+  if (const neon::Int8Kernel arm = ArmKernel(m); arm != neon::Int8Kernel::None)
+    return neon::quant_range(arm, m, v, {x.codes, x.scales, x.corrs, x.row_stride, x.group_stride, x.srow, x.sgroup},
+                             b0, b1, n, bias, y, ldy);
   if (v.q8)
     QRangeRows<kSmallM, true>(m, v, x, b0, b1, n, bias, y, ldy, HasVnni());
   else
@@ -635,6 +656,7 @@ void MatmulQuant(const MatmulArgs& a, ThreadPool& pool) {
 // matmul_kernel() names and the benchmarks measure against.
 QuantInstruction Instruction() {
   if (HasVnni()) return {"vpdpbusd", MatmulUnit::Int8Dot};
+  if (const char* arm = ArmKernelName(kSmallM)) return {arm, MatmulUnit::Int8Dot};  // the GEMM's chunks
 #if QVL_X86_AVX2
   return {"vpmaddubsw", MatmulUnit::Int16Madd};
 #else
@@ -676,6 +698,9 @@ void matmul_quant_small_m_tasks(std::span<const MatmulTask> tasks, ThreadPool& p
 
 HWY_EXPORT(GemmOnAmx);
 bool matmul_quant_gemm_on_amx() { return HWY_DYNAMIC_DISPATCH(GemmOnAmx)(); }
+
+HWY_EXPORT(ArmKernelName);
+const char* matmul_quant_arm_instruction(int64_t m) { return HWY_DYNAMIC_DISPATCH(ArmKernelName)(m); }
 
 HWY_EXPORT(TargetName);
 const char* matmul_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

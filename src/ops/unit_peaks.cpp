@@ -13,6 +13,9 @@
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
+#include "ops/neon_matmul_quant.h"
+#include "ops/neon_peaks.h"
+#include "ops/simd_matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -229,6 +232,20 @@ double measure_unit_peak(ThreadPool& pool, MatmulUnit unit, double seconds) {
       return f.amx_bf16 && amx_tile_state_granted() ? measure_peak(pool, seconds, AmxBf16Loop) : 0;
   }
   return 0;
+#elif defined(__aarch64__)
+  // The int8 unit is the instruction the q8/q4 GEMM runs (neon_matmul_quant.h).
+  switch (unit) {
+    case MatmulUnit::FmaF32: return measure_peak(pool, seconds, FmaLoop);
+    case MatmulUnit::Int8Dot:
+      switch (neon::int8_kernel(simd::kSmallM)) {
+        case neon::Int8Kernel::Smmla: return measure_peak(pool, seconds, neon::smmla_loop);
+        case neon::Int8Kernel::Sdot: return measure_peak(pool, seconds, neon::sdot_loop);
+        case neon::Int8Kernel::None: return 0;
+      }
+      return 0;
+    case MatmulUnit::Bf16Dot: return cpu_features().arm_bf16 ? measure_peak(pool, seconds, neon::bfmmla_loop) : 0;
+    default: return 0;
+  }
 #else
   return unit == MatmulUnit::FmaF32 ? measure_peak(pool, seconds, FmaLoop) : 0;
 #endif
@@ -254,6 +271,13 @@ UnitPeaks measure_unit_peaks(ThreadPool& pool, double seconds_each) {
   p.bf16_dot_gflops = measure_unit_peak(pool, MatmulUnit::Bf16Dot, seconds_each);
   p.amx_bf16_gflops = measure_unit_peak(pool, MatmulUnit::AmxBf16, seconds_each);
   p.amx_int8_gops = measure_unit_peak(pool, MatmulUnit::AmxInt8, seconds_each);
+#elif defined(__aarch64__)
+  p.int8_dot_gops = measure_unit_peak(pool, MatmulUnit::Int8Dot, seconds_each);
+  const neon::Int8Kernel int8 = neon::int8_kernel(simd::kSmallM);
+  p.int8_dot_instruction = int8 == neon::Int8Kernel::Smmla ? "SMMLA (FEAT_I8MM)"
+                           : int8 == neon::Int8Kernel::Sdot ? "SDOT (FEAT_DotProd)"
+                                                            : "none";
+  p.bf16_dot_gflops = measure_unit_peak(pool, MatmulUnit::Bf16Dot, seconds_each);
 #endif
   return p;
 }
@@ -268,6 +292,15 @@ double measure_bf16_dot_vs_fma(double seconds_each) {
   for (int round = 0; round < 2; ++round) {
     fma = std::max(fma, measure_peak(one, seconds_each / 2, FmaLoop));
     bf16 = std::max(bf16, measure_peak(one, seconds_each / 2, Bf16DotLoop));
+  }
+  return fma > 0 ? bf16 / fma : 0;
+#elif defined(__aarch64__)
+  if (!cpu_features().arm_bf16) return 0;
+  ThreadPool one(1);
+  double fma = 0, bf16 = 0;  // as on x86: interleaved, best of each
+  for (int round = 0; round < 2; ++round) {
+    fma = std::max(fma, measure_peak(one, seconds_each / 2, FmaLoop));
+    bf16 = std::max(bf16, measure_peak(one, seconds_each / 2, neon::bfmmla_loop));
   }
   return fma > 0 ? bf16 / fma : 0;
 #else

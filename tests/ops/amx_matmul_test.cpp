@@ -22,6 +22,14 @@
 namespace qvl {
 namespace {
 
+// The bf16 kernel's emulation runs its tile steps with AVX-512 intrinsics:
+// it is built on x86-64 only (amx_matmul_bf16.cpp).
+#if defined(__x86_64__)
+#define QVL_SKIP_OFF_X86()
+#else
+#define QVL_SKIP_OFF_X86() GTEST_SKIP() << "the AMX bf16 kernel and its emulation are x86-64 only"
+#endif
+
 using testing::Misaligned;
 using testing::random_bf16;
 using testing::random_floats;
@@ -195,6 +203,7 @@ TEST(EmulatedTiles, Dpbf16psAddsInTheOrderAsked) {
 // the SDM's other order, and refuses one that loses a product per
 // instruction: its bound is f32 rounding, not the bits of one order.
 TEST(AmxBf16, SelfCheckAcceptsAnotherAdditionOrderAndRefusesALostProduct) {
+  QVL_SKIP_OFF_X86();
   EXPECT_EQ(amx::bf16_check_excess(amx::Bf16Order::PairByPair), 0.0);
   const double other_order = amx::bf16_check_excess(amx::Bf16Order::EvenOdd);
   EXPECT_GT(other_order, 0.0);  // other bits
@@ -256,7 +265,10 @@ void expect_bf16_kernel_right(void (*kernel)(const simd::MatmulArgs&, ThreadPool
   }
 }
 
-TEST(AmxBf16, EmulatedKernelAgreesWithTheExactAndFastContracts) { expect_bf16_kernel_right(amx::gemm_bf16_emulated); }
+TEST(AmxBf16, EmulatedKernelAgreesWithTheExactAndFastContracts) {
+  QVL_SKIP_OFF_X86();
+  expect_bf16_kernel_right(amx::gemm_bf16_emulated);
+}
 
 TEST(AmxBf16, KernelOnTheUnitAgreesWithTheExactAndFastContracts) {
   if (!cpu_features().amx_bf16) GTEST_SKIP() << "this CPU has no AMX-BF16 (grep amx_bf16 /proc/cpuinfo)";
@@ -269,6 +281,7 @@ TEST(AmxBf16, KernelOnTheUnitAgreesWithTheExactAndFastContracts) {
 // kernel's result equals the double reference to f32 summation error, far
 // below what rounding x to bf16 (fast) costs.
 TEST(AmxBf16, ExactSplitCarriesAll24BitsOfX) {
+  QVL_SKIP_OFF_X86();
   const int64_t m = 16, n = 16, k = 64;
   auto wsrc = random_bf16(n * k, 11);
   WeightMatrix w = WeightMatrix::view_bf16(wsrc.data(), n, k);

@@ -134,6 +134,10 @@ void expect_f16_kv_gives_widened_bits(Kernel kernel, const AttentionParams& p, c
 
 }  // namespace qvl::testing
 
+// The targets the ops library compiles (simd_config.h, first), so
+// for_each_target forces only those: a target the kernels lack would run
+// another one under its name.
+#include "ops/simd_config.h"
 #include <hwy/targets.h>
 
 #include <functional>

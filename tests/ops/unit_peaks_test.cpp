@@ -12,11 +12,13 @@
 #include "ops/cpu_features.h"
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
+#include "ops/simd_matmul.h"
 #include "test_util.h"
 
 namespace qvl {
 namespace {
 
+#if defined(__x86_64__)
 // The first "flags" line of /proc/cpuinfo, as Linux names them.
 std::set<std::string> linux_cpu_flags() {
   std::ifstream f("/proc/cpuinfo");
@@ -31,7 +33,6 @@ std::set<std::string> linux_cpu_flags() {
   return {};
 }
 
-#if defined(__x86_64__)
 TEST(CpuFeatures, AgreeWithLinux) {
   const std::set<std::string> flags = linux_cpu_flags();
   if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
@@ -89,15 +90,18 @@ TEST(UnitPeaks, EveryUnitTheCpuHasIsMeasuredAndNoOther) {
   const UnitPeaks p = measure_unit_peaks(pool, 0.02);
   const CpuFeatures& c = cpu_features();
   EXPECT_GT(p.fma_f32_gflops, 0);
-  EXPECT_EQ(p.int8_dot_gops > 0, c.avx512_vnni || c.avx_vnni);
-  EXPECT_EQ(p.bf16_dot_gflops > 0, c.avx512_bf16);
+  EXPECT_EQ(p.int8_dot_gops > 0, c.avx512_vnni || c.avx_vnni || c.arm_dotprod || c.arm_i8mm);
+  EXPECT_EQ(p.bf16_dot_gflops > 0, c.avx512_bf16 || c.arm_bf16);
   EXPECT_EQ(p.amx_bf16_gflops > 0, c.amx_bf16 && amx_tile_state_granted());
   EXPECT_EQ(p.amx_int8_gops > 0, c.amx_int8 && amx_tile_state_granted());
-  EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16);
+  EXPECT_EQ(measure_bf16_dot_vs_fma(0.01) > 0, c.avx512_bf16 || c.arm_bf16);
+  if (c.arm_dotprod || c.arm_i8mm) {
+    EXPECT_STREQ(p.int8_dot_instruction, c.arm_i8mm ? "SMMLA (FEAT_I8MM)" : "SDOT (FEAT_DotProd)");
+  }
   if (c.avx512_vnni) {
     EXPECT_STREQ(p.int8_dot_instruction, "vpdpbusd zmm (AVX512-VNNI)");
   }
-  if (!c.avx512_vnni && !c.avx_vnni) {
+  if (!c.avx512_vnni && !c.avx_vnni && !c.arm_dotprod && !c.arm_i8mm) {
     EXPECT_STREQ(p.int8_dot_instruction, "none");
   }
 }
@@ -144,7 +148,12 @@ TEST(MatmulKernel, NamesWhatTheDispatchRuns) {
   EXPECT_EQ(matmul_kernel(fast, 9).unit, amx_bf16                       ? MatmulUnit::AmxBf16
                                          : matmul_fast_bf16_supported() ? MatmulUnit::Bf16Dot
                                                                         : MatmulUnit::FmaF32);
-  EXPECT_EQ(matmul_kernel(q8, 1).unit, cpu_features().avx512_vnni ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd);
+#if defined(__aarch64__)
+  const bool int8_dot = simd::matmul_quant_arm_instruction(1) != nullptr;  // SDOT or SMMLA (neon_matmul_quant.h)
+#else
+  const bool int8_dot = cpu_features().avx512_vnni;
+#endif
+  EXPECT_EQ(matmul_kernel(q8, 1).unit, int8_dot ? MatmulUnit::Int8Dot : MatmulUnit::Int16Madd);
   EXPECT_EQ(matmul_kernel(q8, 300).unit, amx::int8_usable() ? MatmulUnit::AmxInt8 : matmul_kernel(q8, 1).unit);
   EXPECT_STREQ(matmul_unit_name(MatmulUnit::Bf16Dot), "bf16_dot");
 }
