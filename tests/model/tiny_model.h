@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "golden.h"
@@ -18,18 +19,23 @@ inline ThreadPool& pool() {
   return p;
 }
 
-// The checkpoint in `dir` (default: the dense tiny model), once per format.
-inline Model& tiny(WeightFormat format, const std::string& dir = model_dir()) {
+// The checkpoint in `dir`, once per format. The folder is a view and the
+// dense model's an overload, not a default argument: a caller's temporary
+// string is never a reference argument beside the returned reference.
+inline Model& tiny(WeightFormat format, std::string_view dir) {
   static std::map<std::pair<std::string, WeightFormat>, std::unique_ptr<Model>> models;
-  auto& m = models[{dir, format}];
+  auto& m = models[{std::string(dir), format}];
   if (!m) {
     ModelLoadOptions o;
     o.format = format;
     o.max_batch = 64;  // smaller than most prompts, so chunked prefill is exercised
-    m = Model::load(dir, o, pool());
+    m = Model::load(std::string(dir), o, pool());
   }
   return *m;
 }
+
+// The dense tiny model.
+inline Model& tiny(WeightFormat format) { return tiny(format, model_dir()); }
 
 // The mixture-of-experts fixture checkpoint (tiny-qwen3vl-moe).
 inline Model& tiny_moe(WeightFormat format) { return tiny(format, moe_model_dir()); }
