@@ -401,6 +401,16 @@ int cmd_bench(int argc, char** argv) {
     return 0;
   }
 
+  // The peak of a phase's unit, probed right after the phase: the machines
+  // these runs share drift by 2x within a minute (one Zen 5 run measured its
+  // int8 peak at 936 and the next at 1604 GOP/s), so a fraction against the
+  // single probe at the end can be off by that much; a phase and the probe
+  // beside it see the same neighbours. <phase>_unit_peak_<case>.
+  auto peak_beside = [&](const char* phase, const char* which, MatmulUnit unit) {
+    const double peak = measure_unit_peak(pool, unit, 0.2);
+    if (peak > 0) j[cat(phase, "_unit_peak_", which)] = peak;
+  };
+
   // Start to first token: a 448x448 image and a question, through generate().
   if (!skip_vision) {
     GenerateRequest req;
@@ -415,6 +425,7 @@ int cmd_bench(int argc, char** argv) {
       const ImageGrid g{pv448.grid_t, pv448.grid_h, pv448.grid_w};
       j["vision_gflop_s_448x448"] = model.vision().flops({&g, 1}) / (r.timings.vision_ms / 1e3) / 1e9;
     }
+    peak_beside("vision", "448x448", vision_kernel.unit);
     j["image_preprocess_ms_448x448"] = r.timings.preprocess_ms;
     j["start_to_first_token_s"] = seconds_since(start);
     j["first_token_ms_448x448"] = r.timings.first_token_ms;
@@ -428,6 +439,7 @@ int cmd_bench(int argc, char** argv) {
     const double s = seconds_since(t);
     j["vision_ms_1024x768"] = s * 1e3;
     j["vision_gflop_s_1024x768"] = model.vision().flops({&in.grid, 1}) / s / 1e9;
+    peak_beside("vision", "1024x768", vision_kernel.unit);
   }
 
   if (!skip_vision) repeat_image_figures(*engine, j);
@@ -439,6 +451,7 @@ int cmd_bench(int argc, char** argv) {
   const double prefill_256_s = prefill(model, pool, cache, 256, 1);
   j["prefill_tok_s_256"] = 256 / prefill_256_s;
   j["prefill_gflop_s_256"] = text_prefill_flops(model.config().text, 256, 0) / prefill_256_s / 1e9;
+  peak_beside("prefill", "256", prefill_kernel.unit);
   j["prefill_tok_s_1024"] = 1024 / prefill(model, pool, cache, 1024, 2);
 
   // Decode after a 256-token prompt, greedy, each step = forward + lm_head.
@@ -535,11 +548,13 @@ int cmd_bench(int argc, char** argv) {
     }
     return 0.0;
   };
-  // phase_unit_<case>, phase_unit_fraction_<case>, phase_fma_fraction_<case>.
+  // phase_unit_<case>, phase_unit_fraction_<case> (against the probe beside
+  // the phase where there is one), phase_fma_fraction_<case>.
   auto fractions = [&](const char* phase, const char* which, const MatmulKernel& kernel) {
-    const std::string figure = cat(phase, "_gflop_s_", which);
+    const std::string figure = cat(phase, "_gflop_s_", which), beside = cat(phase, "_unit_peak_", which);
     if (!j.contains(figure)) return;
-    const double v = j[figure].get<double>(), unit = unit_peak(kernel.unit);
+    const double v = j[figure].get<double>();
+    const double unit = j.contains(beside) ? j[beside].get<double>() : unit_peak(kernel.unit);
     j[cat(phase, "_unit_", which)] = matmul_unit_name(kernel.unit);
     if (unit > 0) j[cat(phase, "_unit_fraction_", which)] = v / unit;
     j[cat(phase, "_fma_fraction_", which)] = v / peaks.fma_f32_gflops;

@@ -40,6 +40,12 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
   EXPECT_EQ(q8["prefill_unit_256"], amx_int8 ? "amx_int8" : cpu.avx512_vnni ? "int8_dot" : "int16_madd");
   EXPECT_EQ(q8.contains("prefill_unit_fraction_256"), amx_int8 || cpu.avx512_vnni);
   EXPECT_GT(q8["prefill_fma_fraction_256"].get<double>(), 0);
+  // Against the unit's peak probed right after the phase, not the probe at
+  // the end of the run.
+  if (q8.contains("prefill_unit_fraction_256")) {
+    EXPECT_DOUBLE_EQ(q8["prefill_unit_fraction_256"].get<double>(),
+                     q8["prefill_gflop_s_256"].get<double>() / q8["prefill_unit_peak_256"].get<double>());
+  }
 
   EXPECT_EQ(q8["amx"]["int8"], amx.int8);
   EXPECT_EQ(q8["amx"]["bf16"], amx.bf16);
