@@ -12,9 +12,9 @@
 //
 //   ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]
 //
-// --target runs every kernel and the probe as compiled for one SIMD target
-// this CPU supports (e.g. AVX2 on an AVX-512 machine), to measure the paths
-// older CPUs take.
+// --target NAME runs as QVL_SIMD_TARGET=NAME would (the benchmark re-executes
+// itself with it set): every kernel and the probe as an older CPU runs them
+// (e.g. AVX2 on an AVX-512 machine).
 //
 // Shapes: Qwen3-VL-2B's decoder layer (hidden 2048, 16 query and 8 kv heads
 // of 128, MLP 6144), grouped as the model calls them: matmul_each(q, k, v),
@@ -29,6 +29,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "simd_target_option.h"
 
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
@@ -85,15 +87,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ops_decode_stream: %s\n", e.what());
         return 2;
       }
-    } else if (a == "--target" && i + 1 < argc) {
-      std::string available;
-      if (!qvl::restrict_simd_target(argv[++i], &available)) {
-        std::fprintf(stderr,
-                     "ops_decode_stream: --target %s: not a target this binary has and this CPU supports: %s\n",
-                     argv[i], available.c_str());
-        return 2;
-      }
-    } else {
+    } else if (a == "--target" && i + 1 < argc)
+      return qvl::bench::reexec_under_simd_target(argc, argv, i);
+    else {
       std::fprintf(
           stderr, "usage: ops_decode_stream [--threads N] [--format q4|q8|bf16|f32]... [--rounds R] [--target NAME]\n");
       return 2;

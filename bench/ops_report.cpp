@@ -8,9 +8,9 @@
 // before each row; vpmaddubsw rows add the vpmaddubsw + vpmaddwd pair peak,
 // the sequence the q8 kernel needs (measure_maddubs_madd_peak_gops).
 //
-// --target runs every kernel and probe as compiled for one SIMD target this
-// CPU supports (e.g. AVX2 on an AVX-512 machine: 256-bit FMA peak, the
-// vpmaddubsw kernels and peak), to measure the paths older CPUs take.
+// --target NAME runs as QVL_SIMD_TARGET=NAME would (the benchmark re-executes
+// itself with it set): every kernel and probe as an older CPU runs them (e.g. AVX2
+// on an AVX-512 machine: 256-bit FMA peak, the vpmaddubsw kernels and peak).
 //
 //   ops_report [--threads N] [--quick] [--best] [--target NAME]
 //              [--only gemm|qgemm|gemv|attention|small|error]...
@@ -26,6 +26,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "simd_target_option.h"
 
 #include "ops/machine_limits.h"
 #include "ops/matmul.h"
@@ -319,14 +321,9 @@ int main(int argc, char** argv) {
       best = true;
     else if (a == "--only" && i + 1 < argc)
       only.push_back(argv[++i]);
-    else if (a == "--target" && i + 1 < argc) {
-      std::string available;
-      if (!qvl::restrict_simd_target(argv[++i], &available)) {
-        std::fprintf(stderr, "ops_report: --target %s: not a target this binary has and this CPU supports: %s\n",
-                     argv[i], available.c_str());
-        return 2;
-      }
-    } else {
+    else if (a == "--target" && i + 1 < argc)
+      return qvl::bench::reexec_under_simd_target(argc, argv, i);
+    else {
       std::fprintf(stderr,
                    "usage: ops_report [--threads N] [--quick] [--best] [--target NAME] "
                    "[--only gemm|qgemm|gemv|attention|small|error]...\n");

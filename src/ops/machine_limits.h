@@ -67,11 +67,4 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, const float* buf, size_t n, 
 // Name of the SIMD target chosen at run time (e.g. "AVX3", "AVX2").
 const char* simd_target_name();
 
-// Makes every run-time dispatch (every kernel and probe) take the one SIMD
-// target called `name` (as simd_target_name() spells it), so a benchmark can
-// measure on a newer CPU the paths an older one takes (e.g. AVX2 on an
-// AVX-512 machine). False, changing nothing, when this binary lacks it or
-// this CPU cannot run it; *available then lists the targets it could take.
-bool restrict_simd_target(const std::string& name, std::string* available);
-
 }  // namespace qvl

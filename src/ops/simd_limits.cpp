@@ -104,22 +104,6 @@ HWY_EXPORT(TargetName);
 
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
-bool restrict_simd_target(const std::string& name, std::string* available) {
-  int64_t chosen = 0;
-  std::string names;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    if (name == hwy::TargetName(t)) chosen = t;
-    names += names.empty() ? "" : " ";
-    names += hwy::TargetName(t);
-  }
-  if (chosen == 0) {
-    if (available) *available = names;
-    return false;
-  }
-  hwy::SetSupportedTargetsForTest(chosen);
-  return true;
-}
-
 double fma_loop_flops(int64_t iterations, float seed) {
   double flops = 0;
   volatile float sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations, seed, &flops);
