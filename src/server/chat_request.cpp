@@ -147,7 +147,9 @@ void refuse_unsupported(const json& body) {
   if (field(body, "web_search_options"))
     unsupported("web_search_options", "web search is not available ('web_search_options')");
   if (field(body, "reasoning_effort"))
-    unsupported("reasoning_effort", "the model has no reasoning mode ('reasoning_effort' is not supported)");
+    unsupported("reasoning_effort",
+                "'reasoning_effort' is not supported: a Thinking model always reasons; 'reasoning_budget' (tokens) "
+                "limits how long");
   if (const json* v = field(body, "verbosity"); v && *v != "medium")
     unsupported("verbosity", "'verbosity' is not supported (only its default, \"medium\")");
 }

@@ -301,7 +301,8 @@ ResponsesRequest translate_responses_request(const ojson& body, const ResponseSt
     if (!r->is_object()) wrong_type("reasoning", "an object", *r);
     for (auto it = r->begin(); it != r->end(); ++it)
       if (!it->is_null() && !(it.key() == "effort" && *it == "none"))
-        unsupported("reasoning." + it.key(), "is not supported (this model does not reason in a separate channel)");
+        unsupported("reasoning." + it.key(),
+                    "is not supported: a Thinking model always reasons; 'reasoning_budget' (tokens) limits how long");
   }
   if (const ojson* t = field(body, "truncation"); t && *t != "disabled")
     unsupported("truncation", "must be \"disabled\" (a prompt over the context is refused, not truncated)");

@@ -69,6 +69,11 @@ TEST(ChatFields, OpenAiFieldsQvlCannotHonourAreRefused) {
     EXPECT_EQ(r.param, extra.begin().key()) << f;
   }
   EXPECT_NE(refused(body(R"({"functions": []})")).message.find("tools"), std::string::npos);
+  // A Thinking model does reason: the refusal says what limits it instead
+  // (it once said "the model has no reasoning mode", whatever the model).
+  const std::string effort = refused(body(R"({"reasoning_effort": "low"})")).message;
+  EXPECT_NE(effort.find("reasoning_budget"), std::string::npos) << effort;
+  EXPECT_EQ(effort.find("no reasoning mode"), std::string::npos) << effort;
   // Their defaults, and null, change nothing.
   EXPECT_EQ(refused(body(R"({"modalities": ["text"], "verbosity": "medium", "audio": null,
                              "reasoning_effort": null})")).status, 0);
