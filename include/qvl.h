@@ -38,7 +38,7 @@
  * call returns.
  *
  * ABI: the structs grow at their end, and only with a new minor version,
- * which is also the .so's version (libqvl.so.0.3): a program runs with the
+ * which is also the .so's version (libqvl.so.0.4): a program runs with the
  * library it was built against. Start params from qvl_*_default_params() so
  * a rebuild picks up the new fields' defaults.
  */
@@ -98,8 +98,9 @@ typedef enum qvl_tool_choice {
 typedef struct qvl_model qvl_model;
 typedef struct qvl_request qvl_request;
 
-/* "0.3.0": the library's version (0.2 added n, logit_bias, logprobs, the
- * repetition guard's params and qvl_generate_deltas; 0.3 videos and PDFs). */
+/* "0.4.0": the library's version (0.2 added n, logit_bias, logprobs, the
+ * repetition guard's params and qvl_generate_deltas; 0.3 videos and PDFs;
+ * 0.4 a Thinking model's reasoning apart from its reply). */
 QVL_API const char* qvl_version(void);
 /* The message of the calling thread's last failed qvl_* call ("" if none).
  * Valid until the next failing call on this thread. */
@@ -131,6 +132,10 @@ QVL_API qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_para
 QVL_API void qvl_model_free(qvl_model* model); /* NULL is fine */
 /* The weight format the model was loaded in (QVL_WEIGHTS_AUTO resolved). */
 QVL_API qvl_weights qvl_model_weights(const qvl_model* model);
+/* Since 0.4: non-zero when the model's chat template is a Thinking one
+ * (Qwen3-VL-*-Thinking): every answer starts with reasoning, which
+ * "</think>" ends; results carry it apart from the reply (qvl_result.reasoning). */
+QVL_API int qvl_model_thinking(const qvl_model* model);
 
 /* ---- request ---- */
 
@@ -169,6 +174,11 @@ typedef struct qvl_request_params {
    * range (qvl_model_params.min_pixels/max_pixels). Clamped into it. */
   int64_t min_pixels;
   int64_t max_pixels;
+  /* Since 0.4: a Thinking model's reasoning is cut after this many tokens
+   * by forcing "</think>", so the reply starts. -1: no limit (default); any
+   * other value on a model without a Thinking template is
+   * QVL_ERR_INVALID_ARGUMENT from qvl_generate. */
+  int64_t reasoning_budget;
 } qvl_request_params;
 
 QVL_API qvl_request_params qvl_request_default_params(void);
@@ -242,8 +252,10 @@ QVL_API void qvl_request_cancel(qvl_request* request);
 
 /* ---- generation ---- */
 
-/* A piece of the answer (UTF-8 complete, `len` bytes, not NUL-terminated);
- * return non-zero to stop (finish_reason "cancelled", status QVL_OK). */
+/* A piece of the answer (UTF-8 complete, `len` bytes, not NUL-terminated):
+ * of a Thinking model's answer, the reply only (qvl_generate_deltas streams
+ * the reasoning too); return non-zero to stop (finish_reason "cancelled",
+ * status QVL_OK). */
 typedef int (*qvl_text_callback)(const char* piece, size_t len, void* user_data);
 
 /* A token with its log-probability (natural log, <= 0) under the
@@ -284,6 +296,12 @@ typedef struct qvl_result {
   /* Since 0.2: */
   size_t n_choices;           /* the request's n; the fields above are choice 0's */
   struct qvl_result_choices* choices; /* private: read with qvl_result_choice */
+  /* Since 0.4: a Thinking model's reasoning (the text before "</think>",
+   * NUL-terminated; `text` is then the reply after it) and its token count;
+   * NULL and 0 for other models. Choice 0's. */
+  char* reasoning;
+  size_t reasoning_len;
+  int64_t reasoning_tokens;
 } qvl_result;
 
 /* Choice i of a result: its own copy of the fields above and its logprobs.
@@ -298,6 +316,10 @@ typedef struct qvl_choice {
   const qvl_token_logprob* logprobs; /* [n_logprobs]: one per token id when top_logprobs >= 0 (else NULL) */
   size_t n_logprobs;
   int64_t repetition_period;  /* finish_reason "repetition": the loop's period in tokens; else 0 */
+  /* Since 0.4: as qvl_result.reasoning, for this choice. */
+  const char* reasoning;
+  size_t reasoning_len;
+  int64_t reasoning_tokens;
 } qvl_choice;
 
 /* NULL when `i` >= n_choices (or the result is empty). Library-owned, so a
@@ -318,13 +340,18 @@ QVL_API qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text
 /* What one decided token adds to one choice: the text it makes safe to show
  * (UTF-8 complete, clear of stop strings; may be empty, and with tools it
  * is the raw text, <tool_call> blocks included) and, when top_logprobs >= 0,
- * the token's logprob (valid during the call). Library-owned (a later
+ * the token's logprob (valid during the call). Of a Thinking model's answer,
+ * `text` is the reply's and `reasoning` the reasoning's, each empty where the
+ * token adds none ("</think>" itself adds neither). Library-owned (a later
  * version may add fields at the end). */
 typedef struct qvl_delta {
   int32_t choice;             /* 0 .. n-1 */
   const char* text;           /* not NUL-terminated */
   size_t text_len;
   const qvl_token_logprob* logprob; /* NULL without top_logprobs */
+  /* Since 0.4: */
+  const char* reasoning;      /* not NUL-terminated; NULL when reasoning_len is 0 */
+  size_t reasoning_len;
 } qvl_delta;
 /* Return non-zero to stop the whole request (status QVL_OK; the unfinished
  * choices end "cancelled"). */

@@ -87,7 +87,7 @@ def _check(status):
 
 
 def version():
-    """The library's version ("0.3.0")."""
+    """The library's version ("0.4.0")."""
     return _library().qvl_version().decode()
 
 
@@ -111,8 +111,10 @@ def _token_logprob(t):
 class Choice:
     """One answer to the prompt: index, text, finish_reason ("stop", "length", "tool_calls", "cancelled",
     "repetition"), token_ids, tool_calls (OpenAI-style dicts), logprobs (with logprobs=True: one dict per
-    token, {"token", "token_id", "logprob", "bytes", "top_logprobs": [...]}, else None) and
-    repetition_period (the loop's period in tokens when finish_reason is "repetition")."""
+    token, {"token", "token_id", "logprob", "bytes", "top_logprobs": [...]}, else None),
+    repetition_period (the loop's period in tokens when finish_reason is "repetition") and, of a Thinking
+    model, reasoning (the text before "</think>"; `text` is the reply after it) and reasoning_tokens
+    (None and 0 for other models)."""
 
     def __init__(self, index, c):
         self.index = index
@@ -122,6 +124,8 @@ class Choice:
         self.tool_calls = json.loads(c.tool_calls_json.decode()) if c.tool_calls_json else []
         self.logprobs = [_token_logprob(c.logprobs[i]) for i in range(c.n_logprobs)] if c.logprobs else None
         self.repetition_period = c.repetition_period
+        self.reasoning = ctypes.string_at(c.reasoning, c.reasoning_len).decode("utf-8", "replace") if c.reasoning else None
+        self.reasoning_tokens = c.reasoning_tokens
 
     def __repr__(self):
         return (f"Choice(index={self.index}, text={self.text!r}, finish_reason={self.finish_reason!r}, "
@@ -154,15 +158,18 @@ class Result(Choice):
 
 class Delta:
     """What one decided token adds to choice `choice`: `text` (may be empty; with tools, the raw text,
-    <tool_call> blocks included) and, with logprobs=True, the token's `logprob` dict (else None)."""
+    <tool_call> blocks included), of a Thinking model's answer `reasoning` (the reasoning's piece; `text`
+    is then the reply's, each "" where the token adds none) and, with logprobs=True, the token's
+    `logprob` dict (else None)."""
 
-    __slots__ = ("choice", "text", "logprob")
+    __slots__ = ("choice", "text", "logprob", "reasoning")
 
-    def __init__(self, choice, text, logprob):
-        self.choice, self.text, self.logprob = choice, text, logprob
+    def __init__(self, choice, text, logprob, reasoning=""):
+        self.choice, self.text, self.logprob, self.reasoning = choice, text, logprob, reasoning
 
     def __repr__(self):
-        return f"Delta(choice={self.choice}, text={self.text!r}, logprob={self.logprob!r})"
+        more = f", reasoning={self.reasoning!r}" if self.reasoning else ""
+        return f"Delta(choice={self.choice}, text={self.text!r}{more}, logprob={self.logprob!r})"
 
 
 # The sampling keys of a video part (qvl serve's and qwen-vl-utils'), as qvl_video_params.
@@ -368,7 +375,8 @@ class _Request:
 
 class Stream:
     """The answer's text pieces as they are decided, from a generation running on its own
-    thread. Iterate it for choice 0's text, or iterate deltas() for every choice's Delta
+    thread. Iterate it for choice 0's text (a Thinking model's reply only), or iterate deltas()
+    for every choice's Delta (a Thinking model's reasoning too)
     (one per token, with its logprob when asked for); one or the other. close() (or leaving
     a `with` block) before the end cancels the generation and waits for it. After the last
     piece, `result` holds the Result."""
@@ -387,7 +395,8 @@ class Stream:
     def _on_delta(self, delta, _user_data):
         d = delta.contents
         text = ctypes.string_at(d.text, d.text_len).decode("utf-8", "replace") if d.text_len else ""
-        self._queue.put(Delta(d.choice, text, _token_logprob(d.logprob.contents) if d.logprob else None))
+        reasoning = ctypes.string_at(d.reasoning, d.reasoning_len).decode("utf-8", "replace") if d.reasoning_len else ""
+        self._queue.put(Delta(d.choice, text, _token_logprob(d.logprob.contents) if d.logprob else None, reasoning))
         return 0
 
     def _run(self, model):
@@ -489,6 +498,12 @@ class Model:
         code = self._lib.qvl_model_weights(self._handle)
         return next(name for name, c in _capi.WEIGHTS.items() if c == code)
 
+    @property
+    def thinking(self):
+        """Whether the model's chat template is a Thinking one: every answer starts with reasoning
+        (Result.reasoning), which "</think>" ends."""
+        return bool(self._lib.qvl_model_thinking(self._handle))
+
     def close(self):
         """Frees the model (its weights and caches). Idempotent."""
         if getattr(self, "_handle", None):
@@ -508,7 +523,8 @@ class Model:
              min_p=None, seed=None, repetition_penalty=None, presence_penalty=None, frequency_penalty=None,
              stop=None, ignore_eos=False, response_format=None, tools=None, tool_choice=None,
              parallel_tool_calls=True, n=1, logit_bias=None, logprobs=False, top_logprobs=None,
-             repetition_guard=None, repetition_guard_repeats=None, min_pixels=None, max_pixels=None):
+             repetition_guard=None, repetition_guard_repeats=None, min_pixels=None, max_pixels=None,
+             reasoning_budget=None):
         """Answers OpenAI-style messages ({"role": ..., "content": str or [{"type": "text", "text": ...},
         {"type": "image", "image": path | bytes | PIL image}, {"type": "video", "video": ...},
         {"type": "pdf", "pdf": path | bytes, "pages": "1-3", "dpi": 144}]}); `messages` may also be one
@@ -533,6 +549,8 @@ class Model:
         tail (tokens) that stops an answer with finish_reason "repetition" (default 400, 0 off);
         repetition_guard_repeats: how many periods it must hold (default 3). min_pixels/max_pixels: this
         request's image area after resizing (default: the model's range, into which they are clamped).
+        reasoning_budget: a Thinking model's reasoning is cut after this many tokens ("</think>" forced,
+        so the reply starts); None: no limit. A model without a Thinking template refuses it.
 
         Returns a Result; with stream=True, a Stream of text pieces (its `result` is set at the end)."""
         if not self._handle:
@@ -570,6 +588,7 @@ class Model:
         p.repetition_guard_repeats = -1 if repetition_guard_repeats is None else int(repetition_guard_repeats)
         p.min_pixels = int(min_pixels or 0)
         p.max_pixels = int(max_pixels or 0)
+        p.reasoning_budget = -1 if reasoning_budget is None else int(reasoning_budget)
         if isinstance(stop, str):
             stop = [stop]
         request = _Request(lib, p, messages, images, videos, stop, _logit_bias(logit_bias))

@@ -61,6 +61,7 @@ class RequestParams(ctypes.Structure):
         ("repetition_guard_repeats", c_int32),
         ("min_pixels", c_int64),
         ("max_pixels", c_int64),
+        ("reasoning_budget", c_int64),
     ]
 
 
@@ -90,6 +91,9 @@ class Result(ctypes.Structure):
         ("decode_ms", c_double),
         ("n_choices", c_size_t),
         ("choices", c_void_p),
+        ("reasoning", c_void_p),
+        ("reasoning_len", c_size_t),
+        ("reasoning_tokens", c_int64),
     ]
 
 
@@ -121,6 +125,9 @@ class Choice(ctypes.Structure):
         ("logprobs", ctypes.POINTER(TokenLogprob)),
         ("n_logprobs", c_size_t),
         ("repetition_period", c_int64),
+        ("reasoning", c_void_p),
+        ("reasoning_len", c_size_t),
+        ("reasoning_tokens", c_int64),
     ]
 
 
@@ -130,6 +137,8 @@ class Delta(ctypes.Structure):
         ("text", c_void_p),
         ("text_len", c_size_t),
         ("logprob", ctypes.POINTER(TokenLogprob)),
+        ("reasoning", c_void_p),
+        ("reasoning_len", c_size_t),
     ]
 
 
@@ -181,6 +190,7 @@ def _declare(lib):
     fn("qvl_model_load", ctypes.c_int, c_char_p, P(ModelParams), P(c_void_p))
     fn("qvl_model_free", None, c_void_p)
     fn("qvl_model_weights", ctypes.c_int, c_void_p)
+    fn("qvl_model_thinking", ctypes.c_int, c_void_p)
     fn("qvl_request_default_params", RequestParams)
     fn("qvl_request_init", ctypes.c_int, P(RequestParams), P(c_void_p))
     fn("qvl_request_free", None, c_void_p)

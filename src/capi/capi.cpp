@@ -12,12 +12,14 @@
 #include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/reasoning.h"
 #include "image/image.h"
 #include "io/model_source.h"
 #include "media/intake.h"
@@ -93,6 +95,7 @@ struct LogprobArrays {
 struct qvl_result_choices {
   struct One {
     std::string text, tool_calls_json;
+    std::optional<std::string> reasoning;
     const char* finish_reason = "";
     std::vector<int32_t> token_ids;
     qvl::capi::LogprobArrays logprobs;
@@ -329,13 +332,76 @@ qvl_result_choices* copy_choices(const qvl::GenerateResult& r, const qvl::Tokeni
     v.logprobs = c.logprobs.empty() ? nullptr : o.logprobs.tokens.data();
     v.n_logprobs = o.logprobs.tokens.size();
     v.repetition_period = c.repetition_period;
+    o.reasoning = c.reasoning;
+    v.reasoning = o.reasoning ? o.reasoning->c_str() : nullptr;
+    v.reasoning_len = o.reasoning ? o.reasoning->size() : 0;
+    v.reasoning_tokens = c.reasoning_tokens;
   }
   return all.release();
 }
 
+// What the caller streams: qvl_generate's text callback or
+// qvl_generate_deltas' delta callback.
+struct CCallbacks {
+  qvl_text_callback on_text = nullptr;
+  qvl_delta_callback on_delta = nullptr;
+  void* user_data = nullptr;
+};
+
+// The engine's raw pieces to the C callbacks. A Thinking model's raw answer
+// is reasoning, "</think>", reply: each choice's pieces go through a
+// ReasoningSplitter, as qvl serve's streams do, so on_text gets the reply
+// only (what qvl_result.text holds) and a delta tells the two apart.
+class CStream {
+ public:
+  CStream(const CCallbacks& c, bool thinking, const qvl::Tokenizer& tok) : c_(c), thinking_(thinking), tok_(tok) {}
+
+  qvl::GenerateCallbacks callbacks() {
+    qvl::GenerateCallbacks cb;
+    if (c_.on_text || c_.on_delta)
+      cb.on_delta = [this](const qvl::ChoiceDelta& d) {
+        if (!thinking_) return deliver(d.choice, {"", std::string(d.text)}, d.logprob);
+        return deliver(d.choice, splitter(d.choice).push(d.text), d.logprob);
+      };
+    return cb;
+  }
+  // The end of the answer: what each splitter held back (a tail that might
+  // have been the start of "</think>").
+  void finish() {
+    for (size_t i = 0; i < splitters_.size(); ++i) deliver(static_cast<int>(i), splitters_[i].finish(), nullptr);
+  }
+
+ private:
+  qvl::ReasoningSplitter& splitter(int choice) {
+    if (static_cast<size_t>(choice) >= splitters_.size()) splitters_.resize(choice + 1);
+    return splitters_[choice];
+  }
+  bool deliver(int choice, const qvl::ReasoningSplitter::Pieces& p, const qvl::TokenLogprob* logprob) {
+    bool go = true;
+    if (c_.on_delta && (!p.content.empty() || !p.reasoning.empty() || logprob)) {
+      qvl_delta d{choice, p.content.data(), p.content.size(), nullptr,
+                  p.reasoning.empty() ? nullptr : p.reasoning.data(), p.reasoning.size()};
+      if (logprob) {
+        lp_.assign({logprob, 1}, tok_);
+        d.logprob = lp_.tokens.data();
+      }
+      go = c_.on_delta(&d, c_.user_data) == 0;
+    }
+    if (choice == 0 && c_.on_text && !p.content.empty())
+      go = c_.on_text(p.content.data(), p.content.size(), c_.user_data) == 0 && go;
+    return go;
+  }
+
+  CCallbacks c_;
+  bool thinking_;
+  const qvl::Tokenizer& tok_;
+  std::vector<qvl::ReasoningSplitter> splitters_;
+  qvl::capi::LogprobArrays lp_;  // one token's, rebuilt for each delta that has one
+};
+
 // qvl_generate and qvl_generate_deltas: one request answered, the result
 // copied into C memory.
-qvl_status generate(qvl_model* model, qvl_request* request, qvl::GenerateCallbacks cb, qvl_result* out) {
+qvl_status generate(qvl_model* model, qvl_request* request, const CCallbacks& callbacks, qvl_result* out) {
   if (out) std::memset(out, 0, sizeof *out);
   return guarded(QVL_ERR_MODEL, [&] {
     require(model != nullptr && model->engine, "model is NULL");
@@ -345,7 +411,9 @@ qvl_status generate(qvl_model* model, qvl_request* request, qvl::GenerateCallbac
     std::lock_guard<std::mutex> lock(model->mutex);
     qvl::Engine& engine = *model->engine;
     engine.validate(request->request);
-    qvl::GenerateResult r = engine.generate(request->request, cb);
+    CStream stream(callbacks, engine.info().thinking, engine.tokenizer());
+    qvl::GenerateResult r = engine.generate(request->request, stream.callbacks());
+    stream.finish();
     qvl_result res;
     std::memset(&res, 0, sizeof res);
     try {
@@ -359,6 +427,11 @@ qvl_status generate(qvl_model* model, qvl_request* request, qvl::GenerateCallbac
       if (!r.token_ids.empty()) std::memcpy(res.token_ids, r.token_ids.data(), sizeof(int32_t) * r.token_ids.size());
       res.choices = copy_choices(r, engine.tokenizer());
       res.n_choices = r.choices();
+      if (r.reasoning) {
+        res.reasoning = copy_string(*r.reasoning);
+        res.reasoning_len = r.reasoning->size();
+      }
+      res.reasoning_tokens = r.reasoning_tokens;
     } catch (...) {
       qvl_result_free(&res);
       throw;
@@ -470,6 +543,8 @@ qvl_weights qvl_model_weights(const qvl_model* model) {
   return QVL_WEIGHTS_AUTO;
 }
 
+int qvl_model_thinking(const qvl_model* model) { return model && model->engine->info().thinking ? 1 : 0; }
+
 qvl_request_params qvl_request_default_params(void) {
   qvl_request_params p;
   std::memset(&p, 0, sizeof p);
@@ -489,6 +564,7 @@ qvl_request_params qvl_request_default_params(void) {
   p.top_logprobs = -1;
   p.repetition_guard = -1;
   p.repetition_guard_repeats = -1;
+  p.reasoning_budget = -1;
   return p;
 }
 
@@ -512,6 +588,9 @@ qvl_status qvl_request_init(const qvl_request_params* params, qvl_request** out)
     require(p.repetition_guard >= -1, "repetition_guard: must be -1 (the default), 0 (off) or a token count");
     require(p.repetition_guard_repeats == -1 || (p.repetition_guard_repeats >= 2 && p.repetition_guard_repeats <= 1000),
             "repetition_guard_repeats: must be -1 (the default) or in [2, 1000]");
+    require(p.reasoning_budget >= -1, "reasoning_budget: must be -1 (no limit) or a token count");
+    // Whether the model reasons is the engine's to check (Engine::validate).
+    if (p.reasoning_budget >= 0) g.reasoning_budget = p.reasoning_budget;
     s.temperature = opt(p.temperature);
     s.top_p = opt(p.top_p);
     s.min_p = opt(p.min_p);
@@ -709,28 +788,12 @@ void qvl_request_cancel(qvl_request* request) {
 
 qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callback on_text, void* user_data,
                         qvl_result* out) {
-  qvl::GenerateCallbacks cb;
-  if (on_text)
-    cb.on_text = [on_text, user_data](std::string_view piece) {
-      return on_text(piece.data(), piece.size(), user_data) == 0;
-    };
-  return generate(model, request, std::move(cb), out);
+  return generate(model, request, {on_text, nullptr, user_data}, out);
 }
 
 qvl_status qvl_generate_deltas(qvl_model* model, qvl_request* request, qvl_delta_callback on_delta, void* user_data,
                                qvl_result* out) {
-  qvl::GenerateCallbacks cb;
-  auto lp = std::make_shared<qvl::capi::LogprobArrays>();  // one token's, rebuilt for each delta that has one
-  if (on_delta && model && model->engine)
-    cb.on_delta = [on_delta, user_data, lp, &tok = model->engine->tokenizer()](const qvl::ChoiceDelta& d) {
-      qvl_delta c{d.choice, d.text.data(), d.text.size(), nullptr};
-      if (d.logprob) {
-        lp->assign({d.logprob, 1}, tok);
-        c.logprob = lp->tokens.data();
-      }
-      return on_delta(&c, user_data) == 0;
-    };
-  return generate(model, request, std::move(cb), out);
+  return generate(model, request, {nullptr, on_delta, user_data}, out);
 }
 
 const qvl_choice* qvl_result_choice(const qvl_result* result, size_t i) {
@@ -744,6 +807,7 @@ void qvl_result_free(qvl_result* result) {
   std::free(result->finish_reason);
   std::free(result->token_ids);
   std::free(result->tool_calls_json);
+  std::free(result->reasoning);
   delete result->choices;
   std::memset(result, 0, sizeof *result);
 }

@@ -7,7 +7,10 @@
  * clips are refused with one line and leave the model usable, and a PDF's
  * pages come in as images.
  *
- *   test_capi FIXTURES_DIR
+ * A Thinking model's reasoning comes apart from its reply in results and
+ * streams.
+ *
+ *   test_capi FIXTURES_DIR THINKING_MODEL_DIR
  */
 #include <math.h>
 #include <pthread.h>
@@ -929,9 +932,104 @@ static void test_default_weights(const char* path) {
   CHECK(qvl_model_weights(NULL) == QVL_WEIGHTS_AUTO);
 }
 
+/* A Thinking model's answer, streamed: the reasoning and the reply apart. */
+struct split {
+  char reasoning[8192], text[8192];
+  size_t reasoning_len, text_len;
+  int bad;
+};
+
+static void append(char* to, size_t* len, const char* piece, size_t n, int* bad) {
+  if (*len + n >= 8192) {
+    *bad = 1;
+    return;
+  }
+  memcpy(to + *len, piece, n);
+  *len += n;
+}
+
+static int collect_split(const qvl_delta* d, void* user_data) {
+  struct split* s = (struct split*)user_data;
+  if (d->choice != 0 || (d->reasoning_len > 0 && !d->reasoning)) s->bad = 1;
+  append(s->text, &s->text_len, d->text, d->text_len, &s->bad);
+  if (d->reasoning_len) append(s->reasoning, &s->reasoning_len, d->reasoning, d->reasoning_len, &s->bad);
+  return 0;
+}
+
+static int collect_text(const char* piece, size_t len, void* user_data) {
+  struct split* s = (struct split*)user_data;
+  append(s->text, &s->text_len, piece, len, &s->bad);
+  return 0;
+}
+
+static void test_reasoning(const char* thinking_path) {
+  /* An Instruct model: no reasoning, and a budget is refused by name. */
+  CHECK(!qvl_model_thinking(model));
+  qvl_request_params rp = greedy16();
+  rp.max_tokens = 4;
+  qvl_request* r = user_request(&rp, "Hello.");
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_OK);
+  CHECK(res.reasoning == NULL && res.reasoning_len == 0 && res.reasoning_tokens == 0);
+  CHECK(qvl_result_choice(&res, 0)->reasoning == NULL);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  rp.reasoning_budget = 3;
+  r = user_request(&rp, "Hello.");
+  CHECK_STATUS(qvl_generate(model, r, NULL, NULL, &res), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "reasoning_budget") != NULL);
+  qvl_request_free(r);
+  rp.reasoning_budget = -2;
+  r = NULL;
+  CHECK_STATUS(qvl_request_init(&rp, &r), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(r == NULL && strstr(qvl_last_error(), "reasoning_budget") != NULL);
+
+  /* A Thinking model: "</think>" forced after 3 reasoning tokens, then the
+   * reply. The result holds the two apart, the deltas stream each on its
+   * side, and on_text gets the reply only, as result.text holds it. */
+  qvl_model_params mp = qvl_model_default_params();
+  mp.threads = 2;
+  mp.ctx_size = 1024;
+  qvl_model* thinking = NULL;
+  CHECK_STATUS(qvl_model_load(thinking_path, &mp, &thinking), QVL_OK);
+  if (!thinking) return;
+  CHECK(qvl_model_thinking(thinking));
+  rp = greedy16();
+  rp.max_tokens = 12;
+  rp.reasoning_budget = 3;
+  r = user_request(&rp, "What is two plus two?");
+  static struct split s;
+  memset(&s, 0, sizeof s);
+  CHECK_STATUS(qvl_generate_deltas(thinking, r, collect_split, &s, &res), QVL_OK);
+  CHECK(!s.bad);
+  CHECK(res.reasoning != NULL && res.reasoning_tokens == 3);
+  CHECK(res.n_token_ids == 12);
+  if (res.reasoning) {
+    CHECK(strlen(res.reasoning) == res.reasoning_len && strstr(res.reasoning, "</think>") == NULL);
+    CHECK(s.reasoning_len == res.reasoning_len && memcmp(s.reasoning, res.reasoning, res.reasoning_len) == 0);
+  }
+  CHECK(strstr(res.text, "</think>") == NULL);
+  CHECK(s.text_len == res.text_len && memcmp(s.text, res.text, res.text_len) == 0);
+  const qvl_choice* c = qvl_result_choice(&res, 0);
+  CHECK(c && c->reasoning_tokens == 3 && c->reasoning_len == res.reasoning_len);
+  if (c && c->reasoning && res.reasoning) CHECK(memcmp(c->reasoning, res.reasoning, res.reasoning_len) == 0);
+  char text[8192];
+  const size_t text_len = res.text_len < sizeof text ? res.text_len : sizeof text - 1;
+  memcpy(text, res.text, text_len);
+  qvl_result_free(&res);
+
+  memset(&s, 0, sizeof s);
+  CHECK_STATUS(qvl_generate(thinking, r, collect_text, &s, &res), QVL_OK);
+  CHECK(!s.bad && s.text_len == text_len && memcmp(s.text, text, text_len) == 0);
+  CHECK(res.text_len == text_len && res.reasoning_tokens == 3);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  qvl_model_free(thinking);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s FIXTURES_DIR\n", argv[0]);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s FIXTURES_DIR THINKING_MODEL_DIR\n", argv[0]);
     return 2;
   }
   char path[4096];
@@ -964,6 +1062,7 @@ int main(int argc, char** argv) {
   test_video_params(argv[1]);
   test_hostile_video(argv[1]);
   test_pdf();
+  test_reasoning(argv[2]);
   qvl_model_free(model);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");
