@@ -6,7 +6,9 @@
 // results with their boxes), and video-{light,dark}.png (an 8-s clip's strip of sampled frames in the
 // composer and in a sent question, an answer whose times link to the strip, one of them followed).
 // The PDF's and the clip's thumbnails come from the real `qvl serve` when build/qvl (or QVL_BINARY)
-// exists, rendered once for the shots; otherwise the dev server's blank ones.
+// exists, rendered once for the shots; otherwise the dev server's blank ones. The answers and timings
+// in every shot are the dev server's canned ones: wherever a shot is shown (README, docs/screenshots/
+// README.md) it must say so.
 //
 //   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf|video]
 //   QVL_SCREENSHOTS_DIR=/tmp/shots node screenshots.mjs     (somewhere else than docs/screenshots)
