@@ -1,5 +1,5 @@
 // qvl bench: load, vision, prefill and decode speed of a model, printed as one
-// JSON object (STYLE.md 8), with the machine's measured read bandwidth from
+// JSON object, with the machine's measured read bandwidth from
 // the same run so the decode figure can be read as a fraction of the limit.
 #include <algorithm>
 #include <chrono>
@@ -525,8 +525,8 @@ int cmd_bench(int argc, char** argv) {
   constraint_figures(*engine, j);
 
   // Every multiply unit's peak, and each compute-bound figure as a fraction
-  // of the unit its kernel ran on (STYLE.md 8), then of the FP32 FMA peak
-  // as before.
+  // of the unit its kernel ran on (a figure without its limit says little
+  // on a shared machine), then of the FP32 FMA peak as before.
   const UnitPeaks peaks = measure_unit_peaks(pool);
   nlohmann::ordered_json units;
   units["fma_f32_gflop_s"] = peaks.fma_f32_gflops;

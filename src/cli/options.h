@@ -1,4 +1,4 @@
-// Every option the qvl commands share, declared once per group (STYLE.md 7):
+// Every option the qvl commands share, declared once per group:
 // each visit_options() declares, on an Args, the members of one struct it
 // sets, with the flag's name, value, range or choices, help and environment
 // variable (util/args.h). The defaults are the structs' member initialisers

@@ -1,5 +1,5 @@
 // The generation API: one loaded model answering requests (messages with
-// images) token by token. Deliberately small (STYLE.md 9): params structs with
+// images) token by token. Deliberately small: params structs with
 // defaults, create(), generate(request, callbacks), a result struct. The CLI
 // and the server are its clients; nothing here knows about either.
 //

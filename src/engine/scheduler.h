@@ -5,7 +5,7 @@
 // validated), submit() it and then wait on the Task: text arrives as it is
 // decided (choice 0's text for job progress; with stream_deltas, every
 // choice's raw pieces and logprobs for streams), then the outcome. Nothing here knows
-// about HTTP; the server maps outcomes to statuses (DESIGN.md data flow).
+// about HTTP; the server maps outcomes to statuses.
 //
 // One thread drives the engine step by step (Engine::begin/step/end): each
 // running task has its own slot (KV cache) and gets one step per round, all

@@ -1,5 +1,5 @@
-// What one PDF request may cost, checked before anything large is allocated
-// (STYLE.md 10). A front end (the CLI, the server) tightens these from its
+// What one PDF request may cost, checked before anything large is allocated.
+// A front end (the CLI, the server) tightens these from its
 // own options; the defaults suit one request on a small machine.
 #pragma once
 

@@ -5,7 +5,7 @@
 // field is valid).
 // Every top-level field is on an allow-list (kChatFields): honoured, or
 // accepted as bookkeeping that cannot change the answer; anything else is a
-// 400 naming it (DESIGN.md: nothing that changes the answer is dropped).
+// 400 naming it: nothing that changes the answer is dropped in silence.
 //
 // The body is an ordered_json so the tools' definitions and the response
 // schema keep the client's key order (the template renders a tool as sent;

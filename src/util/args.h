@@ -1,6 +1,6 @@
 // Command-line options bound to typed members. A group of options is declared
-// once, by a function that visits the struct they set (STYLE.md 7, after
-// gemma.cpp's ArgsBase visitors):
+// once, by a function that visits the struct they set (after gemma.cpp's
+// ArgsBase visitors):
 //
 //   void visit_options(EngineParams& p, Args& v) {
 //     v(p.ctx_size, "ctx-size", "N", "context (KV cache) size in tokens").range(16, 1 << 24).env("QVL_CTX_SIZE");

@@ -1,7 +1,8 @@
 // Video input: a clip in memory (MP4/MOV, WebM/MKV, AVI, animated GIF)
 // demuxed and decoded with FFmpeg's libraries, with only the frames Qwen3-VL's
 // video processor samples kept, as 8-bit RGB. Limits are decided from the
-// container's headers before any frame is decoded (STYLE.md 10).
+// container's headers before any frame is decoded, so a hostile file costs
+// no more than its headers.
 #pragma once
 
 #include <cstdint>
