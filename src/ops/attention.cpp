@@ -20,11 +20,13 @@ void check(const AttentionParams& p) {
     fail("attention: token stride smaller than heads x head_dim");
 }
 
-// Fast many-query attention on the AMX unit where it runs. Not Exact: its
-// six products of parts were measured (/tmp harness, the kernel with the
-// tile products left out, vision's 784 x 784 x 16 heads of 64 on a Zen 5
-// VM) to spend more on packing and softmax in AVX-512 (27.5 ms) than the
-// f32 FMA kernel takes in all (16.4 ms); Fast's 11.1 ms leaves room.
+// Fast many-query attention on the AMX unit where it runs. Not Exact: with
+// its six products of bf16 parts, the work around the tiles alone (packing
+// and the AVX-512 softmax, timed once with the tile products left out, on
+// vision's 784 x 784 x 16 heads of 64, Zen 5 VM: 27.5 ms) exceeds the whole
+// f32 FMA kernel (16.4 ms); Fast's 11.1 ms leaves room. That timing's
+// throwaway program was not kept; `bench/ops_report --only attention` times
+// the kernels that ship.
 bool amx_runs(const AttentionParams& p) {
   return p.precision == MatmulPrecision::Fast && amx::attention_fits(p) && amx::attention_usable();
 }
