@@ -15,6 +15,10 @@
 // again from the start; after max_attempts claims it fails. A finished job
 // is kept ttl_s and then forgotten; when the store is full the oldest
 // finished jobs make room, and if none has finished a new job is refused.
+//
+// A store whose database cannot be reached throws StoreUnavailable from any
+// call and names why in unavailable(); nothing is lost meanwhile, and a
+// job ends once (finish() is its owner's only, while it runs).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +31,21 @@
 #include <vector>
 
 #include "server/response_store.h"
+#include "util/error.h"
 
 namespace qvl {
+
+// The store cannot be reached now (its database is down, restarting or cut
+// off): the call did nothing. Thrown by every JobStore and ResponseStore
+// call; the server answers 503 with Retry-After, the job runner tries again
+// later. The message names the store and the cause, for the log.
+class StoreUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+// Seconds a client is told to wait (Retry-After) while the store is unavailable.
+constexpr int kStoreRetryAfterS = 2;
 
 enum class JobState { Queued, Running, Succeeded, Failed, Cancelled, Expired };
 const char* job_state_name(JobState state);  // "queued", "running", ...
@@ -135,6 +152,10 @@ class JobStore {
     (void)changed;
     return false;
   }
+  // Why the store cannot be reached now (its last call, or its change
+  // watch, lost the database and it has not been reached since); empty when
+  // it can. Never waits on the database: /health reads it.
+  virtual std::string unavailable() const { return {}; }
 };
 
 // The error of a job whose runners died `attempts` times (claim fails it).

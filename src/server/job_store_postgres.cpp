@@ -5,8 +5,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -115,6 +119,7 @@ class Result {
   Result(const Result&) = delete;
   Result& operator=(const Result&) = delete;
 
+  const PGresult* raw() const { return r_; }
   ExecStatusType status() const { return PQresultStatus(r_); }
   int rows() const { return PQntuples(r_); }
   bool null(int row, int col) const { return PQgetisnull(r_, row, col); }
@@ -137,10 +142,30 @@ class Result {
 using Param = std::optional<std::string>;
 
 // Lost the server (as opposed to a statement it refused): worth one retry
-// on a fresh connection.
+// on a fresh connection, then the store is unavailable (StoreUnavailable).
 struct ConnectionLost : Error {
   using Error::Error;
 };
+
+// The server refused the statement because it is going away or not there
+// yet (admin_shutdown, crash_shutdown, cannot_connect_now, class 08
+// connection_exception): the connection is lost even if libpq still calls
+// it open.
+bool connection_gone(const PGresult* r) {
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  if (!state) return false;
+  const std::string s = state;
+  return s.rfind("08", 0) == 0 || s == "57P01" || s == "57P02" || s == "57P03";
+}
+
+// The first line of a libpq message (the rest is a hint such as "Is the
+// server running on that host…"), without its newline.
+std::string first_line(const char* message) {
+  std::string s = message ? message : "";
+  s = s.substr(0, s.find('\n'));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
 
 // One connection. Not thread-safe: the store's mutex guards it.
 class Connection {
@@ -163,22 +188,13 @@ class Connection {
     Result r(values.empty() ? PQexec(conn_, sql) : exec_prepared(sql, values));
     const ExecStatusType s = r.status();
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
-    const std::string why = trimmed(PQerrorMessage(conn_));
-    if (PQstatus(conn_) != CONNECTION_OK) throw ConnectionLost(cat("job store ", shown_, ": connection lost: ", why));
+    const std::string why = first_line(PQerrorMessage(conn_));
+    if (PQstatus(conn_) != CONNECTION_OK || connection_gone(r.raw()))
+      throw ConnectionLost(cat("job store ", shown_, ": connection lost: ", why));
     throw Error(cat("job store ", shown_, ": ", why, " (in: ", std::string(sql).substr(0, 80), ")"));
-  }
-  void reconnect() {
-    PQfinish(conn_);
-    conn_ = nullptr;
-    prepared_.clear();
-    connect();
   }
 
  private:
-  static std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-  }
   // The statement's result, or the failed PQprepare's (exec reports its error).
   PGresult* exec_prepared(const std::string& sql, const std::vector<const char*>& values) {
     const int n = static_cast<int>(values.size());
@@ -193,9 +209,18 @@ class Connection {
     return PQexecPrepared(conn_, it->second.c_str(), n, values.data(), nullptr, nullptr, 0);
   }
   void connect() {
-    conn_ = PQconnectdb(url_.c_str());
+    // Bounds on a server that does not answer (a network cut, a host gone):
+    // a connection attempt gives up after 5 s, and an established
+    // connection whose peer stopped acknowledging is dropped within ~25 s
+    // (keepalives) or 15 s of unacknowledged data (tcp_user_timeout)
+    // instead of hanging every call behind the store's mutex. Settings in
+    // the URL win: the URL is expanded after these.
+    const char* keys[] = {"connect_timeout", "keepalives",     "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "dbname",        nullptr};
+    const char* values[] = {"5", "1", "10", "5", "3", "15000", url_.c_str(), nullptr};
+    conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-      const std::string why = conn_ ? trimmed(PQerrorMessage(conn_)) : "out of memory";
+      const std::string why = conn_ ? first_line(PQerrorMessage(conn_)) : "out of memory";
       PQfinish(conn_);
       conn_ = nullptr;
       throw ConnectionLost(cat("job store ", shown_, ": cannot connect: ", why));
@@ -257,15 +282,43 @@ JobRecord job_at(const Result& r, int row) {
   return j;
 }
 
+// How long to wait before the next attempt to reach a database that is
+// away: 100 ms, doubling to 2 s (a restart or a failover is seen within 2 s
+// of its end, and an outage costs a connection attempt every 2 s).
+class Backoff {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kFirst{100}, kMost{2000};
+
+  void failed() {
+    wait_ = std::min(wait_ == Clock::duration::zero() ? Clock::duration(kFirst) : wait_ * 2,
+                     Clock::duration(kMost));
+    next_ = Clock::now() + wait_;
+  }
+  void succeeded() { wait_ = Clock::duration::zero(); }
+  bool waiting() const { return Clock::now() < next_; }
+  std::chrono::milliseconds left() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::max(next_ - Clock::now(), Clock::duration::zero()));
+  }
+
+ private:
+  Clock::duration wait_ = Clock::duration::zero();
+  Clock::time_point next_{};
+};
+
 // LISTEN on a connection of its own, on a thread of its own: calls
 // `changed` for every NOTIFY, and once after a reconnect (a notification
-// may have been missed meanwhile).
+// may have been missed meanwhile); calls `lost` with the reason when the
+// connection goes or cannot be made, then connects and LISTENs again with
+// backoff.
 class Listener {
  public:
-  Listener(std::string url, std::string shown, std::function<void()> changed)
+  Listener(std::string url, std::string shown, std::function<void()> changed,
+           std::function<void(const std::string&)> lost)
       : url_(std::move(url)),
         shown_(std::move(shown)),
         changed_(std::move(changed)),
+        lost_(std::move(lost)),
         stop_fd_(eventfd(0, EFD_CLOEXEC)) {
     if (stop_fd_ < 0) throw Error(cat("job store ", shown_, ": eventfd failed"));
     thread_ = std::thread([this] { run(); });
@@ -287,15 +340,19 @@ class Listener {
     return !(fds[0].revents & POLLIN);
   }
   void run() {
+    Backoff backoff;
     while (true) {
       std::optional<Connection> c;
       try {
         c.emplace(url_, shown_);
         c->exec(cat("LISTEN ", kChannel).c_str());
-      } catch (const Error&) {
-        if (!wait(-1, 1000)) return;  // the server is away: try again in a second
+      } catch (const Error& e) {
+        lost_(e.what());
+        backoff.failed();
+        if (!wait(-1, static_cast<int>(backoff.left().count()))) return;
         continue;
       }
+      backoff.succeeded();
       changed_();  // whatever happened while nobody listened
       while (PQstatus(c->raw()) == CONNECTION_OK) {
         if (!wait(PQsocket(c->raw()), 60000)) return;
@@ -307,11 +364,13 @@ class Listener {
         }
         if (any) changed_();
       }
+      lost_(cat("job store ", shown_, ": connection lost: ", first_line(PQerrorMessage(c->raw()))));
     }
   }
 
   std::string url_, shown_;
   std::function<void()> changed_;
+  std::function<void(const std::string&)> lost_;
   int stop_fd_;
   std::thread thread_;
 };
@@ -338,22 +397,39 @@ class PostgresJobStore final : public JobStore {
   ResponseStore& responses() override;
   bool watch(std::function<void()> changed) override;
 
-  // Runs f(connection) under the mutex; a lost connection is made again and
-  // f run once more (f is one transaction: it either committed or not; a
-  // commit whose reply was lost makes the retry of an add() fail on the
-  // unique id rather than add twice).
+  // Runs f(connection) under the mutex. A connection the database dropped
+  // while idle (it restarted) is made again and f run once more (f is one
+  // transaction: it either committed or not; add() tells a commit whose
+  // reply was lost by its job's id). When the database cannot be reached,
+  // StoreUnavailable, at once while the backoff lasts.
   template <typename F>
   auto locked(F&& f) {
     std::lock_guard lock(mutex_);
-    try {
-      return f(conn_);
-    } catch (const ConnectionLost&) {
-      conn_.reconnect();
-      return f(conn_);
+    for (int attempt = 0;; ++attempt) {
+      const bool had_connection = conn_.has_value();
+      try {
+        auto r = f(connected());
+        reached();
+        return r;
+      } catch (const ConnectionLost& e) {
+        conn_.reset();
+        if (attempt == 0 && had_connection) continue;
+        if (!backoff_.waiting()) backoff_.failed();
+        lost(e.what());
+        throw StoreUnavailable(e.what());
+      }
     }
   }
+  std::string unavailable() const override;
 
  private:
+  // The connection, made (and the schema migrated) if there is none; throws
+  // ConnectionLost when the database cannot be reached. Under mutex_.
+  Connection& connected();
+  // The database answered, or it could not be reached (`why`): /health's
+  // view (unavailable()) and one log line at each change.
+  void reached();
+  void lost(const std::string& why);
   void migrate(Connection& c);
   void purge(Connection& c);
   // Batches without jobs, and media no job or batch refers to, go.
@@ -369,7 +445,13 @@ class PostgresJobStore final : public JobStore {
   JobStoreOptions options_;
   std::string url_, shown_;
   std::mutex mutex_;
-  Connection conn_;
+  std::optional<Connection> conn_;  // under mutex_; empty while the database cannot be reached
+  bool migrated_ = false;           // under mutex_
+  Backoff backoff_;                 // under mutex_: when to try connecting again
+  mutable std::mutex state_mutex_;
+  std::string unavailable_;  // under state_mutex_: why the database cannot be reached, or empty
+  std::chrono::steady_clock::time_point lost_at_{};  // under state_mutex_
+  std::atomic<bool> down_{false};                     // !unavailable_.empty(), read without the lock
   std::atomic<int64_t> taken_over_{0};
   int64_t last_purge_ms_ = 0;  // under mutex_, this process's clock
   std::unique_ptr<PostgresResponseStore> responses_;
@@ -443,8 +525,24 @@ class PostgresResponseStore final : public ResponseStore {
 };
 
 PostgresJobStore::PostgresJobStore(const std::string& url, const JobStoreOptions& options)
-    : options_(options), url_(url), shown_(redact_postgres_url(url)), conn_(url, shown_) {
-  migrate(conn_);
+    : options_(options), url_(url), shown_(redact_postgres_url(url)) {
+  char* bad = nullptr;
+  if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &bad)) PQconninfoFree(parsed);
+  if (bad) {
+    const std::string why = first_line(bad);
+    PQfreemem(bad);
+    throw Error(cat("job store ", shown_, ": not a PostgreSQL connection URL: ", why));
+  }
+  // A database that cannot be reached at start is an outage like any
+  // other: the server starts (its model loads, chat is served, /health says
+  // why the store is unavailable) and the store connects once it can. A
+  // database that answers with a schema this qvl cannot use is refused here.
+  try {
+    std::lock_guard lock(mutex_);
+    connected();
+  } catch (const ConnectionLost& e) {
+    lost(e.what());
+  }
   responses_ = std::make_unique<PostgresResponseStore>(*this);
 }
 
@@ -454,8 +552,55 @@ ResponseStore& PostgresJobStore::responses() { return *responses_; }
 
 bool PostgresJobStore::watch(std::function<void()> changed) {
   std::lock_guard lock(mutex_);
-  listener_ = std::make_unique<Listener>(url_, shown_, std::move(changed));
+  listener_ =
+      std::make_unique<Listener>(url_, shown_, std::move(changed), [this](const std::string& why) { lost(why); });
   return true;
+}
+
+Connection& PostgresJobStore::connected() {
+  if (conn_) return *conn_;
+  if (backoff_.waiting()) {
+    std::lock_guard lock(state_mutex_);
+    throw ConnectionLost(unavailable_.empty() ? cat("job store ", shown_, ": unavailable") : unavailable_);
+  }
+  try {
+    conn_.emplace(url_, shown_);
+    if (!migrated_) migrate(*conn_);
+    migrated_ = true;
+    backoff_.succeeded();
+    return *conn_;
+  } catch (...) {
+    conn_.reset();
+    backoff_.failed();
+    throw;
+  }
+}
+
+void PostgresJobStore::reached() {
+  if (!down_.load()) return;
+  std::lock_guard lock(state_mutex_);
+  if (unavailable_.empty()) return;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at_).count();
+  std::cerr << cat("qvl: job store ", shown_, ": reachable again after ", std::round(s * 10) / 10, " s\n");
+  unavailable_.clear();
+  down_.store(false);
+}
+
+void PostgresJobStore::lost(const std::string& why) {
+  std::lock_guard lock(state_mutex_);
+  if (unavailable_.empty()) {
+    lost_at_ = std::chrono::steady_clock::now();
+    std::cerr << cat("qvl: ", why, "; the job store is unavailable (jobs and stored responses answer 503) until it ",
+                     "is reached again, tried every ", Backoff::kMost.count() / 1000.0, " s at most\n");
+  }
+  unavailable_ = why;
+  down_.store(true);
+}
+
+std::string PostgresJobStore::unavailable() const {
+  if (!down_.load()) return {};
+  std::lock_guard lock(state_mutex_);
+  return unavailable_;
 }
 
 void PostgresJobStore::migrate(Connection& c) {
@@ -515,6 +660,8 @@ bool PostgresJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord
   const int64_t bytes = detached.bytes;
   if (static_cast<int64_t>(jobs.size()) > options_.max_jobs || bytes > options_.max_bytes) return false;
   return locked([&](Connection& c) {
+    // Run again after a commit whose reply was lost: the jobs are in (ids are random, 128 bits).
+    if (!jobs.empty() && c.exec("SELECT 1 FROM qvl_jobs WHERE id = $1", {jobs.front().id}).rows() > 0) return true;
     Transaction t(c);
     c.exec(cat("SELECT pg_advisory_xact_lock(", kAddLock, ")").c_str());
     purge(c);

@@ -10,6 +10,15 @@
 // Leases, TTLs and finish times are read from the database's clock, so
 // replicas whose clocks disagree still agree on whose lease ran out.
 //
+// The database going away (a restart, a failover, a network cut) is an
+// outage, never a crash: every call then throws StoreUnavailable at once,
+// unavailable() says why (for /health), and the store connects again with
+// backoff (100 ms doubling to 2 s; the listener LISTENs again), bounded by
+// libpq's connect_timeout and TCP keepalives when the network goes silent.
+// A database away when the store opens is the same outage: the server
+// starts, and the schema is made when it is first reached. Only what a
+// restart cannot fix refuses to open: a malformed URL, a newer schema.
+//
 // The tables are qvl_*; the schema is created and migrated by qvl on open,
 // step by step (qvl_schema.version: kPostgresSchemaVersion), with an
 // advisory lock so replicas starting together migrate once; a schema from a
@@ -26,7 +35,9 @@ namespace qvl {
 constexpr int kPostgresSchemaVersion = 1;
 
 // Connects (a libpq URL: postgresql://user:password@host:port/db?…) and
-// migrates, or throws Error naming the server (never the password).
+// migrates, or opens unavailable when the server cannot be reached; throws
+// Error naming the server (never the password) for a malformed URL or a
+// schema it cannot use.
 std::unique_ptr<JobStore> open_postgres_job_store(const std::string& url, const JobStoreOptions& options);
 
 // The URL with its password (user:PASSWORD@ or password=…) replaced by ***,

@@ -4,7 +4,8 @@
 // shutdown) and the folder removed when the test ends. As root the server
 // runs as the `postgres` user (PostgreSQL refuses root). Where Debian's
 // postgresql package is missing, available() is false and says why, so the
-// tests skip with that message.
+// tests skip with that message. stop() and start() take it away and bring it
+// back on the same port with the same data (a database outage).
 #pragma once
 
 #include <arpa/inet.h>
@@ -58,25 +59,8 @@ class PostgresServer {
       return;
     }
     port_ = free_port();
-    pid_ = spawn(
-        {bin_ + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-h", "127.0.0.1", "-p", std::to_string(port_), "-c",
-         "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100"},
-        /*quiet=*/true);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (PQping(url("postgres").c_str()) != PQPING_OK) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        why_ = "the postmaster exited at start";
-        return;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        why_ = "the postmaster did not answer within 30 s";
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ready_ = true;
+    why_ = start();
+    ready_ = why_.empty();
   }
   ~PostgresServer() {
     if (pid_ > 0) {
@@ -96,6 +80,47 @@ class PostgresServer {
   }
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
+
+  // Starts the postmaster (again), on the same port and data; "" once it
+  // answers, else why not. After a SIGKILL the old server's backends may
+  // still hold its shared memory for a moment: a start that exits is tried
+  // again until the deadline.
+  std::string start() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      pid_ = spawn({bin_ + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-h", "127.0.0.1", "-p",
+                    std::to_string(port_), "-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
+                    "full_page_writes=off", "-c", "max_connections=100"},
+                   /*quiet=*/true);
+      while (PQping(url("postgres").c_str()) != PQPING_OK) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) return "the postmaster did not answer within 30 s";
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (pid_ > 0) {
+        started_ = true;
+        return "";
+      }
+      if (!started_ || std::chrono::steady_clock::now() > deadline) return "the postmaster exited at start";
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  // Stops the postmaster with `signal` (SIGINT: fast shutdown, SIGKILL: a
+  // crash) and waits for it to exit; after a SIGKILL, until the server no
+  // longer answers (its orphaned backends end when they see it gone).
+  void stop(int signal) {
+    if (pid_ <= 0) return;
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    for (int i = 0; i < 200 && PQping(url("postgres").c_str()) == PQPING_OK; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 
   bool available() const { return ready_; }
   const std::string& why_not() const { return why_; }
@@ -179,6 +204,7 @@ class PostgresServer {
   int port_ = 0;
   pid_t pid_ = -1;
   bool ready_ = false;
+  bool started_ = false;  // once: a start that exits is then a restart to try again
   int databases_ = 0;
 };
 
