@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <iostream>
 #include <random>
 
 #include "server/api_error.h"
@@ -123,7 +124,9 @@ void JobRunner::stop() {
   signal_->wake();
   if (thread_.joinable()) thread_.join();
   store_ends();
-  // What is left never finished here: a durable store runs it again later.
+  // What is left did not finish here: a durable store gets it back at once
+  // (another replica runs it without waiting for the lease to run out); the
+  // memory store, stopped after the scheduler drained, fails it.
   std::map<std::string, Held> left;
   {
     std::lock_guard lock(mutex_);
@@ -131,20 +134,71 @@ void JobRunner::stop() {
     offered_.clear();
   }
   for (auto& [id, h] : left) {
-    if (h.submitted) h.page->task->cancel(TaskOutcome::Shutdown);
-    if (store_.durable()) timed("release", [&] { return store_.release(id, owner_), 0; });
+    const std::shared_ptr<Task> task = h.submitted ? h.page->task : nullptr;
+    if (task && task->done() && task->outcome() != TaskOutcome::Shutdown) {
+      end(id, job_end(*task, h.page->meta));  // it finished after store_ends() looked
+      continue;
+    }
+    if (task) task->cancel(TaskOutcome::Shutdown);
+    if (store_.durable()) release(id);
     else end(id, {JobState::Failed, nullptr, shutting_down_error()});
   }
+  store_pending_ends();
+  std::lock_guard lock(mutex_);
+  if (!pending_ends_.empty())
+    std::cerr << cat("qvl: the job store is unavailable: the ends of ", pending_ends_.size(),
+                     " jobs could not be stored; their leases run out and they run again elsewhere\n");
 }
 
 void JobRunner::end(const std::string& id, const JobEnd& e) {
-  timed("finish", [&] { return store_.finish(id, owner_, e.state, e.result, e.error); });
+  if (stored("finish", [&] { return store_.finish(id, owner_, e.state, e.result, e.error); })) return;
+  // The store is unavailable: the end is stored when it is back. Should the
+  // lease run out first, another runner takes the job and this end is
+  // refused (finish() is the owner's only), so the job still ends once.
+  std::lock_guard lock(mutex_);
+  pending_ends_[id] = e;
+}
+
+void JobRunner::release(const std::string& id) {
+  stored("release", [&] { return store_.release(id, owner_), true; });  // failed: its lease runs out instead
+}
+
+void JobRunner::store_pending_ends() {
+  std::map<std::string, JobEnd> ends;
+  {
+    std::lock_guard lock(mutex_);
+    ends.swap(pending_ends_);
+  }
+  for (auto it = ends.begin(); it != ends.end(); ++it) {
+    const auto& [id, e] = *it;
+    if (stored("finish", [&] { return store_.finish(id, owner_, e.state, e.result, e.error); })) continue;
+    std::lock_guard lock(mutex_);  // still unavailable: keep this one and the rest for later
+    pending_ends_.insert(it, ends.end());
+    return;
+  }
+}
+
+template <typename F>
+bool JobRunner::stored(const char* op, F&& f) {
+  try {
+    timed(op, std::forward<F>(f));
+    return true;
+  } catch (const StoreUnavailable&) {
+    return false;  // the store logs its outages, once each
+  } catch (const std::exception& e) {
+    const std::string why = cat("qvl: job runner: ", op, " failed: ", e.what());
+    std::lock_guard lock(mutex_);
+    if (why != last_error_) std::cerr << why << "\n";  // once, not on every turn of the loop
+    last_error_ = why;
+    return false;
+  }
 }
 
 void JobRunner::loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
+    store_pending_ends();
     store_ends();
     const bool changed = store_changed_->exchange(false);
     // A cancel through another replica reaches the job's runner at once.
@@ -180,8 +234,7 @@ void JobRunner::store_ends() {
       page = it->second.page;
     }
     const Task& t = *page->task;
-    if (t.outcome() == TaskOutcome::Shutdown && store_.durable())
-      timed("release", [&] { return store_.release(id, owner_), 0; });
+    if (t.outcome() == TaskOutcome::Shutdown && store_.durable()) release(id);
     else end(id, job_end(t, page->meta));
     std::lock_guard lock(mutex_);
     held_.erase(id);
@@ -201,7 +254,10 @@ void JobRunner::heartbeats() {
   for (const Beat& b : beats) {
     const int64_t tokens = b.task ? b.task->pieces() : 0;
     const std::string text = b.task ? b.task->text_so_far() : std::string();
-    if (timed("heartbeat", [&] { return store_.heartbeat(b.id, owner_, tokens, text); })) continue;
+    bool mine = true;
+    // Unavailable: the job runs on, and the next heartbeat renews its lease
+    // if the store is back before the lease runs out.
+    if (!stored("heartbeat", [&] { return mine = store_.heartbeat(b.id, owner_, tokens, text); }) || mine) continue;
     // Cancelled through the store (perhaps by another replica), or no
     // longer this runner's: stop it; its end is stored only if still its own.
     if (b.task) b.task->cancel(TaskOutcome::Cancelled);
@@ -227,8 +283,10 @@ bool JobRunner::start_waiting(std::unique_lock<std::mutex>& lock) {
 bool JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
   while (claiming_ && !stopping_ && hooks_.queue_has_room()) {
     lock.unlock();
-    std::optional<ClaimedJob> c = timed("claim", [&] { return store_.claim(owner_, kWindow); });
+    std::optional<ClaimedJob> c;
+    const bool asked = stored("claim", [&] { return c = store_.claim(owner_, kWindow), true; });
     lock.lock();
+    if (!asked) return true;  // the store is unavailable: ask again on the next turn (it backs off)
     if (!c) return false;
     const std::string id = c->job.id;
     Held& h = held_[id];
@@ -306,7 +364,7 @@ void JobRunner::start(std::unique_lock<std::mutex>& lock, Held& h) {
     case Scheduler::Refusal::ShuttingDown:
       if (store_.durable()) {
         lock.unlock();
-        timed("release", [&] { return store_.release(id, owner_), 0; });
+        release(id);
         lock.lock();
         held_.erase(id);
         return;

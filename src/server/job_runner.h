@@ -112,9 +112,19 @@ class JobRunner {
   // Prepares (unless prepared) and submits the job, or leaves it held to
   // try again; ends it when refused or cancelled (erasing h).
   void start(std::unique_lock<std::mutex>& lock, Held& h);
+  // Stores a job's end; while the store is unavailable, keeps it to store
+  // later (store_pending_ends, every turn of the loop).
   void end(const std::string& id, const JobEnd& e);
+  void store_pending_ends();
+  // Hands a job back to the store (its lease runs out instead when the store is unavailable).
+  void release(const std::string& id);
   template <typename F>
   auto timed(const char* op, F&& f);
+  // Runs one store call (timed): false when it failed, the store
+  // unavailable or the call refused (logged once). The runner's thread
+  // never ends on a store error.
+  template <typename F>
+  bool stored(const char* op, F&& f);
 
   JobStore& store_;
   JobRunnerHooks hooks_;
@@ -134,6 +144,8 @@ class JobRunner {
   std::deque<std::pair<std::string, PreparedPage>> offered_;
   bool claiming_ = true;
   bool stopping_ = false;
+  std::map<std::string, JobEnd> pending_ends_;  // under mutex_: ends the store could not take yet
+  std::string last_error_;                      // under mutex_: the last store error logged
 
   // Ids of tasks finished on the scheduler's thread, stored by the loop.
   std::shared_ptr<std::mutex> done_mutex_ = std::make_shared<std::mutex>();
