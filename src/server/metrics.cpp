@@ -159,6 +159,8 @@ std::string Metrics::render(const Gauges& gg) const {
   header(o, "qvl_jobs", "gauge", "async jobs in the job store by state (all replicas sharing it)");
   for (const auto& [state, n] : gg.jobs_by_state)
     o += "qvl_jobs{state=\"" + state + "\",store=\"" + gg.job_store + "\"} " + std::to_string(n) + "\n";
+  gauge("qvl_job_store_up", "1 when the job store can be reached, 0 while its database is away",
+        gg.job_store_up ? 1 : 0);
   gauge("qvl_job_store_bytes", "bytes of job bodies and results in the job store (--max-job-bytes)",
         static_cast<double>(gg.job_store_bytes));
   counter("qvl_job_leases_taken_over_total",

@@ -34,6 +34,7 @@ struct Gauges {  // sampled when /metrics is read
   std::map<std::string, int64_t> jobs_by_state;
   int64_t job_store_bytes = 0;
   int64_t job_leases_taken_over = 0;
+  bool job_store_up = true;  // false while its database cannot be reached (the counts above are then empty)
   bool ready = false;
   // The engine's image-embedding cache (counters kept by the engine).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;

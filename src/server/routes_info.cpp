@@ -50,8 +50,18 @@ void ServerCore::register_info_routes() {
       res.set_header("Retry-After", "2");
       return reply_json(res, 503, {{"status", "loading"}});
     }
+    // Never waits on the database: the store says what its last call, or
+    // its change watch, met. Why goes to the log (it names the server).
+    if (!jobs->unavailable().empty()) {
+      res.set_header("Retry-After", std::to_string(kStoreRetryAfterS));
+      return reply_json(res, 503, {{"status", "store_unavailable"}, {"store", jobs->name()}});
+    }
     reply_json(res, 200, {{"status", "ok"}});
   });
+  // Liveness: the process answers. Unlike /health it stays 200 while the
+  // store's database is away, so an orchestrator does not restart every
+  // replica (and cut their streams) for an outage a restart cannot fix.
+  router.get("/health/live", [](HttpRequest&, HttpResponse& res) { reply_json(res, 200, {{"status", "alive"}}); });
 
   router.get("/v1/models", [this](HttpRequest&, HttpResponse& res) {
     reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
@@ -100,14 +110,18 @@ void ServerCore::register_info_routes() {
       g.slots_busy = s.running;
       g.slots_total = s.parallel;
     }
-    const JobCounts counts = jobs->counts();
     g.job_store = jobs->name();
-    for (const auto& [state, n] : counts.jobs) {
-      g.jobs_by_state[job_state_name(state)] = n;
-      g.jobs_stored += static_cast<int>(n);
+    try {
+      const JobCounts counts = jobs->counts();
+      for (const auto& [state, n] : counts.jobs) {
+        g.jobs_by_state[job_state_name(state)] = n;
+        g.jobs_stored += static_cast<int>(n);
+      }
+      g.job_store_bytes = counts.bytes;
+      g.job_leases_taken_over = counts.leases_taken_over;
+    } catch (const StoreUnavailable&) {
+      g.job_store_up = false;  // the process's own figures are still worth scraping
     }
-    g.job_store_bytes = counts.bytes;
-    g.job_leases_taken_over = counts.leases_taken_over;
     if (ready.load()) {  // set after the engine is attached (release/acquire)
       const ImageCacheStats c = engine->image_cache_stats();
       g.image_cache_hits = c.hits;

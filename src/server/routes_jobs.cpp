@@ -66,6 +66,8 @@ void ServerCore::register_job_routes() {
 
   router.post("/v1/jobs", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
+    // Refused before its media are decoded: the job could not be stored (503, handle()).
+    if (std::string why = jobs->unavailable(); !why.empty()) throw StoreUnavailable(why);
     try {
       ojson body = parse_body(req);
       if (std::optional<PageBatchPlan> plan = plan_page_batch(body, chat_limits)) {

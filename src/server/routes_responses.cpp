@@ -36,6 +36,18 @@ ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, 
   return e;
 }
 
+// Keeps a finished response for previous_response_id. A store that went
+// away while it was generated loses the entry (the request's log says so),
+// not the answer already made.
+void keep_response(ResponseStore& store, ResponseStore::Entry e, RequestRecord& rec) {
+  try {
+    store.put(std::move(e));
+  } catch (const StoreUnavailable& u) {
+    std::lock_guard lock(rec.mutex);
+    rec.fields["store_error"] = u.what();
+  }
+}
+
 // The Responses event stream of one answer. The task's text is the model's
 // raw answer: a Thinking model's reasoning (ReasoningSplitter) becomes a
 // reasoning item's reasoning_text deltas; the rest, with tools through
@@ -189,7 +201,7 @@ struct ResponsesStream {
     ojson response = response_json(meta, end.status, output, responses_usage_json(r), end.incomplete_details);
     event({{"type", end.incomplete_details.is_null() ? "response.completed" : "response.incomplete"},
            {"response", response}});
-    if (keep) store->put(store_entry(meta, items, response));
+    if (keep) keep_response(*store, store_entry(meta, items, response), *rec);
   }
 
   void fail(const ApiError& e) {
@@ -210,6 +222,8 @@ void ServerCore::register_responses_routes() {
     try {
       const ojson body = parse_body(req);
       ResponsesRequest rr = translate_responses_request(body, *store);
+      // An answer to keep (store, OpenAI's default) waits for the store; store: false is answered now.
+      if (std::string why = jobs->unavailable(); rr.store && !why.empty()) throw StoreUnavailable(why);
       int64_t prompt_tokens = 0, image_tokens = 0;
       ChatRequest cr;
       try {
@@ -247,7 +261,7 @@ void ServerCore::register_responses_routes() {
         const ResponseEnd end = response_end(r);
         ojson response = response_json(meta, end.status, output_json(r, ids, rr.output_logprobs, token_text),
                                        responses_usage_json(r), end.incomplete_details);
-        if (rr.store) store->put(store_entry(meta, rr.items, response));
+        if (rr.store) keep_response(*store, store_entry(meta, rr.items, response), *rec);
         res.status = 200;
         res.set_content(dump_ordered(response), "application/json");
         return;

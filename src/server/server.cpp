@@ -20,7 +20,7 @@ namespace {
 // Route patterns for logs and metrics: raw paths would let clients grow the
 // label set without bound.
 std::string route_of(const HttpRequest& req) {
-  static const char* kRoutes[] = {"/health",        "/metrics",        "/v1/models", "/v1/chat/completions",
+  static const char* kRoutes[] = {"/health",        "/health/live", "/metrics",        "/v1/models", "/v1/chat/completions",
                                   "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
                                   "/v1/qvl/videos/frames", "/tokenize", "/detokenize"};
   for (const char* r : kRoutes)
@@ -54,6 +54,13 @@ void reply_json(HttpResponse& res, int status, const json& body) {
 }
 
 void reply_error(HttpResponse& res, const ApiError& e) { reply_json(res, e.status(), e.to_json()); }
+
+void reply_store_unavailable(HttpResponse& res) {
+  res.set_header("Retry-After", std::to_string(kStoreRetryAfterS));
+  reply_error(res, ApiError(503, "store_unavailable",
+                            "the job store's database cannot be reached right now (jobs and stored responses wait "
+                            "for it); retry shortly. Chat completions are still served"));
+}
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -156,6 +163,14 @@ struct Server::Impl {
     } catch (const ApiError& e) {
       res.provider = nullptr;
       reply_error(res, e);
+    } catch (const StoreUnavailable& e) {
+      // Whatever route met it: the database is away, not the request wrong.
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["error"] = e.what();
+      }
+      res.provider = nullptr;
+      reply_store_unavailable(res);
     } catch (const std::exception& e) {
       // Details go to the log only: clients get no internals.
       {
@@ -169,7 +184,7 @@ struct Server::Impl {
 
   // The checks every request passes before its route: true when answered.
   bool pre_route(const HttpRequest& req, HttpResponse& res, RequestRecord& rec) {
-    const bool health = rec.route == "/health";
+    const bool health = rec.route == "/health" || rec.route == "/health/live";
     const bool page = rec.route == "/ (page)" && (req.method == "GET" || req.method == "HEAD");
     auto refuse = [&](const ApiError& e) {
       {
@@ -210,7 +225,11 @@ struct Server::Impl {
         return refuse(ApiError(415, "unsupported_media_type", why));
     }
     const bool api = !health && rec.route != "/ (page)" && rec.route != "/metrics";
-    if (api && core.draining.load()) return refuse(ApiError(503, "shutting_down", "the server is shutting down"));
+    // A stored job or response is read from the store, which outlives this
+    // replica: a poll that reaches it while it drains is still answered.
+    const bool stored = rec.route == "/v1/jobs/{id}" || rec.route == "/v1/responses/{id}";
+    if (api && !stored && core.draining.load())
+      return refuse(ApiError(503, "shutting_down", "the server is shutting down"));
     if (api && !core.ready.load()) {
       res.set_header("Retry-After", "5");
       return refuse(ApiError(503, "loading", "the model is still loading; retry shortly"));

@@ -113,6 +113,10 @@ struct ServerCore {
 
 void reply_json(HttpResponse& res, int status, const nlohmann::json& body);
 void reply_error(HttpResponse& res, const ApiError& e);
+// 503 store_unavailable with Retry-After: what a request that needs the job
+// store (StoreUnavailable) gets while its database is away. The cause goes
+// to the log, not the client.
+void reply_store_unavailable(HttpResponse& res);
 int64_t unix_now();
 
 }  // namespace qvl
