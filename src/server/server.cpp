@@ -306,10 +306,13 @@ bool Server::shutdown() {
   ServerCore& c = impl_->core;
   if (c.draining.exchange(true)) return true;
   bool clean = true;
-  // Stored jobs first: nothing more is claimed while the queue drains, then
-  // what the drained tasks ended with is stored (a durable store gets back
-  // the jobs that did not finish, to run after a restart).
+  // Stored jobs first: nothing more is claimed. A durable store gets its
+  // unfinished jobs back at once, for another replica (or this one after a
+  // restart) to run without waiting for their leases to run out; with the
+  // memory store they run on while the queue drains and what they ended
+  // with is kept.
   if (c.job_runner) c.job_runner->stop_claiming();
+  if (c.job_runner && c.jobs->durable()) c.job_runner->stop();
   if (c.scheduler)
     clean = c.scheduler->drain(std::chrono::milliseconds(static_cast<int64_t>(c.options.shutdown_grace_s * 1000)));
   if (c.job_runner) c.job_runner->stop();
