@@ -27,7 +27,7 @@ def arg_value(args, flag):
 
 
 def qvl_endpoints(qvl, model):
-    """/health status and the /metrics names of a real server with the tiny model."""
+    """/health and /health/live statuses and the /metrics names of a real server with the tiny model."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -42,9 +42,13 @@ def qvl_endpoints(qvl, model):
                 r.read()
                 status = r.status
                 if status == 200:
+                    c.request("GET", "/health/live")
+                    live = c.getresponse()
+                    live.read()
                     c.request("GET", "/metrics")
                     text = c.getresponse().read().decode()
-                    return status, {l.split("{")[0].split(" ")[0] for l in text.splitlines() if l and l[0] != "#"}
+                    names = {l.split("{")[0].split(" ")[0] for l in text.splitlines() if l and l[0] != "#"}
+                    return status, live.status, names
             except OSError:
                 pass
             time.sleep(0.1)
@@ -99,9 +103,11 @@ def main():
     uid = re.search(r"--uid (\d+)", open(containerfile).read())
     check(uid and pod["spec"]["securityContext"].get("runAsUser") == int(uid.group(1)),
           "runAsUser is not the Containerfile's user")
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+    # Readiness follows /health (the model, draining, the job store's database); liveness only
+    # asks whether the process answers, so a database outage restarts no pod.
+    for probe, path in (("readinessProbe", "/health"), ("startupProbe", "/health"), ("livenessProbe", "/health/live")):
         get = c.get(probe, {}).get("httpGet", {})
-        check(get.get("path") == "/health", f"{probe} does not GET /health")
+        check(get.get("path") == path, f"{probe} does not GET {path}")
         check(get.get("port") in ports or get.get("port") == port, f"{probe} port {get.get('port')} is not the container's")
     grace = float(arg_value(args, "--shutdown-grace") or 10)
     check(pod["spec"].get("terminationGracePeriodSeconds", 30) > grace,
@@ -140,8 +146,9 @@ def main():
     check(names == ["qvl_queue_depth"], f"HPA metrics {names}")
     check(hpa["spec"]["minReplicas"] <= dep["spec"]["replicas"] <= hpa["spec"]["maxReplicas"],
           "Deployment replicas outside the HPA's range")
-    status, exported = qvl_endpoints(qvl, model)
+    status, live, exported = qvl_endpoints(qvl, model)
     check(status == 200, "qvl's /health did not answer 200 when ready")
+    check(live == 200, f"qvl's /health/live answered {live}")
     for n in names:
         check(n in exported, f"qvl's /metrics has no {n}")
     return report()

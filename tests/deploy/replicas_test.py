@@ -64,7 +64,10 @@ def nginx_conf(shipped, replica_ports, listen_port, prefix):
     conf, n = re.subn(r"listen 8080;", f"listen 127.0.0.1:{listen_port};", conf)
     if n != 1:
         raise SystemExit(f"replicas: no 'listen 8080;' in {shipped}")
-    conf = conf.replace("location / {", "location / {\n        add_header X-Upstream $upstream_addr always;", 1)
+    conf, n = re.subn(r"proxy_pass http://\$qvl_upstream;",
+                      lambda m: m.group(0) + "\n        add_header X-Upstream $upstream_addr always;", conf)
+    if n == 0:
+        raise SystemExit(f"replicas: no 'proxy_pass http://$qvl_upstream;' in {shipped}")
     user = "user root root;\n" if os.geteuid() == 0 else ""
     temp = "".join(f"    {k}_temp_path {prefix}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     main = (f"{user}pid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\nworker_processes 1;\n"
