@@ -17,48 +17,13 @@ as one JSON line:
 PostgreSQL runs from Debian's packages in a temporary folder (as the postgres user when root), on
 loopback, stopped by its PID. Exit 77 (skipped) where nginx or PostgreSQL is not installed.
 """
-import argparse, glob, http.client, json, os, pwd, random, shutil, signal, subprocess, sys, tempfile, time
+import argparse, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replicas_test import free_port, metrics, start_behind_nginx  # noqa: E402
+from postgres_server import Postgres, postgres_bin  # noqa: E402
+from replicas_test import metrics, start_behind_nginx  # noqa: E402
 
 JOBS = "/v1/jobs"
-
-
-def postgres_bin():
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
-    return os.path.dirname(found[-1]) if found else None
-
-
-def as_postgres():
-    """preexec_fn that drops root to the postgres user (PostgreSQL refuses to run as root)."""
-    if os.geteuid() != 0:
-        return None
-    pw = pwd.getpwnam("postgres")
-
-    def drop():
-        os.setgroups([])
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    return drop
-
-
-def start_postgres(bin_dir, folder):
-    if os.geteuid() == 0:
-        pw = pwd.getpwnam("postgres")
-        os.chown(folder, pw.pw_uid, pw.pw_gid)
-    log = open(f"{folder}/postgres.log", "w")
-    subprocess.run([f"{bin_dir}/initdb", "-D", f"{folder}/data", "-U", "qvl", "--auth=trust", "-E", "UTF8",
-                    "--no-sync"], check=True, stdout=log, stderr=log, preexec_fn=as_postgres())
-    port = free_port()
-    proc = subprocess.Popen([f"{bin_dir}/postgres", "-D", f"{folder}/data", "-k", folder, "-h", "127.0.0.1",
-                             "-p", str(port), "-c", "fsync=off"], stdout=log, stderr=log, preexec_fn=as_postgres())
-    end = time.time() + 30
-    while subprocess.run([f"{bin_dir}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(port)]).returncode != 0:
-        if proc.poll() is not None or time.time() > end:
-            raise SystemExit("jobs_replicas: PostgreSQL did not start:\n" + open(f"{folder}/postgres.log").read())
-        time.sleep(0.1)
-    return proc, port
 
 
 def request(port, method, path, body=None):
@@ -93,8 +58,8 @@ def main():
     pg_dir = tempfile.mkdtemp(prefix="qvl-jobs-pg-")
     procs, pg = [], None
     try:
-        pg, pg_port = start_postgres(bin_dir, pg_dir)
-        store = f"postgresql://qvl@127.0.0.1:{pg_port}/postgres"
+        pg = Postgres(bin_dir, pg_dir)
+        store = pg.url()
         ports, lb_port = start_behind_nginx(nginx, args.qvl, args.model, args.conf, prefix, procs,
                                             ["--parallel", "1", "--queue-size", "2", "--jobs-db", store,
                                              "--job-lease", "2"])
@@ -188,11 +153,7 @@ def main():
                 except subprocess.TimeoutExpired:
                     p.kill()
         if pg is not None:
-            pg.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                pg.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pg.kill()
+            pg.stop(signal.SIGINT)  # fast shutdown
         shutil.rmtree(prefix, ignore_errors=True)
         shutil.rmtree(pg_dir, ignore_errors=True)
 
