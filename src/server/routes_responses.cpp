@@ -37,12 +37,13 @@ ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, 
 }
 
 // Keeps a finished response for previous_response_id. A store that went
-// away while it was generated loses the entry (the request's log says so),
-// not the answer already made.
+// away (or failed) while it was generated loses the entry (the request's
+// log says so), not the answer already made; a stream's writer, which calls
+// this, has no handler around it to catch anything.
 void keep_response(ResponseStore& store, ResponseStore::Entry e, RequestRecord& rec) {
   try {
     store.put(std::move(e));
-  } catch (const StoreUnavailable& u) {
+  } catch (const std::exception& u) {
     std::lock_guard lock(rec.mutex);
     rec.fields["store_error"] = u.what();
   }

@@ -11,8 +11,9 @@ killed (SIGKILL); each time with jobs queued, running, succeeded and cancelled, 
 - no replica exits: each is still running, and its /health/live answers 200, during and after;
 - during the outage every replica's /health says 503 store_unavailable (the readiness probe's view);
   a job submission, poll or cancel — through nginx or straight at a replica — gets 503 store_unavailable
-  with Retry-After, at once (never a hang, never a 500); chat completions, plain and streamed, through
-  nginx are answered (200, or 429 when jobs fill the queue — never a 5xx), at least 3 of them with 200;
+  with Retry-After, at once (never a hang, never a 500), as does a Responses request to be stored
+  (one with store: false is answered); chat completions, plain and streamed, through nginx are
+  answered (200, or 429 when jobs fill the queue — never a 5xx), at least 3 of them with 200;
 - after the restart every replica's /health is 200 and a submission through nginx is accepted within
   a few seconds (the recovery time printed);
 - every job accepted ends in a terminal state exactly once: the status and the result that each replica
@@ -179,6 +180,15 @@ def one_round(label, sig, args, pg, ports, lb, procs, client, rng, long_tokens):
     fig["health_says_unavailable_after_s"] = round(time.time() - down, 2)
     if len(seen_down) < len(ports):
         client.fail(f"{label}: /health of {len(ports) - len(seen_down)} replicas never said store_unavailable")
+    # The Responses API: an answer to keep waits for the store, one not kept is answered.
+    status, data, headers = client.request(lb, "POST", "/v1/responses", {"input": "kept?", "max_output_tokens": 6})
+    if not is_store_unavailable(status, data, headers):
+        client.fail(f"{label}: a stored response during the outage: {status} {data}")
+    status, data, _ = client.request(lb, "POST", "/v1/responses",
+                                     {"input": "not kept", "max_output_tokens": 6, "store": False})
+    fig["unstored_response_during_outage"] = status
+    if status not in (200, 429):
+        client.fail(f"{label}: a response with store: false during the outage: {status} {data}")
     refusals, slowest = 0, 0.0
     while time.time() < down + args.outage:
         tries = [(lb, "POST", JOBS, chat("during the outage", 8)), (lb, "GET", f"{JOBS}/{rng.choice(ids)}", None),
