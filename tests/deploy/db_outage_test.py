@@ -26,7 +26,7 @@ import argparse, http.client, json, os, random, shutil, signal, sys, tempfile, t
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from postgres_server import Postgres, postgres_bin  # noqa: E402
+from postgres_server import Postgres, postgres_bin, tear_down  # noqa: E402
 from replicas_test import start_behind_nginx  # noqa: E402
 
 JOBS = "/v1/jobs"
@@ -336,17 +336,7 @@ def main():
                 print("".join(open(f"{prefix}/replica-{p}.log").readlines()[-15:]))
         return 1 if client.failures else 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except Exception:
-                    p.kill()
-        if pg is not None:
-            pg.stop(signal.SIGINT)
-        shutil.rmtree(prefix, ignore_errors=True)
-        shutil.rmtree(pg_dir, ignore_errors=True)
+        tear_down(procs, pg, prefix, pg_dir)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ PostgreSQL runs from Debian's packages in a temporary folder, on loopback, stopp
 import argparse, http.client, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from postgres_server import Postgres, postgres_bin  # noqa: E402
+from postgres_server import Postgres, postgres_bin, tear_down  # noqa: E402
 from replicas_test import free_port, metrics, wait_ready  # noqa: E402
 
 NO_EOS = {"151645": -100, "151643": -100}  # a long answer runs its max_tokens
@@ -190,17 +190,7 @@ def main():
             print("".join(open(f"{prefix}/a.log").readlines()[-15:]))
         return 1 if failures else 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-        if pg is not None:
-            pg.stop(signal.SIGINT)
-        shutil.rmtree(prefix, ignore_errors=True)
-        shutil.rmtree(pg_dir, ignore_errors=True)
+        tear_down(procs, pg, prefix, pg_dir)
 
 
 if __name__ == "__main__":

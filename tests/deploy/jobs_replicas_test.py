@@ -17,10 +17,10 @@ as one JSON line:
 PostgreSQL runs from Debian's packages in a temporary folder (as the postgres user when root), on
 loopback, stopped by its PID. Exit 77 (skipped) where nginx or PostgreSQL is not installed.
 """
-import argparse, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, time
+import argparse, http.client, json, os, random, shutil, signal, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from postgres_server import Postgres, postgres_bin  # noqa: E402
+from postgres_server import Postgres, postgres_bin, tear_down  # noqa: E402
 from replicas_test import metrics, start_behind_nginx  # noqa: E402
 
 JOBS = "/v1/jobs"
@@ -145,17 +145,7 @@ def main():
             print("FAIL:", f)
         return 1 if failures else 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-        if pg is not None:
-            pg.stop(signal.SIGINT)  # fast shutdown
-        shutil.rmtree(prefix, ignore_errors=True)
-        shutil.rmtree(pg_dir, ignore_errors=True)
+        tear_down(procs, pg, prefix, pg_dir)
 
 
 if __name__ == "__main__":

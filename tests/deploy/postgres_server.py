@@ -3,7 +3,7 @@ tests/server/postgres_server.h): initdb in a folder of the caller's, the postmas
 port, run as the postgres user when we are root (PostgreSQL refuses root). stop() takes it away (SIGINT:
 fast shutdown; SIGKILL: the postmaster dies) and start() brings it back on the same port with the same
 data: a database outage."""
-import glob, os, pwd, signal, subprocess, time
+import glob, os, pwd, shutil, signal, subprocess, time
 
 from replicas_test import free_port
 
@@ -88,3 +88,19 @@ class Postgres:
         out = subprocess.run([f"{self.bin}/psql", "-X", "-At", "-F", "\t", "-h", "127.0.0.1", "-p", str(self.port),
                               "-U", "qvl", "-d", database, "-c", statement], check=True, capture_output=True, text=True)
         return [line.split("\t") for line in out.stdout.splitlines() if line]
+
+
+def tear_down(procs, pg, *folders):
+    """Ends a test's processes (SIGTERM, then SIGKILL after 20 s), its PostgreSQL (fast shutdown) and
+    its folders."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    if pg is not None:
+        pg.stop(signal.SIGINT)
+    for f in folders:
+        shutil.rmtree(f, ignore_errors=True)
