@@ -261,6 +261,10 @@ def judge(rows, duration, run):
             out[name] = {"unit": unit, "judged": False, "why": "rss_anon_mb is judged: this one counts the model's "
                          "mapped files too, whose pages come in as they are first touched"}
             continue
+        if not any(r[name] is not None for r in rows):
+            out[name] = {"unit": unit, "judged": False, "why": "not read (RssAnon and threads need the server's "
+                         "PID, the store series its SQLite file: --pid, --jobs-db)"}
+            continue
         if len(pts) < 3:
             out[name] = {"unit": unit, "judged": False, "why": f"{len(pts)} samples in the second half"}
             continue
