@@ -81,6 +81,7 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
                                                      : f.generation.max_new_tokens.value_or(0);
   if (info.default_max_tokens <= 0) info.default_max_tokens = slot_ctx;
   info.vocab_size = model->config().text.vocab_size;
+  info.hidden_size = model->config().text.hidden_size;
   info.weights_bytes = model->weights().matrix_bytes;
   for (const Slot& s : slots) info.kv_cache_bytes += s.cache.reserved_bytes();
   info.unused_tensors = model->weights().unused;
@@ -156,6 +157,9 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
   Impl& m = *impl_;
   const EngineClock::time_point start = EngineClock::now();
   if (free_slots.empty()) fail("Engine::begin: no free sequence slot given");
+  if (!has_head())
+    fail("the checkpoint has untied embeddings and no lm_head.weight, so it cannot generate text: it can only "
+         "compute embeddings (--task embed)");
   for (const int s : free_slots)
     if (s < 0 || s >= static_cast<int>(m.slots.size()))
       fail("sequence slot ", s, " does not exist (the engine has ", m.slots.size(), ")");

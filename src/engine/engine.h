@@ -282,6 +282,7 @@ struct EngineInfo {
   VideoTokenBudget video_budget;
   int64_t default_max_tokens = 0;  // a request's max_tokens when it sets none; 0: until the context is full
   int64_t vocab_size = 0;          // the logits' width (logit_bias ids are below it)
+  int64_t hidden_size = 0;         // the text decoder's width: a pooled state's (PoolResult)
   size_t weights_bytes = 0;        // the weight matrices in their loaded format
   size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache
   double load_ms = 0;
@@ -296,6 +297,29 @@ struct EngineInfo {
 struct PromptSize {
   int64_t tokens = 0;
   int64_t image_tokens = 0;
+};
+
+// Retrieval (Qwen3-VL-Embedding, Qwen3-VL-Reranker: engine/retrieval.h
+// builds their prompts and reads these states): each prompt rendered with the
+// generation prompt, and the final-normed hidden state of its last token.
+struct PoolRequest {
+  std::vector<std::vector<Message>> prompts;
+  // Every image's area after resizing, used as given (the retrieval scripts'
+  // own range, not the checkpoint's preprocessor_config); only the front
+  // end's cap (EngineParams::pixel_cap) lowers max_pixels.
+  int64_t min_pixels = 0, max_pixels = 0;
+  const std::atomic<bool>* cancel = nullptr;  // checked between batches
+};
+
+struct PoolResult {
+  std::vector<float> hidden;           // [prompts, hidden_size]
+  std::vector<int64_t> prompt_tokens;  // [prompts]
+  std::vector<std::vector<int32_t>> prompt_ids;  // [prompts][tokens]: what was run
+  int64_t hidden_size = 0;
+  Timings timings;  // preprocess, vision and prefill (prefill_tokens: every prompt's)
+  std::span<const float> state(size_t prompt) const {
+    return {hidden.data() + prompt * hidden_size, static_cast<size_t>(hidden_size)};
+  }
 };
 
 class Engine {
@@ -356,6 +380,19 @@ class Engine {
   GenerateResult end(Run& run);  // also for a Run abandoned early: FinishReason::Cancelled
   int slots() const { return info().slots; }
   int64_t slot_ctx() const { return info().slot_ctx; }
+
+  // Prompts packed together through prefill, up to `batch` tokens per
+  // forward (a longer prompt alone), each in a KV cache of its own sized to
+  // it: the slots' cached conversations are untouched. Each prompt's state is
+  // the bits it gets alone. Not re-entrant with generate() or step().
+  PoolResult last_hidden_states(const PoolRequest& request);
+  // Rows of the output head (lm_head, the embedding table when tied) as the
+  // checkpoint stores them, f32 [ids, hidden_size]; throws for a checkpoint
+  // without a head.
+  std::vector<float> head_rows(std::span<const int32_t> ids) const;
+  // False for an untied checkpoint without lm_head.weight (it can only
+  // embed): generate() and begin() refuse.
+  bool has_head() const;
 
   ImageCacheStats image_cache_stats() const;  // safe from any thread
   // The rendered, tokenized prompt (the tools are part of it), with each

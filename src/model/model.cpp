@@ -1,7 +1,11 @@
 #include "model/model.h"
 
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+
+#include "ops/ops.h"
+#include "util/error.h"
 
 namespace qvl {
 
@@ -60,6 +64,38 @@ std::unique_ptr<Model> Model::load(ModelFolder folder, const ModelLoadOptions& o
   m->text_ = std::make_unique<TextDecoder>(m->folder_.config.text, m->weights_.text, options.max_batch);
   if (options.prefetch) m->prefetch_weights();
   return m;
+}
+
+std::vector<float> Model::head_rows(std::span<const int32_t> ids) const {
+  const Embedding& embed = weights_.text.embed;
+  const int64_t h = embed.dim;
+  std::vector<float> out(ids.size() * h);
+  for (int32_t id : ids)
+    if (id < 0 || id >= embed.vocab) fail("token id ", id, " outside the vocabulary of ", embed.vocab);
+  if (const TensorView* head = st_.find("lm_head.weight")) {
+    if (head->dtype != DType::BF16 && head->dtype != DType::F32)
+      fail("lm_head.weight has dtype ", dtype_name(head->dtype), "; qvl reads it as BF16 or F32");
+    const size_t elem = dtype_size(head->dtype);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const uint8_t* row = head->data + static_cast<size_t>(ids[i]) * h * elem;
+      if (head->dtype == DType::F32) {
+        std::memcpy(&out[i * h], row, h * sizeof(float));
+      } else {
+        std::vector<uint16_t> bits(h);
+        std::memcpy(bits.data(), row, h * 2);  // the mapping may be unaligned
+        bf16_to_f32(bits.data(), &out[i * h], h);
+      }
+    }
+    return out;
+  }
+  if (!folder_.config.tie_word_embeddings)
+    fail("the checkpoint has untied embeddings and no lm_head.weight: it has no output head, so it cannot "
+         "score (a reranker needs lm_head rows 'yes' and 'no'); it can only compute embeddings");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (embed.bf16) embed_bf16(embed.bf16, h, &ids[i], 1, &out[i * h]);
+    else std::memcpy(&out[i * h], embed.f32 + int64_t{ids[i]} * h, h * sizeof(float));
+  }
+  return out;
 }
 
 void Model::prefetch_weights() {

@@ -6,7 +6,9 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "io/model_config.h"
 #include "io/safetensors.h"
@@ -66,6 +68,11 @@ class Model {
   // and where it beats the exact kernel (ModelLoadOptions::fast_bf16_pays).
   bool fast_matmul() const { return fast_matmul_; }
   size_t file_bytes() const { return st_.total_bytes(); }
+  // Rows `ids` of the output head as the checkpoint stores them, in f32
+  // [ids, hidden]: lm_head.weight, else the embedding table when tied (the
+  // reranker's W[yes] − W[no], exact whatever format the loaded head has).
+  // Throws when the checkpoint has no head (untied, no lm_head.weight).
+  std::vector<float> head_rows(std::span<const int32_t> ids) const;
   const WeightCacheUse& weight_cache_use() const { return cache_use_; }
   // Maps the in-place (mmap'd) weights into the page tables on a background
   // thread (weight_prefetch.h), so the first request does not take them as

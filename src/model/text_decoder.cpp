@@ -104,11 +104,36 @@ void TextDecoder::forward_pieces(std::span<const int32_t> ids, std::span<const P
   if (pos.size() != ids.size() || rows != b || (!counts.empty() && counts.size() != caches.size()))
     fail("batched decode: ", ids.size(), " tokens, ", pos.size(), " positions and ", rows, " rows over ", seqs,
          " caches");
-  const TextInput in{ids.data(), pos.data(), b};
+  forward_segments(TextInput{ids.data(), pos.data(), b}, caches, counts, pool, hidden);
+}
+
+void TextDecoder::forward_prompts(const TextInput& in, std::span<KvCache* const> caches,
+                                  std::span<const int64_t> counts, ThreadPool& pool, float* hidden) {
+  if (counts.size() != caches.size())
+    fail("packed prefill: ", counts.size(), " prompt lengths for ", caches.size(), " caches");
+  int64_t rows = 0;
+  for (size_t i = 0; i < caches.size(); ++i) {
+    if (counts[i] < 1) fail("packed prefill: prompt ", i, " has ", counts[i], " tokens");
+    check_room(*caches[i], counts[i]);
+    for (size_t j = 0; j < i; ++j)
+      if (caches[j] == caches[i]) fail("packed prefill: prompts ", j, " and ", i, " share one KV cache");
+    rows += counts[i];
+  }
+  if (rows != in.n)
+    fail("packed prefill: ", in.n, " tokens, ", rows, " rows over ", caches.size(), " caches");
+  forward_segments(in, caches, counts, pool, hidden);
+}
+
+// Cuts the rows into chunks of max_batch and each chunk into its sequences'
+// segments (a sequence may go on into the next chunk).
+void TextDecoder::forward_segments(const TextInput& in, std::span<KvCache* const> caches,
+                                   std::span<const int64_t> counts, ThreadPool& pool, float* hidden) {
+  auto count = [&](int64_t i) { return counts.empty() ? 1 : counts[i]; };
   // Sequence `seq` has its rows from `taken` on still to compute.
   int64_t seq = 0, taken = 0;
-  for (int64_t begin = 0; begin < b; begin += max_batch_) {
-    const int64_t n = std::min(max_batch_, b - begin);
+  for (int64_t begin = 0; begin < in.n; begin += max_batch_) {
+    const int64_t n = std::min(max_batch_, in.n - begin);
+    ensure_rows(n);  // before segs_ is filled: growing it later would move what forward_chunk reads
     segs_.clear();
     for (int64_t row = 0; row < n; ++seq, taken = 0) {
       const int64_t len = std::min(count(seq) - taken, n - row);
@@ -262,6 +287,9 @@ void TextDecoder::forward_chunk(const TextInput& in, int64_t begin, int64_t n, s
 }
 
 void TextDecoder::logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const {
+  if (!w_.has_head())
+    fail("the checkpoint has untied embeddings and no lm_head.weight, so the model has no output head: it can "
+         "only compute embeddings (--task embed)");
   matmul(hidden, rows, w_.lm_head, nullptr, out, pool);
 }
 

@@ -81,6 +81,15 @@ class TextDecoder {
   // than exact_rows() and each piece is no longer than kAttentionRowQueries.
   void forward_pieces(std::span<const int32_t> ids, std::span<const Pos3> pos, std::span<KvCache* const> caches,
                       std::span<const int64_t> counts, ThreadPool& pool, float* hidden);
+  // Several whole prompts in one forward (the batches of the retrieval
+  // models, engine/retrieval.h): prompt i's counts[i] rows follow prompt
+  // i-1's in `in` (in.vis_row indexes one VisionFeatures for all of them),
+  // are appended to caches[i] and attend to that cache only. hidden [rows,
+  // hidden] receives every row's final-normed state. With in.prompt each
+  // prompt's rows are the bits forward() gives it alone, however they are
+  // packed.
+  void forward_prompts(const TextInput& in, std::span<KvCache* const> caches, std::span<const int64_t> counts,
+                       ThreadPool& pool, float* hidden);
   // The most rows a batched forward (and logits()) may carry with every row
   // bit-identical to its token decoded alone: the matmuls' bound for the
   // weights' formats (matmul_row_exact_rows).
@@ -104,6 +113,10 @@ class TextDecoder {
     int64_t row, n, p0;
   };
   void check_room(const KvCache& cache, int64_t n) const;
+  // forward_pieces and forward_prompts once checked: counts[i] rows (1 when
+  // counts is empty) for caches[i], in chunks of max_batch rows.
+  void forward_segments(const TextInput& in, std::span<KvCache* const> caches, std::span<const int64_t> counts,
+                        ThreadPool& pool, float* hidden);
   void ensure_rows(int64_t n);
   void forward_chunk(const TextInput& in, int64_t begin, int64_t n, std::span<const Segment> segs, ThreadPool& pool,
                      float* all_hidden, TextTrace* trace);

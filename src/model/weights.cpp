@@ -466,10 +466,13 @@ ModelWeights ModelWeights::load(const SafeTensors& st, const ModelConfig& config
   t.norm = b.vec(tp + "norm.weight", {th});
   // A tied checkpoint may still carry a copy of lm_head.weight; reading it is
   // equivalent and keeps the tied case a plain view of the embedding table.
-  if (!config.tie_word_embeddings || b.has("lm_head.weight")) {
+  // An untied checkpoint without one (Qwen3-VL-Embedding-8B: an embedding
+  // model never reads the head) loads headless: lm_head stays empty, and the
+  // engine refuses to generate with it (TextWeights::has_head).
+  if (b.has("lm_head.weight")) {
     t.lm_head = b.matrix("lm_head.weight", tc.vocab_size, th);
-  } else if (const TensorView* e = st.find(tp + "embed_tokens.weight")) {
-    t.lm_head = b.convert(*e, tc.vocab_size, th);
+  } else if (config.tie_word_embeddings) {
+    if (const TensorView* e = st.find(tp + "embed_tokens.weight")) t.lm_head = b.convert(*e, tc.vocab_size, th);
   }
   b.finish(mw.unused);
   mw.owned = b.take_owned();

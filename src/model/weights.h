@@ -114,7 +114,8 @@ struct TextWeights {
   Embedding embed;  // [vocab, hidden]
   std::vector<TextLayerWeights> layers;
   std::vector<float> norm;  // final RMSNorm [hidden]
-  WeightMatrix lm_head;     // [vocab, hidden]; the embedding table when tied
+  WeightMatrix lm_head;     // [vocab, hidden]; the embedding table when tied; empty when absent (untied)
+  bool has_head() const { return lm_head.rows() > 0; }
 };
 
 // Converted matrices by name: a tensor's name, or for an expert of a fused

@@ -25,6 +25,10 @@ uint8_t classify(uint32_t cp);
 // Alphabetic, Other_Alphabetic, is marks, which \w includes anyway).
 bool is_word_char(uint32_t cp);
 bool is_space(uint32_t cp);
+// General category P* (Pc, Pd, Ps, Pe, Pi, Pf, Po): Python's
+// unicodedata.category(c).startswith("P"), which the Qwen3-VL-Embedding
+// script's instruction rule asks.
+bool is_punctuation(uint32_t cp);
 
 // NFC of valid UTF-8 text. Text whose every character is a starter that no
 // composition can touch is returned unchanged without calling utf8proc.
