@@ -38,7 +38,7 @@
  * call returns.
  *
  * ABI: the structs grow at their end, and only with a new minor version,
- * which is also the .so's version (libqvl.so.0.4): a program runs with the
+ * which is also the .so's version (libqvl.so.0.5): a program runs with the
  * library it was built against. Start params from qvl_*_default_params() so
  * a rebuild picks up the new fields' defaults.
  */
@@ -98,9 +98,10 @@ typedef enum qvl_tool_choice {
 typedef struct qvl_model qvl_model;
 typedef struct qvl_request qvl_request;
 
-/* "0.4.0": the library's version (0.2 added n, logit_bias, logprobs, the
+/* "0.5.0": the library's version (0.2 added n, logit_bias, logprobs, the
  * repetition guard's params and qvl_generate_deltas; 0.3 videos and PDFs;
- * 0.4 a Thinking model's reasoning apart from its reply). */
+ * 0.4 a Thinking model's reasoning apart from its reply; 0.5 qvl_embed and
+ * qvl_rerank). */
 QVL_API const char* qvl_version(void);
 /* The message of the calling thread's last failed qvl_* call ("" if none).
  * Valid until the next failing call on this thread. */
@@ -362,6 +363,47 @@ typedef int (*qvl_delta_callback)(const qvl_delta* delta, void* user_data);
 QVL_API qvl_status qvl_generate_deltas(qvl_model* model, qvl_request* request, qvl_delta_callback on_delta,
                                        void* user_data, qvl_result* out);
 QVL_API void qvl_result_free(qvl_result* result);
+
+/* ---- retrieval (0.5): Qwen3-VL-Embedding and Qwen3-VL-Reranker ----
+ *
+ * An input (a text, an image, a PDF's pages, a video, or a mix) is a
+ * qvl_request used as a container: one "user" message holding its parts
+ * (qvl_request_add_message(req, "user", text), qvl_request_add_image_file,
+ * qvl_request_add_pdf_file, ...) and, for an embedding, optionally a "system"
+ * message whose text is this input's own instruction. The parts are put in
+ * the order the official scripts use (videos, then images, then texts), the
+ * request's sampling fields are ignored. Images are resized within the
+ * scripts' 4096 ... 1843200 pixels, not the model's min/max_pixels. Inputs
+ * of one call are batched through the model together. */
+
+typedef struct qvl_embed_params {
+  /* The instruction of every input without its own; NULL or blank: "Represent
+   * the user's input.". Stripped, and a "." is added unless it ends in
+   * punctuation (the official rule). */
+  const char* instruction;
+  /* The vector's length: 0 for the model's hidden size, or 1 ... hidden size:
+   * its first `dimensions` components, normalised again (MRL). */
+  int64_t dimensions;
+} qvl_embed_params;
+
+QVL_API qvl_embed_params qvl_embed_default_params(void);
+/* The model's hidden size: the length of a full embedding. 0 for NULL. */
+QVL_API int64_t qvl_model_hidden_size(const qvl_model* model);
+/* Unit-length embeddings of `n` inputs, written to `out` as n rows of
+ * `dimensions` (or hidden size) floats; `out_len` is out's capacity in
+ * floats (too small: QVL_ERR_INVALID_ARGUMENT, nothing written).
+ * `prompt_tokens` (NULL or n entries) receives each input's prompt length. */
+QVL_API qvl_status qvl_embed(qvl_model* model, qvl_request* const* inputs, size_t n, const qvl_embed_params* params,
+                             float* out, size_t out_len, int64_t* prompt_tokens);
+
+/* Scores of `n` documents against one query (a qvl_request as above), in the
+ * documents' order: scores[i] = sigmoid(logit), logits[i] (NULL to skip) =
+ * logit(yes) - logit(no) at the prompt's last token. `instruction`: NULL or
+ * "" for "Given a search query, retrieve relevant candidates that answer the
+ * query.", else verbatim. A checkpoint without an output head (untied, no
+ * lm_head.weight) is QVL_ERR_MODEL. */
+QVL_API qvl_status qvl_rerank(qvl_model* model, qvl_request* query, qvl_request* const* documents, size_t n,
+                              const char* instruction, double* scores, double* logits);
 
 #ifdef __cplusplus
 }

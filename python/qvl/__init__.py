@@ -87,7 +87,7 @@ def _check(status):
 
 
 def version():
-    """The library's version ("0.4.0")."""
+    """The library's version ("0.5.0")."""
     return _library().qvl_version().decode()
 
 
@@ -202,7 +202,8 @@ class _Request:
         self.handle = ctypes.c_void_p()
         _check(lib.qvl_request_init(ctypes.byref(params), ctypes.byref(self.handle)))
         try:
-            self._add_messages(messages, list(images or []), list(videos or []))
+            if messages is not None:  # None: the caller adds the messages (retrieval inputs)
+                self._add_messages(messages, list(images or []), list(videos or []))
             for s in stop or []:
                 _check(lib.qvl_request_add_stop(self.handle, _b(s)))
             for token_id, bias in logit_bias:
@@ -598,6 +599,119 @@ class Model:
             return self._generate(request, _capi.DELTA_CALLBACK())
         finally:
             request.close()
+
+    @property
+    def hidden_size(self):
+        """The text decoder's width: the length of a full embedding."""
+        return int(self._lib.qvl_model_hidden_size(self._handle))
+
+    def _retrieval_request(self, item, where):
+        """One input of the official scripts' shape as a qvl_request: a string (a text) or a dict
+        {"text", "image", "video", "pdf", "instruction"}, each of text/image/video/pdf a value or a list
+        (images as paths, bytes or PIL images; videos as for chat; a pdf as a path or bytes, every page)."""
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict):
+            raise InvalidArgumentError(f"{where}: an input is a string or a dict with text, image, video, pdf and "
+                                       "instruction", _capi.QVL_ERR_INVALID_ARGUMENT)
+        unknown = set(item) - {"text", "image", "video", "pdf", "instruction"}
+        if unknown:
+            raise InvalidArgumentError(f"{where}.{sorted(unknown)[0]}: unknown key (text, image, video, pdf and "
+                                       "instruction are)", _capi.QVL_ERR_INVALID_ARGUMENT)
+
+        def values(key):
+            v = item.get(key)
+            return [] if v is None else list(v) if isinstance(v, (list, tuple)) else [v]
+
+        lib = self._lib
+        r = _Request(lib, lib.qvl_request_default_params(), None, None, None, None, [])
+        try:
+            if item.get("instruction") is not None:
+                _check(lib.qvl_request_add_message(r.handle, b"system", _b(item["instruction"])))
+            _check(lib.qvl_request_add_message(r.handle, b"user", None))
+            for k, image in enumerate(values("image")):
+                r._add_image(image, f"{where}.image[{k}]")
+            for k, pdf in enumerate(values("pdf")):
+                r._add_pdf({"type": "pdf", "pdf": pdf}, f"{where}.pdf[{k}]")
+            for k, video in enumerate(values("video")):
+                r._add_video(video if isinstance(video, dict) else {"video": video}, f"{where}.video[{k}]")
+            for text in values("text"):
+                _check(lib.qvl_request_add_text(r.handle, _b(text)))
+        except BaseException:
+            r.close()
+            raise
+        return r
+
+    def _retrieval_requests(self, items, where):
+        if isinstance(items, (str, dict)):
+            items = [items]
+        requests = []
+        try:
+            for i, item in enumerate(items):
+                requests.append(self._retrieval_request(item, f"{where}[{i}]"))
+        except BaseException:
+            for r in requests:
+                r.close()
+            raise
+        return requests
+
+    def embed(self, inputs, instruction=None, dimensions=None):
+        """Unit-length embeddings (Qwen3-VL-Embedding), one list of floats per input, computed in one
+        batched call. `inputs`: one input or a list of them, each a string or a dict {"text", "image",
+        "video", "pdf", "instruction"} as the official scripts take (an input with several parts is one
+        vector; a pdf's pages are images of that input). `instruction`: for inputs without their own
+        (default "Represent the user's input."). `dimensions`: keep the first N components, normalised
+        again (MRL)."""
+        if not self._handle:
+            raise Error("the model is closed", _capi.QVL_ERR_INVALID_ARGUMENT)
+        lib = self._lib
+        requests = self._retrieval_requests(inputs, "inputs")
+        try:
+            n = len(requests)
+            p = lib.qvl_embed_default_params()
+            keep = _b(instruction)
+            p.instruction = keep
+            p.dimensions = int(dimensions or 0)
+            dims = p.dimensions if p.dimensions > 0 else self.hidden_size
+            out = (_capi.c_float * max(1, n * dims))()
+            handles = (_capi.c_void_p * max(1, n))(*[r.handle for r in requests])
+            _check(lib.qvl_embed(self._handle, handles, n, ctypes.byref(p), out, n * dims, None))
+            return [list(out[i * dims:(i + 1) * dims]) for i in range(n)]
+        finally:
+            for r in requests:
+                r.close()
+
+    def rerank(self, query, documents, instruction=None, top_n=None, return_documents=False):
+        """Scores documents against a query (Qwen3-VL-Reranker), in one batched call. `query` and each
+        document: a string or a dict {"text", "image", "video", "pdf"}. Returns a list of dicts {"index",
+        "relevance_score", "logit"} (and "document" with return_documents) sorted by relevance_score, the
+        best `top_n` when given. relevance_score = sigmoid(logit), logit = logit(yes) - logit(no)."""
+        if not self._handle:
+            raise Error("the model is closed", _capi.QVL_ERR_INVALID_ARGUMENT)
+        lib = self._lib
+        if isinstance(documents, (str, dict)):
+            documents = [documents]
+        documents = list(documents)
+        q = self._retrieval_request(query, "query")
+        try:
+            docs = self._retrieval_requests(documents, "documents")
+            try:
+                n = len(docs)
+                scores = (_capi.c_double * max(1, n))()
+                logits = (_capi.c_double * max(1, n))()
+                handles = (_capi.c_void_p * max(1, n))(*[r.handle for r in docs])
+                _check(lib.qvl_rerank(self._handle, q.handle, handles, n, _b(instruction), scores, logits))
+            finally:
+                for r in docs:
+                    r.close()
+        finally:
+            q.close()
+        results = [{"index": i, "relevance_score": scores[i], "logit": logits[i]} for i in range(n)]
+        if return_documents:
+            for r in results:
+                r["document"] = documents[r["index"]]
+        results.sort(key=lambda r: -r["relevance_score"])
+        return results[:top_n] if top_n else results
 
     def _generate(self, request, callback):
         c = _capi.Result()

@@ -37,6 +37,13 @@ class ModelParams(ctypes.Structure):
     ]
 
 
+class EmbedParams(ctypes.Structure):
+    _fields_ = [
+        ("instruction", c_char_p),
+        ("dimensions", c_int64),
+    ]
+
+
 class RequestParams(ctypes.Structure):
     _fields_ = [
         ("temperature", c_double),
@@ -216,3 +223,7 @@ def _declare(lib):
     fn("qvl_generate_deltas", ctypes.c_int, c_void_p, c_void_p, DELTA_CALLBACK, c_void_p, P(Result))
     fn("qvl_result_choice", P(Choice), P(Result), c_size_t)
     fn("qvl_result_free", None, P(Result))
+    fn("qvl_embed_default_params", EmbedParams)
+    fn("qvl_model_hidden_size", c_int64, c_void_p)
+    fn("qvl_embed", ctypes.c_int, c_void_p, P(c_void_p), c_size_t, P(EmbedParams), P(c_float), c_size_t, P(c_int64))
+    fn("qvl_rerank", ctypes.c_int, c_void_p, c_void_p, P(c_void_p), c_size_t, c_char_p, P(c_double), P(c_double))

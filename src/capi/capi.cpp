@@ -20,6 +20,7 @@
 
 #include "engine/engine.h"
 #include "engine/reasoning.h"
+#include "engine/retrieval.h"
 #include "image/image.h"
 #include "io/model_source.h"
 #include "media/intake.h"
@@ -794,6 +795,92 @@ qvl_status qvl_generate(qvl_model* model, qvl_request* request, qvl_text_callbac
 qvl_status qvl_generate_deltas(qvl_model* model, qvl_request* request, qvl_delta_callback on_delta, void* user_data,
                                qvl_result* out) {
   return generate(model, request, {nullptr, on_delta, user_data}, out);
+}
+
+namespace {
+
+// A request used as a retrieval input (qvl.h): its "user" parts, and a
+// "system" message's text as its instruction.
+qvl::RetrievalInput retrieval_input(const qvl_request* r, const std::string& what) {
+  require(r != nullptr, qvl::cat(what, ": NULL").c_str());
+  qvl::RetrievalInput in;
+  for (const qvl::Message& m : r->request.messages) {
+    if (m.role == "system") {
+      std::string text;
+      for (const qvl::MessagePart& p : m.parts) {
+        if (p.image || p.video) fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": an image or video in its system message");
+        text += p.text;
+      }
+      in.instruction = text;
+    } else if (m.role == "user") {
+      for (const qvl::MessagePart& p : m.parts) {
+        if (p.image) in.images.push_back(p.image);
+        else if (p.video) in.videos.push_back(p.video);
+        else in.texts.push_back(p.text);
+      }
+    } else {
+      fail_with(QVL_ERR_INVALID_ARGUMENT, what + ": a '" + m.role + "' message; an input has a user message and "
+                                                 "optionally a system message (its instruction)");
+    }
+  }
+  return in;
+}
+
+std::vector<qvl::RetrievalInput> retrieval_inputs(qvl_request* const* requests, size_t n, const char* what) {
+  require(requests != nullptr || n == 0, qvl::cat(what, ": NULL").c_str());
+  std::vector<qvl::RetrievalInput> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(retrieval_input(requests[i], qvl::cat(what, "[", i, "]")));
+  return out;
+}
+
+}  // namespace
+
+qvl_embed_params qvl_embed_default_params(void) { return qvl_embed_params{nullptr, 0}; }
+
+int64_t qvl_model_hidden_size(const qvl_model* model) { return model ? model->engine->info().hidden_size : 0; }
+
+qvl_status qvl_embed(qvl_model* model, qvl_request* const* inputs, size_t n, const qvl_embed_params* params,
+                     float* out, size_t out_len, int64_t* prompt_tokens) {
+  return guarded(QVL_ERR_MODEL, [&] {
+    require(model != nullptr, "model is NULL");
+    const qvl_embed_params p = params ? *params : qvl_embed_default_params();
+    qvl::EmbedOptions o;
+    if (p.instruction) o.instruction = p.instruction;
+    o.dimensions = p.dimensions;
+    const int64_t hidden = model->engine->info().hidden_size;
+    const size_t dims = static_cast<size_t>(p.dimensions > 0 ? p.dimensions : hidden);
+    if (p.dimensions < 0 || p.dimensions > hidden)
+      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("dimensions: must be in [1, ", hidden, "] (or 0), got ", p.dimensions));
+    require(out != nullptr || n == 0, "out: NULL");
+    if (out_len < n * dims)
+      fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("out_len: ", out_len, " floats hold fewer than ", n, " inputs x ",
+                                                   dims, " dimensions"));
+    std::vector<qvl::RetrievalInput> in = retrieval_inputs(inputs, n, "inputs");
+    std::lock_guard lock(model->mutex);
+    const qvl::EmbedResult r = qvl::embed(*model->engine, in, o);
+    for (size_t i = 0; i < n; ++i) {
+      std::memcpy(out + i * dims, r.embeddings[i].data(), dims * sizeof(float));
+      if (prompt_tokens) prompt_tokens[i] = r.prompt_tokens[i];
+    }
+  });
+}
+
+qvl_status qvl_rerank(qvl_model* model, qvl_request* query, qvl_request* const* documents, size_t n,
+                      const char* instruction, double* scores, double* logits) {
+  return guarded(QVL_ERR_MODEL, [&] {
+    require(model != nullptr, "model is NULL");
+    require(scores != nullptr || n == 0, "scores: NULL");
+    const qvl::RetrievalInput q = retrieval_input(query, "query");
+    std::vector<qvl::RetrievalInput> docs = retrieval_inputs(documents, n, "documents");
+    qvl::RerankOptions o;
+    if (instruction) o.instruction = instruction;
+    std::lock_guard lock(model->mutex);
+    const qvl::RerankResult r = qvl::rerank(*model->engine, q, docs, o);
+    for (size_t i = 0; i < n; ++i) {
+      scores[i] = r.scores[i].score;
+      if (logits) logits[i] = r.scores[i].logit;
+    }
+  });
 }
 
 const qvl_choice* qvl_result_choice(const qvl_result* result, size_t i) {

@@ -19,5 +19,7 @@ int cmd_bench(int argc, char** argv);
 int cmd_pull(int argc, char** argv);
 int cmd_models(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
+int cmd_rerank(int argc, char** argv);
 
 }  // namespace qvl::cli

@@ -17,6 +17,8 @@ constexpr Command kCommands[] = {
     {"run", "answer one prompt about zero or more images", qvl::cli::cmd_run},
     {"chat", "talk with the model in the terminal", qvl::cli::cmd_chat},
     {"serve", "serve the web page and the OpenAI-compatible API", qvl::cli::cmd_serve},
+    {"embed", "vectors for texts, images, PDF pages and videos (Qwen3-VL-Embedding)", qvl::cli::cmd_embed},
+    {"rerank", "score documents against a query (Qwen3-VL-Reranker)", qvl::cli::cmd_rerank},
     {"info", "summarise a model folder", qvl::cli::cmd_info},
     {"tokenize", "text -> token ids (or ids -> text with --decode)", qvl::cli::cmd_tokenize},
     {"bench", "measure load, vision, prefill and decode speed", qvl::cli::cmd_bench},

@@ -24,6 +24,15 @@ void visit_options(ModelSourceOptions& o, Args& v) {
           "--source modelscope");
 }
 
+void visit_task(std::optional<ModelTask>& task, Args& v) {
+  v(task, "task", "TASK",
+    "what the model is used for: chat (generation), embed (Qwen3-VL-Embedding: /v1/embeddings) or rerank "
+    "(Qwen3-VL-Reranker: /v1/rerank); the checkpoints' config.json does not say which")
+      .choices({ModelTask::Chat, ModelTask::Embed, ModelTask::Rerank}, task_name)
+      .unset("what the folder ships (scripts/qwen3_vl_embedding.py or scripts/qwen3_vl_reranker.py), else chat")
+      .env("QVL_TASK");
+}
+
 void visit_options(ModelChoice& m, Args& v) {
   v(m.model, "model", "DIR|REPO", "model folder or Hugging Face repo id").env("QVL_MODEL");
   visit_options(m.source, v);

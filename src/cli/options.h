@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "video/video.h"
 #include "engine/engine.h"
 #include "io/model_source.h"
+#include "io/model_task.h"
 #include "pdf/pdf_pages.h"
 #include "server/server_options.h"
 #include "util/args.h"
@@ -50,6 +52,10 @@ struct PromptOptions {
   }
 };
 
+// --task: what the model folder is used for (io/model_task.h); unset: what
+// the folder ships, else chat (qvl serve), or what the command is (qvl
+// embed, qvl rerank: require_task).
+void visit_task(std::optional<ModelTask>& task, Args& v);
 // --revision, --offline, --hf-token, --source, --endpoint.
 void visit_options(ModelSourceOptions& o, Args& v);
 // --model, then the model-source options.

@@ -14,7 +14,11 @@ namespace {
 constexpr const char* kWanted[] = {
     "config.json",           "generation_config.json", "preprocessor_config.json",
     "chat_template.json",    "chat_template.jinja",    "tokenizer_config.json",
-    "tokenizer.json",        kIndexFile,               kWeightsFile,
+    "tokenizer.json",
+    // What the Qwen3-VL-Embedding / -Reranker repos ship beside the weights:
+    // how qvl knows the folder's task (io/model_task.h).
+    "scripts/qwen3_vl_embedding.py", "scripts/qwen3_vl_reranker.py",
+    kIndexFile,               kWeightsFile,
 };
 
 }  // namespace

@@ -1027,6 +1027,50 @@ static void test_reasoning(const char* thinking_path) {
   qvl_model_free(thinking);
 }
 
+/* qvl_embed and qvl_rerank (0.5) with the tiny model used as Qwen3-VL-Embedding
+ * / -Reranker: components of the golden vectors and the golden reranker logit
+ * (tests/fixtures/golden-embed/manifest.json: query_default, query_instruction
+ * and its mrl.16, calibrated_text), the per-input instruction as a system
+ * message, and the errors. */
+static void test_retrieval(void) {
+  static const char* kQuery = "A woman playing with her dog on a beach at sunset.";
+  static const float kDefault[4] = {0.11906742f, -0.06644130f, -0.26109821f, 0.04906538f};
+  static const float kInstructionMrl16[4] = {0.20914462f, 0.20873556f, -0.19732839f, -0.35594591f};
+  CHECK(qvl_model_hidden_size(model) == 64);
+  qvl_request_params rp = qvl_request_default_params();
+  qvl_request* inputs[2];
+  inputs[0] = user_request(&rp, kQuery);
+  CHECK_STATUS(qvl_request_init(&rp, &inputs[1]), QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(inputs[1], "system", "Retrieve images or text relevant to the user's query"),
+               QVL_OK);
+  CHECK_STATUS(qvl_request_add_message(inputs[1], "user", kQuery), QVL_OK);
+  float out[2 * 64];
+  int64_t tokens[2] = {0, 0};
+  qvl_embed_params ep = qvl_embed_default_params();
+  CHECK_STATUS(qvl_embed(model, inputs, 2, &ep, out, 2 * 64, tokens), QVL_OK);
+  for (int i = 0; i < 4; ++i) CHECK(fabsf(out[i] - kDefault[i]) <= 1e-3f);
+  CHECK(tokens[0] == 31 && tokens[1] == 36);
+  ep.dimensions = 16;
+  CHECK_STATUS(qvl_embed(model, inputs + 1, 1, &ep, out, 16, NULL), QVL_OK);
+  for (int i = 0; i < 4; ++i) CHECK(fabsf(out[i] - kInstructionMrl16[i]) <= 1e-3f);
+  CHECK_STATUS(qvl_embed(model, inputs, 2, &ep, out, 31, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "out_len") != NULL);
+  ep.dimensions = 65;
+  CHECK_STATUS(qvl_embed(model, inputs, 1, &ep, out, 2 * 64, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "dimensions") != NULL);
+
+  qvl_request* doc = user_request(&rp, "A dog plays near the shore at dusk.");
+  double score = 0, logit = 0;
+  CHECK_STATUS(qvl_rerank(model, inputs[0], &doc, 1, NULL, &score, &logit), QVL_OK);
+  CHECK(fabs(logit - -0.56478) <= 0.1);
+  CHECK(fabs(score - 0.36244) <= 0.025);
+  CHECK_STATUS(qvl_rerank(model, inputs[0], &doc, 0, NULL, &score, NULL), QVL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(qvl_last_error(), "documents") != NULL);
+  qvl_request_free(doc);
+  qvl_request_free(inputs[0]);
+  qvl_request_free(inputs[1]);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s FIXTURES_DIR THINKING_MODEL_DIR\n", argv[0]);
@@ -1063,6 +1107,7 @@ int main(int argc, char** argv) {
   test_hostile_video(argv[1]);
   test_pdf();
   test_reasoning(argv[2]);
+  test_retrieval();
   qvl_model_free(model);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -177,6 +177,11 @@ TEST(HubFiles, SelectsOnlyWhatQvlReads) {
                                       "model-00001-of-00002.safetensors", "tokenizer.json", "chat_template.jinja"};
   EXPECT_EQ(hub::select_files(sharded),
             (std::vector<std::string>{"config.json", "chat_template.jinja", "tokenizer.json", "model.safetensors.index.json"}));
+  // The retrieval repos' scripts say what the folder is (io/model_task.h); their other scripts are not read.
+  std::vector<std::string> embedding = {"config.json", "scripts/qwen3_vl_embedding.py", "scripts/other.py",
+                                        "model.safetensors"};
+  EXPECT_EQ(hub::select_files(embedding),
+            (std::vector<std::string>{"config.json", "scripts/qwen3_vl_embedding.py", "model.safetensors"}));
 }
 
 TEST(HubFiles, IndexShards) {
