@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
+#include "engine/retrieval.h"
 #include "server/server.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -36,11 +37,15 @@ std::string served_name(std::string model) {
 int cmd_serve(int argc, char** argv) {
   Args args("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]",
             "Serves the web page at / and the OpenAI-compatible API (/v1/chat/completions, /v1/responses, /v1/jobs,\n"
-            "/v1/models, /health, /metrics, /tokenize, /detokenize). Binds 127.0.0.1 unless --host says otherwise.");
+            "/v1/models, /health, /metrics, /tokenize, /detokenize); with --task embed or rerank (or a folder that ships\n"
+            "the Qwen3-VL-Embedding or -Reranker script) /v1/embeddings or /v1/rerank instead of the generation routes.\n"
+            "Binds 127.0.0.1 unless --host says otherwise.");
   ModelChoice model;
   EngineParams requested;
   ServerOptions options;
+  std::optional<ModelTask> task;
   visit_options(model, args);
+  visit_task(task, args);
   visit_options(requested, args);
   visit_options(options, args);
   if (!args.parse(argc, argv)) return 0;
@@ -80,23 +85,30 @@ int cmd_serve(int argc, char** argv) {
   });
 
   std::unique_ptr<Engine> engine;
+  ModelTask served = ModelTask::Chat;
   try {
     EngineParams params = engine_params(model, requested);
+    served = served_task(task, params.model_dir);
     params.pixel_cap = options.max_image_pixels;
+    // The retrieval models resize within their scripts' range, which the
+    // chat default of --max-image-pixels would cut; a cap given is kept.
+    if (served != ModelTask::Chat && !args.has("max-image-pixels"))
+      params.pixel_cap = std::max(params.pixel_cap, kRetrievalMaxPixels);
     params.default_max_tokens = options.default_max_tokens;
     params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
     engine = Engine::create(params);
     const EngineInfo& info = engine->info();
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(model.model)
               << ", " << weight_format_name(info.weights) << (info.fast_matmul ? ", fast bf16 matmul" : "") << ", "
-              << info.threads << " threads, loaded in " << static_cast<int>(info.load_ms) << " ms)\n";
+              << info.threads << " threads, loaded in " << static_cast<int>(info.load_ms) << " ms, task "
+              << task_name(served) << ")\n";
   } catch (...) {
     load_failed.store(true);
     kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()
     signal_thread.join();
     throw;
   }
-  server.attach(std::move(engine));
+  server.attach(std::move(engine), served);
   attached.store(true);
   server.wait();
   // The listener can only stop through shutdown(), which the signal thread calls.

@@ -179,6 +179,10 @@ void visit_options(ServerOptions& o, Args& v) {
     "it gets 503")
       .range(1 << 20, int64_t{1} << 40);
   v(o.media.max_image_bytes, "max-image-bytes", "N", "largest image file (encoded)").range(1, int64_t{1} << 32);
+  v(o.max_embedding_inputs, "max-embedding-inputs", "N", "inputs of one /v1/embeddings request; more get 413")
+      .range(1, 1 << 20);
+  v(o.max_rerank_documents, "max-rerank-documents", "N", "documents of one /v1/rerank request; more get 413")
+      .range(1, 1 << 20);
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);

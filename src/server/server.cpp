@@ -22,7 +22,8 @@ namespace {
 std::string route_of(const HttpRequest& req) {
   static const char* kRoutes[] = {"/health",        "/health/live", "/metrics",        "/v1/models", "/v1/chat/completions",
                                   "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
-                                  "/v1/qvl/videos/frames", "/tokenize", "/detokenize"};
+                                  "/v1/qvl/videos/frames", "/tokenize", "/detokenize", "/v1/embeddings",
+                                  "/v1/rerank", "/rerank", "/v2/rerank"};
   for (const char* r : kRoutes)
     if (req.path == r) return r;
   if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
@@ -35,7 +36,8 @@ std::string route_of(const HttpRequest& req) {
 // The routes whose POST body is JSON.
 bool takes_json(const std::string& route) {
   return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
-         route == "/detokenize" || route == "/v1/qvl/documents/pages" || route == "/v1/qvl/videos/frames";
+         route == "/detokenize" || route == "/v1/qvl/documents/pages" || route == "/v1/qvl/videos/frames" ||
+         route == "/v1/embeddings" || route == "/v1/rerank" || route == "/rerank" || route == "/v2/rerank";
 }
 
 // Compares in time that depends only on the lengths, so response timing does
@@ -125,6 +127,7 @@ struct Server::Impl {
     core.register_responses_routes();
     core.register_document_routes();
     core.register_video_routes();
+    core.register_retrieval_routes();
   }
 
   void cors(const HttpRequest& req, HttpResponse& res) {
@@ -293,8 +296,9 @@ int Server::start() {
   return port;
 }
 
-void Server::attach(std::unique_ptr<Engine> engine) {
+void Server::attach(std::unique_ptr<Engine> engine, ModelTask task) {
   ServerCore& c = impl_->core;
+  c.task = task;
   c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());  // ids that are tokens
   c.chat_limits.video_budget = engine->info().video_budget;
   c.engine = std::move(engine);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "io/model_task.h"
 #include "server/server_options.h"
 
 namespace qvl {
@@ -20,8 +21,10 @@ class Server {
   // Binds host:port (port 0: any free port) and starts serving on background
   // threads. Returns the bound port. Throws qvl::Error when the port is taken.
   int start();
-  // The model is loaded: requests are accepted from now on.
-  void attach(std::unique_ptr<Engine> engine);
+  // The model is loaded: requests are accepted from now on, for `task`
+  // (chat: the generation routes; embed: /v1/embeddings; rerank: /v1/rerank;
+  // the others answer 400 saying what is served).
+  void attach(std::unique_ptr<Engine> engine, ModelTask task = ModelTask::Chat);
   // Stops accepting new work, gives running work the grace period, cancels
   // the rest, waits for open responses to end, closes the port. False when
   // cancelled work did not stop in time (the caller should then just exit).

@@ -16,6 +16,7 @@
 #include "engine/scheduler.h"
 #include "http/http_message.h"
 #include "http/http_router.h"
+#include "io/model_task.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_json.h"
@@ -54,6 +55,8 @@ struct ServerCore {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<JobRunner>
       job_runner;  // runs stored jobs (routes_jobs.cpp); stops claiming before the scheduler drains
+  ModelTask task = ModelTask::Chat;  // what the model serves (Server::attach); other uses are refused (require_task)
+  std::mutex retrieval_mutex;         // routes_retrieval.cpp: one embedding or rerank call on the engine at a time
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
 
@@ -72,6 +75,9 @@ struct ServerCore {
   void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
   void register_document_routes();   // routes_documents.cpp: POST /v1/qvl/documents/pages
   void register_video_routes();      // routes_videos.cpp: POST /v1/qvl/videos/frames
+  void register_retrieval_routes();  // routes_retrieval.cpp: POST /v1/embeddings, /v1/rerank
+  // Throws 400 wrong_task saying what this server serves unless it is `wanted`.
+  void require_task(ModelTask wanted) const;
   // A GET no route took: the embedded web page's files.
   void serve_page(const HttpRequest& req, HttpResponse& res);
 

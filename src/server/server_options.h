@@ -27,6 +27,8 @@ struct ServerOptions {
   RepetitionGuardOptions repetition_guard;  // default for requests that do not set their own
   int64_t default_max_tokens = 0;  // 0: the model's generation_config, else until the context is full
   int json_max_depth = 32;
+  int64_t max_embedding_inputs = 256;  // items of one /v1/embeddings request (413 beyond)
+  int64_t max_rerank_documents = 256;  // documents of one /v1/rerank request (413 beyond)
   MediaOptions media;
   ImageAdmissionOptions images;  // decoding's memory budget, places and time (image_admission.h)
   SchedulerOptions scheduler;
