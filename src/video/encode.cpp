@@ -81,11 +81,16 @@ void check(int rc, const char* doing, const VideoEncoding& e) {
          video_detail::FfmpegMessages::quoted_current());
 }
 
-// Fastest settings of the slow encoders (their private options).
-void set_speed_options(AVCodecContext* c, const std::string& encoder) {
+// Fastest settings of the slow encoders (their private options), or the
+// x264 / x265 preset and parameters asked for.
+void set_speed_options(AVCodecContext* c, const VideoEncoding& e) {
+  const std::string& encoder = e.encoder;
   if (encoder == "libx264" || encoder == "libx264rgb" || encoder == "libx265")
-    av_opt_set(c->priv_data, "preset", "ultrafast", 0);
-  if (encoder == "libx265") av_opt_set(c->priv_data, "x265-params", "log-level=none", 0);
+    av_opt_set(c->priv_data, "preset", e.preset.empty() ? "ultrafast" : e.preset.c_str(), 0);
+  if (encoder == "libx264" || encoder == "libx264rgb")
+    if (!e.params.empty()) av_opt_set(c->priv_data, "x264-params", e.params.c_str(), 0);
+  if (encoder == "libx265")
+    av_opt_set(c->priv_data, "x265-params", ("log-level=none" + (e.params.empty() ? "" : ":" + e.params)).c_str(), 0);
   if (encoder == "libvpx" || encoder == "libvpx-vp9") av_opt_set(c->priv_data, "deadline", "realtime", 0);
   if (encoder == "libvpx" || encoder == "libvpx-vp9" || encoder == "libaom-av1")
     av_opt_set_int(c->priv_data, "cpu-used", 8, 0);
@@ -124,10 +129,11 @@ std::vector<uint8_t> encode_video(const VideoEncoding& e, const std::function<Im
   ctx->time_base = {1, e.fps};
   ctx->framerate = {e.fps, 1};
   ctx->pix_fmt = first_pixel_format(codec);
-  ctx->gop_size = 12;
-  ctx->thread_count = 1;
+  ctx->gop_size = e.keyframe_interval;
+  if (e.b_frames >= 0) ctx->max_b_frames = e.b_frames;
+  ctx->thread_count = e.threads;
   if (fc->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  set_speed_options(ctx.get(), e.encoder);
+  set_speed_options(ctx.get(), e);
   check(avcodec_open2(ctx.get(), codec, nullptr), "open the encoder", e);
   AVStream* st = avformat_new_stream(fc.get(), nullptr);
   if (!st) fail("out of memory encoding a video");

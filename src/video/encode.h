@@ -19,6 +19,11 @@ struct VideoEncoding {
   int width = 0, height = 0;
   int fps = 0;  // constant rate; frame k has pts k / fps
   int64_t frames = 0;
+  int keyframe_interval = 12;  // frames from one keyframe to the next (the encoder's GOP size)
+  int b_frames = -1;           // B-frames between references at most (-1: the preset's)
+  std::string preset;          // x264 / x265 preset ("": the fastest, "ultrafast")
+  std::string params;          // x264-params / x265-params ("open-gop=1", "temporal-layers=1"); "": none
+  int threads = 1;             // encoder threads (0: FFmpeg's choice)
 };
 
 // True when this build of FFmpeg has the encoder and the muxer.
@@ -26,7 +31,8 @@ bool can_encode(const VideoEncoding& e);
 
 // The encoded file's bytes. `frame(k)` gives frame k (RGB, width × height),
 // converted to the encoder's first pixel format. Encoders run at their
-// fastest settings. Throws qvl::Error naming what FFmpeg refused.
+// fastest settings unless `preset` says otherwise. Throws qvl::Error naming
+// what FFmpeg refused.
 std::vector<uint8_t> encode_video(const VideoEncoding& e, const std::function<Image(int64_t)>& frame);
 
 }  // namespace qvl
