@@ -1,19 +1,28 @@
-// decode_video: header limits, frame sampling, then one pass of decoding
-// that converts and keeps only the sampled frames.
+// decode_video: header limits, the packet table, frame sampling, then the
+// decoding of only what the sampled frames need (planned_decode.h) or, where
+// the stream does not allow that, of every frame in order; either way only
+// the sampled frames are converted and kept.
 extern "C" {
-#include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
+#include <libavutil/cpu.h>
 }
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "util/error.h"
+#include "video/decode_plan.h"
+#include "video/decoder.h"
 #include "video/memory_input.h"
+#include "video/nal_units.h"
+#include "video/packet_table.h"
+#include "video/planned_decode.h"
 #include "video/video.h"
 
 namespace qvl {
@@ -24,6 +33,10 @@ using video_detail::AvFree;
 using video_detail::Deadline;
 using video_detail::FfmpegMessages;
 using video_detail::MemoryInput;
+using video_detail::NalCodec;
+using video_detail::open_decoder;
+using video_detail::PacketTable;
+using video_detail::RgbConverter;
 
 // Codecs qvl decodes: what the containers above carry for video today.
 // Anything else (images sequences, legacy or exotic codecs) is refused by
@@ -56,6 +69,7 @@ int find_video_stream(AVFormatContext* fc) {
 // What the headers say about the stream; frames and duration may be unknown (0).
 struct StreamFacts {
   int index = 0;
+  AVCodecID codec = AV_CODEC_ID_NONE;
   int width = 0, height = 0;
   double fps = 0;
   int64_t frames = 0;
@@ -71,6 +85,7 @@ StreamFacts read_headers(AVFormatContext* fc, const VideoLimits& limits) {
   const AVCodecParameters* par = st->codecpar;
   if (!supported_codec(par->codec_id))
     fail("unsupported video codec ", avcodec_get_name(par->codec_id), " (supported: ", kSupportedCodecs, ")");
+  f.codec = par->codec_id;
   f.width = par->width;
   f.height = par->height;
   if (f.width <= 0 || f.height <= 0) fail("video stream declares no frame size (", f.width, "x", f.height, ")");
@@ -95,85 +110,53 @@ StreamFacts read_headers(AVFormatContext* fc, const VideoLimits& limits) {
   return f;
 }
 
-void check_deadline(const Deadline& deadline, const char* doing) {
-  if (deadline.passed()) fail(doing, " the video took over the limit of ", deadline.seconds(), " s");
+std::optional<NalCodec> nal_codec(AVCodecID id) {
+  if (id == AV_CODEC_ID_H264) return NalCodec::H264;
+  if (id == AV_CODEC_ID_HEVC) return NalCodec::Hevc;
+  return std::nullopt;
 }
 
-// Containers without a frame count (Matroska, WebM, GIF, some AVI): count the
-// stream's packets without decoding them, and the time they span, which
-// gives the rate when the headers declare none.
-void count_packets(AVFormatContext* fc, StreamFacts& f, const VideoLimits& limits, const Deadline& deadline) {
-  std::unique_ptr<AVPacket, AvFree> pkt(av_packet_alloc());
-  if (!pkt) fail("out of memory reading the video");
-  int64_t count = 0, span = 0;
-  for (;;) {
-    check_deadline(deadline, "reading");
-    const int rc = av_read_frame(fc, pkt.get());
-    if (rc == AVERROR_EOF) break;
-    if (rc < 0) fail("cannot read the video (", av_error_text(rc), ")", FfmpegMessages::quoted_current());
-    if (pkt->stream_index == f.index) {
-      if (++count > limits.max_total_frames)
-        fail("video has over ", limits.max_total_frames, " frames, the limit");
-      if (pkt->duration > 0) span += pkt->duration;
-    }
-    av_packet_unref(pkt.get());
+// AVDISCARD_NONREF drops exactly the pictures nothing refers to: H.264's
+// nal_ref_idc 0 ones; H.265's sub-layer non-reference pictures, which only
+// a single sub-layer makes references of nothing (nal_units.h).
+bool non_reference_discardable(const AVCodecParameters* par) {
+  if (par->codec_id == AV_CODEC_ID_H264) return true;
+  return par->codec_id == AV_CODEC_ID_HEVC &&
+         video_detail::hevc_temporal_layers({par->extradata, static_cast<size_t>(par->extradata_size)}) == 1;
+}
+
+// The packet table (packet_table.h), read from where the headers left the
+// demuxer. Containers without a frame count (Matroska, WebM, GIF, some AVI)
+// take theirs from it, and the rate from the time its packets span when the
+// headers declare none; for them a read that fails is the clip's error.
+PacketTable read_packets(AVFormatContext* fc, StreamFacts& f, const VideoLimits& limits, const Deadline& deadline) {
+  const bool counting = f.frames == 0 || f.fps == 0;
+  // When the headers gave the count, what FFmpeg says reading the table is
+  // not the clip's error: a decode of everything says it again if it is.
+  std::optional<FfmpegMessages> aside;
+  if (!counting) aside.emplace();
+  std::function<bool(std::span<const uint8_t>)> clean_start;
+  const AVCodecParameters* par = fc->streams[f.index]->codecpar;
+  if (const auto codec = nal_codec(par->codec_id)) {
+    const int length_size = video_detail::nal_length_size(*codec, {par->extradata, static_cast<size_t>(par->extradata_size)});
+    clean_start = [codec = *codec, length_size](std::span<const uint8_t> packet) {
+      return video_detail::starts_clean(codec, length_size, packet);
+    };
   }
+  PacketTable t = video_detail::read_packet_table(fc, f.index, limits.max_total_frames, deadline, clean_start);
+  if (!counting) return t;
+  if (t.over_limit) fail("video has over ", limits.max_total_frames, " frames, the limit");
+  if (t.read_error != 0)
+    fail("cannot read the video (", av_error_text(t.read_error), ")", FfmpegMessages::quoted_current());
+  const auto count = static_cast<int64_t>(t.packets.size());
   f.frames = count;
-  if (f.fps == 0 && count > 0 && span > 0) {
-    const double seconds = static_cast<double>(span) * av_q2d(fc->streams[f.index]->time_base);
+  if (f.fps == 0 && count > 0 && t.duration_ticks > 0) {
+    const double seconds = static_cast<double>(t.duration_ticks) * av_q2d(fc->streams[f.index]->time_base);
     if (seconds > 0 && std::isfinite(seconds)) f.fps = static_cast<double>(count) / seconds;
     if (seconds > limits.max_duration_s)
       fail("video lasts ", seconds, " s, over the limit of ", limits.max_duration_s, " s");
   }
-}
-
-// FFmpeg's default conversion to packed RGB (what `ffmpeg -pix_fmt rgb24`
-// does: swscale, bicubic), to the stream's declared size.
-class RgbConverter {
- public:
-  RgbConverter(int width, int height) : width_(width), height_(height) {}
-  ~RgbConverter() { sws_freeContext(sws_); }
-  RgbConverter(const RgbConverter&) = delete;
-  RgbConverter& operator=(const RgbConverter&) = delete;
-
-  Image convert(const AVFrame* frame, int64_t index) {
-    sws_ = sws_getCachedContext(sws_, frame->width, frame->height, static_cast<AVPixelFormat>(frame->format), width_,
-                                height_, AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
-    if (!sws_)
-      fail("cannot convert video frame ", index, " (", frame->width, "x", frame->height, ", ",
-           av_get_pix_fmt_name(static_cast<AVPixelFormat>(frame->format)), ") to RGB");
-    Image im;
-    im.width = width_;
-    im.height = height_;
-    im.rgb.resize(static_cast<size_t>(width_) * height_ * 3);
-    uint8_t* dst[4] = {im.rgb.data(), nullptr, nullptr, nullptr};
-    int dst_stride[4] = {width_ * 3, 0, 0, 0};
-    const int rows = sws_scale(sws_, frame->data, frame->linesize, 0, frame->height, dst, dst_stride);
-    if (rows != height_) fail("cannot convert video frame ", index, " to RGB");
-    return im;
-  }
-
- private:
-  int width_, height_;
-  SwsContext* sws_ = nullptr;
-};
-
-std::unique_ptr<AVCodecContext, AvFree> open_decoder(const AVStream* st, const VideoLimits& limits) {
-  const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
-  if (!codec)
-    fail("this build of FFmpeg cannot decode ", avcodec_get_name(st->codecpar->codec_id), " video");
-  std::unique_ptr<AVCodecContext, AvFree> ctx(avcodec_alloc_context3(codec));
-  if (!ctx) fail("out of memory opening the video decoder");
-  int rc = avcodec_parameters_to_context(ctx.get(), st->codecpar);
-  if (rc < 0) fail("cannot set up the ", codec->name, " decoder (", av_error_text(rc), ")");
-  ctx->thread_count = 1;  // one request, one core: the engine's pool owns the others
-  // The decoder refuses a frame size (from the bitstream, which may differ
-  // from the container's header) over the limit before allocating it.
-  ctx->max_pixels = limits.max_frame_pixels;
-  rc = avcodec_open2(ctx.get(), codec, nullptr);
-  if (rc < 0)
-    fail("cannot open the ", codec->name, " decoder (", av_error_text(rc), ")", FfmpegMessages::quoted_current());
-  return ctx;
+  return t;
 }
 
 // Decodes frames in order, keeping those whose index is sampled; stops as
@@ -186,15 +169,17 @@ class SampledDecoder {
   }
   bool done() const { return out_.frames.size() == out_.frame_indices.size(); }
   int64_t decoded() const { return decoded_; }
+  int64_t packets_sent() const { return packets_sent_; }
 
   // Sends one packet (nullptr: flush) and takes every frame it releases.
   void feed(AVCodecContext* ctx, const AVPacket* pkt) {
+    if (pkt) ++packets_sent_;
     int rc = avcodec_send_packet(ctx, pkt);
     if (rc < 0 && rc != AVERROR_EOF)
       fail("cannot decode the video after frame ", decoded_, " (", av_error_text(rc), ")",
            FfmpegMessages::quoted_current());
     while (!done()) {
-      check_deadline(deadline_, "decoding");
+      deadline_.check("decoding");
       rc = avcodec_receive_frame(ctx, frame_.get());
       if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
       if (rc < 0)
@@ -210,8 +195,45 @@ class SampledDecoder {
   const Deadline& deadline_;
   RgbConverter rgb_;
   std::unique_ptr<AVFrame, AvFree> frame_;
-  int64_t decoded_ = 0;
+  int64_t decoded_ = 0, packets_sent_ = 0;
 };
+
+// Every frame in order up to the last sampled one, on a fresh demuxer from
+// the first byte.
+void decode_every_frame(std::span<const uint8_t> bytes, const StreamFacts& facts, const VideoLimits& limits,
+                        const Deadline& deadline, int threads, Video& out) {
+  MemoryInput input(bytes, limits.max_streams, deadline);
+  AVFormatContext* fc = input.format();
+  read_headers(fc, limits);
+  auto ctx = open_decoder(fc->streams[facts.index], limits, threads);
+  SampledDecoder decoder(out, deadline);
+  std::unique_ptr<AVPacket, AvFree> pkt(av_packet_alloc());
+  if (!pkt) fail("out of memory reading the video");
+  while (!decoder.done()) {
+    deadline.check("decoding");
+    const int rc = av_read_frame(fc, pkt.get());
+    if (rc == AVERROR_EOF) break;
+    if (rc < 0) {
+      deadline.check("decoding");
+      fail("cannot read the video after frame ", decoder.decoded(), " (", av_error_text(rc), ")",
+           FfmpegMessages::quoted_current());
+    }
+    if (pkt->stream_index == facts.index) {
+      // The demuxer marks a packet it could not read whole: the file ends
+      // inside it. Counted in packets (decode order), which frame threads
+      // do not hold back as they do frames.
+      if (pkt->flags & AV_PKT_FLAG_CORRUPT)
+        fail("video is truncated or damaged: the data of frame ", decoder.packets_sent(), " is cut off");
+      decoder.feed(ctx.get(), pkt.get());
+    }
+    av_packet_unref(pkt.get());
+  }
+  if (!decoder.done()) decoder.feed(ctx.get(), nullptr);
+  if (!decoder.done())
+    fail("video is truncated or damaged: decoded ", decoder.decoded(), " of the ", facts.frames,
+         " frames its header declares");
+  out.decoding = {decoder.packets_sent(), decoder.decoded(), 0, ctx->thread_count, false, false};
+}
 
 }  // namespace
 
@@ -227,7 +249,12 @@ bool looks_like_video(std::span<const uint8_t> b) {
   return at(4, "moov", 4) || at(4, "mdat", 4) || at(4, "wide", 4);  // QuickTime without 'ftyp'
 }
 
-Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling, const VideoLimits& limits) {
+int video_decoder_threads(int decodes_at_once) {
+  return std::clamp(av_cpu_count() / std::max(1, decodes_at_once), 1, kMaxDecoderThreads);
+}
+
+Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling, const VideoLimits& limits,
+                   const VideoDecoding& how) {
   if (bytes.empty()) fail("video is empty (0 bytes)");
   if (bytes.size() > limits.max_encoded_bytes)
     fail("video is ", bytes.size(), " bytes, over the limit of ", limits.max_encoded_bytes, " bytes");
@@ -235,10 +262,17 @@ Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling
   const Deadline deadline(limits.max_seconds);
 
   StreamFacts facts;
+  PacketTable table;
+  Video out;
+  bool discard_non_reference = false;
   {
     MemoryInput probe(bytes, limits.max_streams, deadline);
     facts = read_headers(probe.format(), limits);
-    if (facts.frames == 0 || facts.fps == 0) count_packets(probe.format(), facts, limits, deadline);
+    table = read_packets(probe.format(), facts, limits, deadline);
+    const AVCodecParameters* par = probe.format()->streams[facts.index]->codecpar;
+    out.container = probe.format()->iformat->name;
+    out.codec = avcodec_get_name(par->codec_id);
+    discard_non_reference = non_reference_discardable(par);
   }
   if (facts.frames == 0) fail("video has no frames");
   if (facts.fps == 0) fail("video declares no frame rate and its packets carry no durations");
@@ -246,7 +280,6 @@ Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling
     fail("video lasts ", static_cast<double>(facts.frames) / facts.fps, " s, over the limit of ",
          limits.max_duration_s, " s");
 
-  Video out;
   out.width = facts.width;
   out.height = facts.height;
   out.fps = facts.fps;
@@ -256,44 +289,22 @@ Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling
   if (limits.budget) limits.budget->reserve(video_decode_peak_bytes(out.width, out.height, out.frame_indices.size()));
   out.frames.reserve(out.frame_indices.size());
 
-  // A fresh demuxer from the first byte: the packet count above consumed the
-  // stream, and reopening is simpler and more dependable than seeking back.
-  MemoryInput input(bytes, limits.max_streams, deadline);
-  AVFormatContext* fc = input.format();
-  read_headers(fc, limits);
-  const AVStream* st = fc->streams[facts.index];
-  out.container = fc->iformat->name;
-  out.codec = avcodec_get_name(st->codecpar->codec_id);
-  auto ctx = open_decoder(st, limits);
-  SampledDecoder decoder(out, deadline);
-  std::unique_ptr<AVPacket, AvFree> pkt(av_packet_alloc());
-  if (!pkt) fail("out of memory reading the video");
-  while (!decoder.done()) {
-    check_deadline(deadline, "decoding");
-    const int rc = av_read_frame(fc, pkt.get());
-    if (rc == AVERROR_EOF) break;
-    if (rc < 0) {
-      check_deadline(deadline, "decoding");
-      fail("cannot read the video after frame ", decoder.decoded(), " (", av_error_text(rc), ")",
-           FfmpegMessages::quoted_current());
+  const int threads = how.threads > 0 ? std::min(how.threads, kMaxDecoderThreads) : video_decoder_threads(1);
+  // Only H.264 and H.265 are known here well enough to skip frames: their
+  // clean starts and non-reference pictures are read from the NAL headers.
+  if (how.skip_unsampled && nal_codec(facts.codec)) {
+    if (const auto plan = video_detail::plan_sampled_decode(table, out.frame_indices, facts.frames)) {
+      const video_detail::PlannedDecodeInput in{bytes, facts.index, &limits, &deadline, threads, discard_non_reference};
+      if (video_detail::decode_planned(in, table, *plan, out)) return out;
     }
-    if (pkt->stream_index == facts.index) {
-      // The demuxer marks a packet it could not read whole: the file ends
-      // inside it.
-      if (pkt->flags & AV_PKT_FLAG_CORRUPT)
-        fail("video is truncated or damaged: the data of frame ", decoder.decoded(), " is cut off");
-      decoder.feed(ctx.get(), pkt.get());
-    }
-    av_packet_unref(pkt.get());
   }
-  if (!decoder.done()) decoder.feed(ctx.get(), nullptr);
-  if (!decoder.done())
-    fail("video is truncated or damaged: decoded ", decoder.decoded(), " of the ", facts.frames,
-         " frames its header declares");
+  table = {};
+  decode_every_frame(bytes, facts, limits, deadline, threads, out);
   return out;
 }
 
-Video load_video(const std::string& path, const FrameSampling& sampling, const VideoLimits& limits) {
+Video load_video(const std::string& path, const FrameSampling& sampling, const VideoLimits& limits,
+                 const VideoDecoding& how) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail("cannot read video ", path, ": it is a directory");
   std::ifstream in(path, std::ios::binary);
@@ -307,7 +318,7 @@ Video load_video(const std::string& path, const FrameSampling& sampling, const V
   in.seekg(0);
   if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) fail("cannot read video ", path);
   try {
-    return decode_video(bytes, sampling, limits);
+    return decode_video(bytes, sampling, limits, how);
   } catch (const Error& e) {
     fail("video ", path, ": ", e.what());
   }

@@ -63,6 +63,10 @@ Deadline::Deadline(double seconds)
 
 bool Deadline::passed() const { return seconds_ > 0 && std::chrono::steady_clock::now() > end_; }
 
+void Deadline::check(const char* doing) const {
+  if (passed()) fail(doing, " the video took over the limit of ", seconds_, " s");
+}
+
 std::string av_error_text(int code) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(code, buf, sizeof buf);

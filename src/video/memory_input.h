@@ -22,6 +22,8 @@ class Deadline {
   explicit Deadline(double seconds);
   bool passed() const;
   double seconds() const { return seconds_; }
+  // Throws qvl::Error "<doing> the video took over the limit of N s" once passed.
+  void check(const char* doing) const;
 
  private:
   double seconds_;

@@ -62,6 +62,38 @@ struct VideoLimits {
   DecodeBudget* budget = nullptr;
 };
 
+// How decode_video reaches the sampled frames (docs/video.md). By default it
+// decodes only what they need: for H.264 and H.265 clips whose packets map
+// one to one onto frames, each sampled frame is decoded from the last clean
+// start before it (the demuxer seeks over a gap holding a whole group of
+// pictures), and non-reference frames that are not sampled are discarded
+// unread; the kept frames are bit for bit those of decoding everything.
+// Other clips are decoded whole, on the same threads.
+struct VideoDecoding {
+  bool skip_unsampled = true;  // false: every frame, in order (the reference the skipping is tested against)
+  int threads = 0;             // decoder threads; 0: video_decoder_threads(1)
+};
+
+// Frame threads hold a frame each besides the references: with H.264's 16
+// references this many keep a decode within kDecoderFramesHeld frames.
+inline constexpr int kMaxDecoderThreads = 8;
+
+// Threads for one decode among `decodes_at_once` running together: the CPUs
+// this process may run on, shared evenly, within [1, kMaxDecoderThreads].
+int video_decoder_threads(int decodes_at_once);
+
+// What decoding took: for `qvl bench` and the tests that check frames were
+// skipped. A decode of everything sends every packet up to the last sampled
+// frame's and decodes each frame.
+struct VideoDecodeStats {
+  int64_t packets_sent = 0;    // to the decoder (packets skipped over never are)
+  int64_t frames_decoded = 0;  // frames the decoder produced (a discarded non-reference frame is not)
+  int64_t seeks = 0;           // demuxer jumps over a gap holding a whole group of pictures
+  int threads = 1;
+  bool skipped = false;        // false: every frame up to the last sampled one was decoded
+  bool discarded = false;      // non-reference frames not sampled were discarded (video.h VideoDecoding)
+};
+
 struct Video {
   int width = 0;   // of every kept frame (the stream's declared size)
   int height = 0;
@@ -75,6 +107,7 @@ struct Video {
   // (qwen-vl-utils' per-part min_pixels / total_pixels); 0: the model's
   // video_preprocessor_config.
   int64_t min_pixels = 0, max_pixels = 0;
+  VideoDecodeStats decoding;  // how decode_video got the frames (zero for a list of frames)
 };
 
 // A video given as its frames (qwen-vl-utils' list of images with
@@ -105,16 +138,18 @@ std::vector<double> temporal_group_timestamps(std::span<const int64_t> frame_ind
 // frames and the decoder's reference and output frames (an estimate of
 // FFmpeg's pool: kDecoderFramesHeld frames at 4 bytes per pixel).
 uint64_t video_decode_peak_bytes(int width, int height, size_t sampled);
-inline constexpr uint64_t kDecoderFramesHeld = 24;
+inline constexpr uint64_t kDecoderFramesHeld = 24;  // H.264's 16 references and kMaxDecoderThreads in flight
 
 // Throws qvl::Error with one line saying what is wrong ("video is truncated:
 // decoded 5 of the 12 frames its header declares", "unsupported video codec
 // mpeg2video (supported: ...)"). Reads `bytes` only: no file, URL or
 // reference inside the container is ever opened.
-Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling = {}, const VideoLimits& limits = {});
+Video decode_video(std::span<const uint8_t> bytes, const FrameSampling& sampling = {}, const VideoLimits& limits = {},
+                   const VideoDecoding& how = {});
 
 // decode_video of a file's bytes; the error names the file.
-Video load_video(const std::string& path, const FrameSampling& sampling = {}, const VideoLimits& limits = {});
+Video load_video(const std::string& path, const FrameSampling& sampling = {}, const VideoLimits& limits = {},
+                 const VideoDecoding& how = {});
 
 // True when the bytes start like a container decode_video reads (MP4/MOV
 // 'ftyp', Matroska/WebM EBML, AVI RIFF), for front ends that must tell a
