@@ -84,7 +84,10 @@ std::shared_ptr<const Video> MediaIntake::video(std::span<const uint8_t> bytes, 
     vl.budget = &*reserver;
   }
   if (const double left = seconds_left(param); left > 0) vl.max_seconds = left;
-  Video v = decode_video(bytes, frame_sampling(options), vl);
+  // The cores shared with the decodes running now (this one among them).
+  VideoDecoding how;
+  how.threads = video_decoder_threads(admission_ ? admission_->decoding() : 1);
+  Video v = decode_video(bytes, frame_sampling(options), vl, how);
   apply_pixels(options, v);
   std::shared_ptr<const Video> video = reserver ? reserver->hold(std::move(v)) : std::make_shared<const Video>(std::move(v));
   held_ += qvl::held_bytes(*video);
