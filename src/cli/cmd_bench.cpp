@@ -268,6 +268,16 @@ void video_figures(Engine& engine, nlohmann::ordered_json& j) {
   j["video_first_token_ms"] = r.timings.first_token_ms;  // from generate(), as the engine's other first-token figures
   j["video_decode_to_first_token_ms"] = to_first_token_ms;  // the clip's bytes to the first token
   j["video_peak_rss_bytes"] = proc_status_bytes("VmHWM");
+  // How the decode got its frames (docs/video.md), and the same clip decoded
+  // as before: every frame in order on one thread (bench/video_decode times
+  // long 1080p clips).
+  j["video_decode_packets_sent"] = video->decoding.packets_sent;
+  j["video_decode_frames_decoded"] = video->decoding.frames_decoded;
+  j["video_decode_seeks"] = video->decoding.seeks;
+  j["video_decode_threads"] = video->decoding.threads;
+  const Clock::time_point every = Clock::now();
+  decode_video(bytes, sampling, {}, {false, 1});
+  j["video_decode_every_frame_one_thread_ms"] = seconds_since(every) * 1e3;
   engine.reset();
 }
 
