@@ -44,6 +44,15 @@ class StoreUnavailable : public Error {
   using Error::Error;
 };
 
+// A write the store refused because its disk is full (SQLite's SQLITE_FULL):
+// the call changed nothing, and the same call may succeed once space is
+// freed. Clients get 507 insufficient_storage (server.cpp); the job runner
+// keeps a result it could not store and stores it again later.
+class JobStoreFull : public Error {
+ public:
+  using Error::Error;
+};
+
 // Seconds a client is told to wait (Retry-After) while the store is unavailable.
 constexpr int kStoreRetryAfterS = 2;
 

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -113,15 +114,13 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  [[noreturn]] void fail(const char* what) const {
-    throw Error(cat("job store ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
-  }
+  [[noreturn]] void fail(const char* what) const { raise(cat("job store ", path_, ": ", what, ": ", sqlite3_errmsg(db_))); }
   void exec(const char* sql) {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string why = err ? err : "?";
       sqlite3_free(err);
-      throw Error(cat("job store ", path_, ": ", why, " (in: ", std::string(sql).substr(0, 80), ")"));
+      raise(cat("job store ", path_, ": ", why, " (in: ", std::string(sql).substr(0, 80), ")"));
     }
   }
   sqlite3_stmt* prepared(const char* sql) {
@@ -135,6 +134,16 @@ class Db {
   int64_t changes() const { return sqlite3_changes64(db_); }
 
  private:
+  // The last call's failure: JobStoreFull when the disk is full (SQLite
+  // says SQLITE_FULL for a short write; a write or a size change of the WAL
+  // or its index that failed with ENOSPC can come as an I/O error).
+  [[noreturn]] void raise(const std::string& message) const {
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    if (code == SQLITE_FULL || (code == SQLITE_IOERR && sqlite3_system_errno(db_) == ENOSPC))
+      throw JobStoreFull(message);
+    throw Error(message);
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
   std::map<const char*, sqlite3_stmt*> stmts_;  // by the address of a literal

@@ -174,6 +174,18 @@ struct Server::Impl {
       }
       res.provider = nullptr;
       reply_store_unavailable(res);
+    } catch (const JobStoreFull& e) {
+      // Nothing was stored and the server is fine: the client may try again
+      // once space is freed.
+      {
+        std::lock_guard lock(rec->mutex);
+        rec->fields["error"] = e.what();
+      }
+      res.provider = nullptr;
+      res.set_header("Retry-After", "30");
+      reply_error(res, ApiError(507, "insufficient_storage",
+                                "the job store's disk is full: nothing was stored; retry once space is freed "
+                                "(the server keeps answering chat requests meanwhile)"));
     } catch (const std::exception& e) {
       // Details go to the log only: clients get no internals.
       {
