@@ -186,12 +186,12 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);
-  v(o.images.memory_budget_bytes, "image-memory-budget", "BYTES",
+  v(o.memory.memory_budget_bytes, "image-memory-budget", "BYTES",
     "decoded image memory across requests (pixels until preprocessed, decoder buffers); "
     "an image that cannot fit gets 413, one that must wait past --image-time-limit 429")
       .range(1 << 20, int64_t{1} << 40);
-  v(o.images.max_decodes, "max-image-decodes", "N", "images decoded at once across requests").range(1, 256);
-  v(o.images.time_limit_s, "image-time-limit", "SECONDS",
+  v(o.memory.max_decodes, "max-image-decodes", "N", "images decoded at once across requests").range(1, 256);
+  v(o.memory.time_limit_s, "image-time-limit", "SECONDS",
     "time for one request's image fetching, admission and decoding (0: none)")
       .range(0, 3600);
   v(o.media.pdf.max_pages, "max-pdf-pages", "N",

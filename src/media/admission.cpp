@@ -8,7 +8,7 @@ namespace qvl {
 
 std::string mebibytes(uint64_t bytes) { return cat(bytes / (1024 * 1024), " MiB"); }
 
-void ImageAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
+void MemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
   throw MediaRefusal(MediaRefusal::Kind::TooLarge,
                      cat("decoding needs ", bytes, " bytes",
                          request_holds > 0 ? cat(" beside the ", request_holds, " bytes of the request's earlier media")
@@ -17,36 +17,36 @@ void ImageAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, co
                      param);
 }
 
-void ImageAdmission::refuse_busy(const std::string& what, const std::string& param) const {
+void MemoryAdmission::refuse_busy(const std::string& what, const std::string& param) const {
   throw MediaRefusal(MediaRefusal::Kind::Busy, cat("busy decoding other media (", what, ")"), param);
 }
 
-ImageAdmission::Reservation::Reservation(Reservation&& o) noexcept : owner_(o.owner_), bytes_(o.bytes_) {
+MemoryAdmission::Reservation::Reservation(Reservation&& o) noexcept : owner_(o.owner_), bytes_(o.bytes_) {
   o.owner_ = nullptr;
   o.bytes_ = 0;
 }
 
-ImageAdmission::Reservation& ImageAdmission::Reservation::operator=(Reservation&& o) noexcept {
+MemoryAdmission::Reservation& MemoryAdmission::Reservation::operator=(Reservation&& o) noexcept {
   std::swap(owner_, o.owner_);
   std::swap(bytes_, o.bytes_);
   return *this;
 }
 
-ImageAdmission::Reservation::~Reservation() {
+MemoryAdmission::Reservation::~Reservation() {
   if (owner_ && bytes_ > 0) owner_->release(bytes_);
 }
 
-void ImageAdmission::Reservation::shrink_to(uint64_t bytes) {
+void MemoryAdmission::Reservation::shrink_to(uint64_t bytes) {
   if (!owner_ || bytes >= bytes_) return;
   owner_->release(bytes_ - bytes);
   bytes_ = bytes;
 }
 
-ImageAdmission::DecodeTurn::~DecodeTurn() {
+MemoryAdmission::DecodeTurn::~DecodeTurn() {
   if (owner_) owner_->end_decode();
 }
 
-ImageAdmission::Reservation ImageAdmission::reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline,
+MemoryAdmission::Reservation MemoryAdmission::reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline,
                                                     const std::string& param) {
   const uint64_t budget = options_.memory_budget_bytes;
   if (bytes > budget || request_holds > budget - bytes) refuse_too_large(bytes, request_holds, param);
@@ -57,7 +57,7 @@ ImageAdmission::Reservation ImageAdmission::reserve(uint64_t bytes, uint64_t req
   return Reservation(this, bytes);
 }
 
-ImageAdmission::DecodeTurn ImageAdmission::decode_turn(Clock::time_point deadline, const std::string& param) {
+MemoryAdmission::DecodeTurn MemoryAdmission::decode_turn(Clock::time_point deadline, const std::string& param) {
   std::unique_lock lock(mutex_);
   if (!changed_.wait_until(lock, deadline, [&] { return decoding_ < options_.max_decodes; }))
     refuse_busy(cat("all ", options_.max_decodes, " decode places are taken"), param);
@@ -65,17 +65,17 @@ ImageAdmission::DecodeTurn ImageAdmission::decode_turn(Clock::time_point deadlin
   return DecodeTurn(this);
 }
 
-uint64_t ImageAdmission::reserved_bytes() const {
+uint64_t MemoryAdmission::reserved_bytes() const {
   std::lock_guard lock(mutex_);
   return reserved_;
 }
 
-int ImageAdmission::decoding() const {
+int MemoryAdmission::decoding() const {
   std::lock_guard lock(mutex_);
   return decoding_;
 }
 
-void ImageAdmission::release(uint64_t bytes) {
+void MemoryAdmission::release(uint64_t bytes) {
   {
     std::lock_guard lock(mutex_);
     reserved_ -= bytes;
@@ -83,7 +83,7 @@ void ImageAdmission::release(uint64_t bytes) {
   changed_.notify_all();
 }
 
-void ImageAdmission::end_decode() {
+void MemoryAdmission::end_decode() {
   {
     std::lock_guard lock(mutex_);
     --decoding_;
@@ -97,7 +97,7 @@ void MediaReserver::reserve(uint64_t peak_bytes) {
 }
 
 void MediaReserver::shrink_to(uint64_t bytes) {
-  for (ImageAdmission::Reservation& r : reservations_) {
+  for (MemoryAdmission::Reservation& r : reservations_) {
     const uint64_t keep = std::min(r.bytes(), bytes);
     r.shrink_to(keep);
     bytes -= keep;
@@ -107,7 +107,7 @@ void MediaReserver::shrink_to(uint64_t bytes) {
 std::shared_ptr<const Image> MediaReserver::hold(Image image) {
   struct Held {
     Image image;
-    std::vector<ImageAdmission::Reservation> reservations;
+    std::vector<MemoryAdmission::Reservation> reservations;
   };
   image.rgb.shrink_to_fit();
   shrink_to(held_bytes(image));
@@ -118,7 +118,7 @@ std::shared_ptr<const Image> MediaReserver::hold(Image image) {
 std::shared_ptr<const Video> MediaReserver::hold(Video video) {
   struct Held {
     Video video;
-    std::vector<ImageAdmission::Reservation> reservations;
+    std::vector<MemoryAdmission::Reservation> reservations;
   };
   for (Image& f : video.frames) f.rgb.shrink_to_fit();
   shrink_to(held_bytes(video));
@@ -126,9 +126,9 @@ std::shared_ptr<const Video> MediaReserver::hold(Video video) {
   return std::shared_ptr<const Video>(held, &held->video);
 }
 
-ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
-                                                 ImageAdmission::Clock::time_point start, double spent_s) {
-  using Clock = ImageAdmission::Clock;
+MemoryAdmission::Clock::time_point media_deadline(const MemoryAdmission* admission,
+                                                 MemoryAdmission::Clock::time_point start, double spent_s) {
+  using Clock = MemoryAdmission::Clock;
   const double time_limit = admission ? admission->options().time_limit_s : 0;
   if (time_limit <= 0) return Clock::time_point::max();
   return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit - spent_s));

@@ -10,7 +10,7 @@
 // taken waits, at most until its deadline, and is then refused as busy.
 // Nothing is allocated before admission, so an over-budget request is never
 // an out-of-memory failure. How a refusal reaches the client is the front
-// end's: the server answers 413 / 429 (server/image_admission.h).
+// end's: the server answers 413 / 429 (server/memory_admission.h).
 #pragma once
 
 #include <chrono>
@@ -27,7 +27,7 @@
 
 namespace qvl {
 
-struct ImageAdmissionOptions {
+struct MemoryAdmissionOptions {
   // Decoded image bytes held at once across requests: pixels kept until the
   // engine preprocesses them, plus the decoders' working buffers.
   uint64_t memory_budget_bytes = uint64_t{1} << 30;
@@ -52,14 +52,14 @@ class MediaRefusal : public std::runtime_error {
   std::string param_;
 };
 
-class ImageAdmission {
+class MemoryAdmission {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit ImageAdmission(const ImageAdmissionOptions& options) : options_(options) {}
-  virtual ~ImageAdmission() = default;
-  ImageAdmission(const ImageAdmission&) = delete;
-  ImageAdmission& operator=(const ImageAdmission&) = delete;
+  explicit MemoryAdmission(const MemoryAdmissionOptions& options) : options_(options) {}
+  virtual ~MemoryAdmission() = default;
+  MemoryAdmission(const MemoryAdmission&) = delete;
+  MemoryAdmission& operator=(const MemoryAdmission&) = delete;
 
   // A share of the memory budget, returned when destroyed.
   class Reservation {
@@ -74,9 +74,9 @@ class ImageAdmission {
     void shrink_to(uint64_t bytes);
 
    private:
-    friend class ImageAdmission;
-    Reservation(ImageAdmission* owner, uint64_t bytes) : owner_(owner), bytes_(bytes) {}
-    ImageAdmission* owner_ = nullptr;
+    friend class MemoryAdmission;
+    Reservation(MemoryAdmission* owner, uint64_t bytes) : owner_(owner), bytes_(bytes) {}
+    MemoryAdmission* owner_ = nullptr;
     uint64_t bytes_ = 0;
   };
 
@@ -88,9 +88,9 @@ class ImageAdmission {
     ~DecodeTurn();
 
    private:
-    friend class ImageAdmission;
-    explicit DecodeTurn(ImageAdmission* owner) : owner_(owner) {}
-    ImageAdmission* owner_;
+    friend class MemoryAdmission;
+    explicit DecodeTurn(MemoryAdmission* owner) : owner_(owner) {}
+    MemoryAdmission* owner_;
   };
 
   // Refuses (refuse_too_large) when `bytes` plus what this request already
@@ -98,7 +98,7 @@ class ImageAdmission {
   Reservation reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline, const std::string& param);
   DecodeTurn decode_turn(Clock::time_point deadline, const std::string& param);
 
-  const ImageAdmissionOptions& options() const { return options_; }
+  const MemoryAdmissionOptions& options() const { return options_; }
   uint64_t reserved_bytes() const;
   int decoding() const;
 
@@ -112,7 +112,7 @@ class ImageAdmission {
   void release(uint64_t bytes);
   void end_decode();
 
-  const ImageAdmissionOptions options_;
+  const MemoryAdmissionOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t reserved_ = 0;
@@ -122,8 +122,8 @@ class ImageAdmission {
 // When a request's media decoding must have ended: the admission's image
 // time limit from `start`, less `spent_s` the request's earlier media took;
 // never without an admission or a limit.
-ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission,
-                                                 ImageAdmission::Clock::time_point start, double spent_s = 0);
+MemoryAdmission::Clock::time_point media_deadline(const MemoryAdmission* admission,
+                                                 MemoryAdmission::Clock::time_point start, double spent_s = 0);
 
 // One medium's admission as its decoder sees it: the DecodeBudget whose
 // reserve() the decoder calls from the header (once for an image or a clip,
@@ -131,7 +131,7 @@ ImageAdmission::Clock::time_point media_deadline(const ImageAdmission* admission
 // the pixels are handed over with them (hold()).
 class MediaReserver final : public DecodeBudget {
  public:
-  MediaReserver(ImageAdmission& admission, uint64_t request_holds, ImageAdmission::Clock::time_point deadline,
+  MediaReserver(MemoryAdmission& admission, uint64_t request_holds, MemoryAdmission::Clock::time_point deadline,
                 std::string param)
       : admission_(admission), request_holds_(request_holds), deadline_(deadline), param_(std::move(param)) {}
 
@@ -145,12 +145,12 @@ class MediaReserver final : public DecodeBudget {
   // Gives back what the reservations hold over `bytes`.
   void shrink_to(uint64_t bytes);
 
-  ImageAdmission& admission_;
+  MemoryAdmission& admission_;
   uint64_t request_holds_;
   uint64_t reserved_ = 0;
-  ImageAdmission::Clock::time_point deadline_;
+  MemoryAdmission::Clock::time_point deadline_;
   std::string param_;
-  std::vector<ImageAdmission::Reservation> reservations_;
+  std::vector<MemoryAdmission::Reservation> reservations_;
 };
 
 // "12 MiB", for messages about the budget.

@@ -49,7 +49,7 @@ FrameSampling frame_sampling(const VideoOptions& o) {
   return s;
 }
 
-MediaIntake::MediaIntake(const MediaLimits& limits, ImageAdmission* admission, Clock::time_point start)
+MediaIntake::MediaIntake(const MediaLimits& limits, MemoryAdmission* admission, Clock::time_point start)
     : limits_(limits), admission_(admission), deadline_(media_deadline(admission, start)) {}
 
 double MediaIntake::seconds_left(const std::string& param) const {
@@ -64,7 +64,7 @@ double MediaIntake::seconds_left(const std::string& param) const {
 std::shared_ptr<const Image> MediaIntake::image(std::span<const uint8_t> bytes, const std::string& param) {
   DecodeLimits decode = limits_.image;
   if (!admission_) return std::make_shared<const Image>(decode_image(bytes, decode));
-  const ImageAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
+  const MemoryAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
   decode.max_seconds = seconds_left(param);
   MediaReserver reserver(*admission_, held_, deadline_, param);
   decode.budget = &reserver;
@@ -76,7 +76,7 @@ std::shared_ptr<const Image> MediaIntake::image(std::span<const uint8_t> bytes, 
 std::shared_ptr<const Video> MediaIntake::video(std::span<const uint8_t> bytes, const VideoOptions& options,
                                                 const std::string& param) {
   VideoLimits vl = limits_.video;
-  std::optional<ImageAdmission::DecodeTurn> turn;
+  std::optional<MemoryAdmission::DecodeTurn> turn;
   std::optional<MediaReserver> reserver;
   if (admission_) {
     turn.emplace(admission_->decode_turn(deadline_, param));
@@ -96,7 +96,7 @@ std::shared_ptr<const Video> MediaIntake::video(std::span<const uint8_t> bytes, 
 
 std::shared_ptr<const Video> MediaIntake::frames(size_t n, const std::function<std::vector<uint8_t>(size_t)>& frame_bytes,
                                                  double fps, const VideoOptions& options, const std::string& param) {
-  std::optional<ImageAdmission::DecodeTurn> turn;
+  std::optional<MemoryAdmission::DecodeTurn> turn;
   std::optional<MediaReserver> reserver;
   if (admission_) {
     turn.emplace(admission_->decode_turn(deadline_, param));
@@ -147,7 +147,7 @@ std::shared_ptr<const Image> MediaIntake::pdf_page(const PdfDocument& doc, const
     seconds_left(param);
     return std::make_shared<const Image>(rendered());
   }
-  const ImageAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
+  const MemoryAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
   seconds_left(param);
   MediaReserver reserver(*admission_, held_, deadline_, param);
   reserver.reserve(static_cast<uint64_t>(page.width * page.height) * kPdfRenderPeakBytesPerPixel);

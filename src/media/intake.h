@@ -31,7 +31,7 @@
 
 namespace qvl {
 
-class ImageAdmission;
+class MemoryAdmission;
 
 // One video's sampling and pixel choices, qwen-vl-utils' keys (which vLLM's
 // mm_processor_kwargs takes too); unset: the video processor's defaults.
@@ -71,7 +71,7 @@ class MediaIntake {
   // `admission`: none decodes without accounting (the CLI, the C API). The
   // deadline, the admission's time limit, runs from `start` (the request's
   // first medium; a server counts its fetching in it).
-  explicit MediaIntake(const MediaLimits& limits, ImageAdmission* admission = nullptr,
+  explicit MediaIntake(const MediaLimits& limits, MemoryAdmission* admission = nullptr,
                        Clock::time_point start = Clock::now());
 
   std::shared_ptr<const Image> image(std::span<const uint8_t> bytes, const std::string& param);
@@ -108,14 +108,14 @@ class MediaIntake {
   // When this request's media must be decoded by (Clock::time_point::max(): never).
   Clock::time_point deadline() const { return deadline_; }
   const MediaLimits& limits() const { return limits_; }
-  ImageAdmission* admission() const { return admission_; }
+  MemoryAdmission* admission() const { return admission_; }
 
  private:
   // Seconds left before the deadline; throws MediaTimeLimit when none are.
   double seconds_left(const std::string& param) const;
 
   MediaLimits limits_;
-  ImageAdmission* admission_;
+  MemoryAdmission* admission_;
   Clock::time_point deadline_;
   uint64_t held_ = 0;
 };

@@ -505,7 +505,7 @@ ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardO
   return l;
 }
 
-ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, ImageAdmission* admission) {
+ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, MemoryAdmission* admission) {
   if (!body.is_object()) bad_request("", cat("the request body must be a JSON object, not ", type_name(body)), "invalid_type");
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find(kAccepted.begin(), kAccepted.end(), it.key()) == kAccepted.end() &&

@@ -25,7 +25,7 @@
 
 namespace qvl {
 
-class ImageAdmission;
+class MemoryAdmission;
 
 struct ChatLimits {
   MediaOptions media;
@@ -58,7 +58,7 @@ struct ChatRequest {
 std::span<const std::string_view> chat_fields();
 
 // `admission`: where the images' decoding waits for its turn and memory
-// (image_admission.h); none: decoded without accounting (tests, fuzzing).
+// (memory_admission.h); none: decoded without accounting (tests, fuzzing).
 // What the server applies: its media options (the largest encoded image
 // follows max_image_bytes) and its default repetition guard.
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard);
@@ -71,6 +71,6 @@ MediaLimits media_limits(const ChatLimits& limits);
 [[noreturn]] void refuse_time_limit(const MediaTimeLimit& e, const std::string& param);
 
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits,
-                               ImageAdmission* admission = nullptr);
+                               MemoryAdmission* admission = nullptr);
 
 }  // namespace qvl

@@ -156,7 +156,7 @@ int RequestDocuments::pages() const {
 void RequestDocuments::render_into(ChatRequest& request, MediaIntake& intake) {
   if (opened_.empty()) return;
   const Clock::time_point start = Clock::now();
-  if (const ImageAdmission* admission = intake.admission()) {
+  if (const MemoryAdmission* admission = intake.admission()) {
     // Every page's pixels and the largest page's rendering peak, checked
     // against the whole budget before the first page: a request that can
     // never fit is 413 at once, not after rendering half of it.

@@ -11,7 +11,7 @@
 #include "server/api_error.h"
 #include "server/base64.h"
 #include "server/document_input.h"
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 #include "util/error.h"
 #include "util/json_number.h"
 
@@ -61,13 +61,13 @@ Thumbnail thumbnail_of(const PdfPageSize& page, int size) {
   return t;
 }
 
-std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail& t, ImageAdmission* admission,
+std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail& t, MemoryAdmission* admission,
                              Clock::time_point deadline) {
   std::shared_ptr<const Image> image;
   if (!admission) {
     image = std::make_shared<const Image>(doc.render_page(index, t.dpi));
   } else {
-    const ImageAdmission::DecodeTurn turn = admission->decode_turn(deadline, "file_data");
+    const MemoryAdmission::DecodeTurn turn = admission->decode_turn(deadline, "file_data");
     MediaReserver reserver(*admission, 0, deadline, "file_data");
     reserver.reserve(static_cast<uint64_t>(t.width * t.height) * kPdfRenderPeakBytesPerPixel);
     image = reserver.hold(doc.render_page(index, t.dpi));
@@ -113,7 +113,7 @@ DocumentPagesRequest parse_document_pages_request(const ojson& body, const PdfLi
   return r;
 }
 
-json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& limits, ImageAdmission* admission,
+json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& limits, MemoryAdmission* admission,
                          const PageTokenCounter& tokens) {
   const Clock::time_point start = Clock::now();
   const double time_limit = admission ? admission->options().time_limit_s : 0;

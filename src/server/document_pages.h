@@ -24,7 +24,7 @@
 
 namespace qvl {
 
-class ImageAdmission;
+class MemoryAdmission;
 
 // Thumbnails rendered per call. Each is a low-dpi Poppler render plus a
 // small JPEG (4-8 KB at 256 px): measured on 2 shared cores, 32 text or table
@@ -58,6 +58,6 @@ using PageTokenCounter = std::function<int64_t(int64_t width, int64_t height)>;
 // page over the pixel cap even at the lowest dpi; 400 invalid_pages naming
 // pages for a bad thumbnail selection or more than kMaxThumbnails.
 nlohmann::json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& limits,
-                                   ImageAdmission* admission, const PageTokenCounter& tokens);
+                                   MemoryAdmission* admission, const PageTokenCounter& tokens);
 
 }  // namespace qvl

@@ -131,7 +131,7 @@ ChatRequest ServerCore::prepare_chat(const HttpRequest& req, std::string_view ra
 ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t& prompt_tokens,
                                      int64_t& image_tokens) {
   require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
-  ChatRequest cr = parse_chat_request(body, chat_limits, &image_admission);
+  ChatRequest cr = parse_chat_request(body, chat_limits, &memory_admission);
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.
   try {

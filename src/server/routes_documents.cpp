@@ -39,7 +39,7 @@ void ServerCore::register_document_routes() {
     try {
       const DocumentPagesRequest r = parse_document_pages_request(parse_body(req), chat_limits.media.pdf);
       const nlohmann::json out =
-          document_pages_json(r, chat_limits, &image_admission, [&](int64_t width, int64_t height) {
+          document_pages_json(r, chat_limits, &memory_admission, [&](int64_t width, int64_t height) {
             return page_image_tokens(*engine, width, height, r.min_pixels, r.max_pixels);
           });
       {

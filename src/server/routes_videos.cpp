@@ -28,7 +28,7 @@ void ServerCore::register_video_routes() {
     auto rec = record(req);
     try {
       const VideoFramesRequest r = parse_video_frames_request(parse_body(req));
-      const nlohmann::json out = video_frames_json(r, chat_limits, &image_admission,
+      const nlohmann::json out = video_frames_json(r, chat_limits, &memory_admission,
                                                    [&](const auto& video) { return video_tokens(*engine, video); });
       {
         std::lock_guard lock(rec->mutex);

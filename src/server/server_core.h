@@ -20,7 +20,7 @@
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_json.h"
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 #include "server/job_runner.h"
 #include "server/job_store.h"
 #include "server/json_limits.h"
@@ -50,7 +50,7 @@ struct ServerCore {
   std::unique_ptr<JobStore> jobs;  // --jobs-db: jobs, batches, stored responses
   ChatLimits chat_limits;
   JsonLimits json_limits;
-  ServerImageAdmission image_admission{options.images};  // image decoding's memory and places, across requests
+  ServerMemoryAdmission memory_admission{options.memory};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<JobRunner>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 #include "server/job_store.h"
 #include "server/media.h"
 
@@ -30,7 +30,7 @@ struct ServerOptions {
   int64_t max_embedding_inputs = 256;  // items of one /v1/embeddings request (413 beyond)
   int64_t max_rerank_documents = 256;  // documents of one /v1/rerank request (413 beyond)
   MediaOptions media;
-  ImageAdmissionOptions images;  // decoding's memory budget, places and time (image_admission.h)
+  MemoryAdmissionOptions memory;  // decoding's memory budget, places and time (memory_admission.h)
   SchedulerOptions scheduler;
   JobStoreOptions jobs;
   std::string log_format = "text";  // or "json"

@@ -9,7 +9,7 @@
 #include "server/api_error.h"
 #include "server/base64.h"
 #include "media/intake.h"
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/json_number.h"
@@ -68,7 +68,7 @@ VideoFramesRequest parse_video_frames_request(const ojson& body) {
   return r;
 }
 
-json video_frames_json(const VideoFramesRequest& request, const ChatLimits& limits, ImageAdmission* admission,
+json video_frames_json(const VideoFramesRequest& request, const ChatLimits& limits, MemoryAdmission* admission,
                        const VideoTokenCounter& tokens) {
   // The chat route's decoding, into a one-part request; the thumbnails
   // share its deadline.

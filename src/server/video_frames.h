@@ -21,7 +21,7 @@
 
 namespace qvl {
 
-class ImageAdmission;
+class MemoryAdmission;
 
 // A thumbnail's longest side, px. Small: a minute at 2 fps is 120 of them
 // (about 3 KB each at 160 px), and the strip shows them at 96 px.
@@ -50,7 +50,7 @@ using VideoTokenCounter = std::function<int64_t(const std::shared_ptr<const Vide
 // 400 invalid_video, 413 / 429 from the image admission. Thumbnails stop
 // (the rest come without one, "thumbnails_stopped" says why) once the image
 // time limit is spent.
-nlohmann::json video_frames_json(const VideoFramesRequest& request, const ChatLimits& limits, ImageAdmission* admission,
+nlohmann::json video_frames_json(const VideoFramesRequest& request, const ChatLimits& limits, MemoryAdmission* admission,
                                  const VideoTokenCounter& tokens);
 
 }  // namespace qvl

@@ -1,11 +1,11 @@
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 
 #include "server/api_error.h"
 #include "util/error.h"
 
 namespace qvl {
 
-void ServerImageAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
+void ServerMemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
   const uint64_t budget = options().memory_budget_bytes;
   throw ApiError(413, "image_too_large",
                  cat("decoding this image needs ", bytes, " bytes",
@@ -16,7 +16,7 @@ void ServerImageAdmission::refuse_too_large(uint64_t bytes, uint64_t request_hol
                  param);
 }
 
-void ServerImageAdmission::refuse_busy(const std::string& what, const std::string& param) const {
+void ServerMemoryAdmission::refuse_busy(const std::string& what, const std::string& param) const {
   throw ApiError(429, "images_busy",
                  cat("the server is busy decoding other requests' images (", what,
                      "; --image-memory-budget, --max-image-decodes); retry later, or send smaller images"),

@@ -1,7 +1,7 @@
-// ImageAdmission on its own: reservations add up to the budget and come back
+// MemoryAdmission on its own: reservations add up to the budget and come back
 // when dropped (with the pixels they travel with), a request that cannot fit
 // is refused at once (413) and one that must wait too long gets 429.
-#include "server/image_admission.h"
+#include "server/memory_admission.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 namespace qvl {
 namespace {
 
-using Clock = ImageAdmission::Clock;
+using Clock = MemoryAdmission::Clock;
 using std::chrono::milliseconds;
 
 int status_of(const std::function<void()>& f, std::string* code = nullptr) {
@@ -25,15 +25,15 @@ int status_of(const std::function<void()>& f, std::string* code = nullptr) {
   return 0;
 }
 
-ImageAdmissionOptions options(uint64_t budget, int decodes = 2) {
-  ImageAdmissionOptions o;
+MemoryAdmissionOptions options(uint64_t budget, int decodes = 2) {
+  MemoryAdmissionOptions o;
   o.memory_budget_bytes = budget;
   o.max_decodes = decodes;
   return o;
 }
 
-TEST(ImageAdmission, ReservationsAddUpAndComeBack) {
-  ServerImageAdmission a(options(1000));
+TEST(MemoryAdmission, ReservationsAddUpAndComeBack) {
+  ServerMemoryAdmission a(options(1000));
   {
     auto r1 = a.reserve(600, 0, Clock::now(), "p");
     auto r2 = a.reserve(400, 0, Clock::now(), "p");
@@ -47,17 +47,17 @@ TEST(ImageAdmission, ReservationsAddUpAndComeBack) {
   EXPECT_EQ(a.reserved_bytes(), 0u);
 }
 
-TEST(ImageAdmission, WhatCanNeverFitIsRefusedAtOnce) {
-  ServerImageAdmission a(options(1000));
+TEST(MemoryAdmission, WhatCanNeverFitIsRefusedAtOnce) {
+  ServerMemoryAdmission a(options(1000));
   const auto t = Clock::now();
   EXPECT_EQ(status_of([&] { a.reserve(1001, 0, Clock::now() + std::chrono::seconds(10), "p"); }), 413);
   EXPECT_EQ(status_of([&] { a.reserve(600, 500, Clock::now() + std::chrono::seconds(10), "p"); }), 413);
   EXPECT_LT(Clock::now() - t, milliseconds(500));  // no waiting for what cannot come
 }
 
-TEST(ImageAdmission, AWaiterGetsTheBudgetWhenItIsReturned) {
-  ServerImageAdmission a(options(1000));
-  auto held = std::make_unique<ImageAdmission::Reservation>(a.reserve(900, 0, Clock::now(), "p"));
+TEST(MemoryAdmission, AWaiterGetsTheBudgetWhenItIsReturned) {
+  ServerMemoryAdmission a(options(1000));
+  auto held = std::make_unique<MemoryAdmission::Reservation>(a.reserve(900, 0, Clock::now(), "p"));
   std::thread giver([&] {
     std::this_thread::sleep_for(milliseconds(50));
     held.reset();
@@ -67,8 +67,8 @@ TEST(ImageAdmission, AWaiterGetsTheBudgetWhenItIsReturned) {
   giver.join();
 }
 
-TEST(ImageAdmission, DecodePlacesAreBounded) {
-  ServerImageAdmission a(options(1000, 1));
+TEST(MemoryAdmission, DecodePlacesAreBounded) {
+  ServerMemoryAdmission a(options(1000, 1));
   {
     auto turn = a.decode_turn(Clock::now(), "p");
     EXPECT_EQ(a.decoding(), 1);
@@ -80,8 +80,8 @@ TEST(ImageAdmission, DecodePlacesAreBounded) {
 
 // The decoder's reserve() takes the reservation; hold() hands it over with
 // the pixels, shrunk to them, and the budget returns with the last reference.
-TEST(ImageAdmission, TheReservationLivesAsLongAsThePixels) {
-  ServerImageAdmission a(options(1 << 20));
+TEST(MemoryAdmission, TheReservationLivesAsLongAsThePixels) {
+  ServerMemoryAdmission a(options(1 << 20));
   MediaReserver reserver(a, 0, Clock::now(), "p");
   reserver.reserve(5000);  // the decoder's peak, from the header
   EXPECT_EQ(a.reserved_bytes(), 5000u);

@@ -9,9 +9,9 @@
 
 namespace qvl {
 
-class ServerImageAdmission final : public ImageAdmission {
+class ServerMemoryAdmission final : public MemoryAdmission {
  public:
-  using ImageAdmission::ImageAdmission;
+  using MemoryAdmission::MemoryAdmission;
 
  protected:
   [[noreturn]] void refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const override;
