@@ -38,7 +38,7 @@
  * call returns.
  *
  * ABI: the structs grow at their end, and only with a new minor version,
- * which is also the .so's version (libqvl.so.0.5): a program runs with the
+ * which is also the .so's version (libqvl.so.0.6): a program runs with the
  * library it was built against. Start params from qvl_*_default_params() so
  * a rebuild picks up the new fields' defaults.
  */
@@ -98,10 +98,10 @@ typedef enum qvl_tool_choice {
 typedef struct qvl_model qvl_model;
 typedef struct qvl_request qvl_request;
 
-/* "0.5.0": the library's version (0.2 added n, logit_bias, logprobs, the
+/* "0.6.0": the library's version (0.2 added n, logit_bias, logprobs, the
  * repetition guard's params and qvl_generate_deltas; 0.3 videos and PDFs;
  * 0.4 a Thinking model's reasoning apart from its reply; 0.5 qvl_embed and
- * qvl_rerank). */
+ * qvl_rerank; 0.6 the memory budget). */
 QVL_API const char* qvl_version(void);
 /* The message of the calling thread's last failed qvl_* call ("" if none).
  * Valid until the next failing call on this thread. */
@@ -123,6 +123,14 @@ typedef struct qvl_model_params {
   const char* revision;       /* branch, tag or commit; NULL: "main" */
   int32_t offline;            /* non-zero: never use the network (the cache or nothing) */
   int32_t progress;           /* non-zero: download progress lines on stderr; default 1 */
+  /* Since 0.6: the model's memory budget in bytes, for decoded media and the
+   * KV caches together (qvl serve's and qvl run's --memory-budget). The KV
+   * caches of ctx_size are reserved from it at load (a budget too small for
+   * them fails qvl_model_load with QVL_ERR_OUT_OF_MEMORY), and qvl_generate
+   * refuses a request whose decoded images, videos and PDF pages do not fit
+   * beside them with QVL_ERR_OUT_OF_MEMORY and one line saying so, before it
+   * allocates anything for them. 0 (the default): the KV caches plus 1 GiB. */
+  int64_t memory_budget;
 } qvl_model_params;
 
 QVL_API qvl_model_params qvl_model_default_params(void);
@@ -200,7 +208,8 @@ QVL_API qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t
                                              int32_t stride);
 
 /* Since 0.3: videos and PDFs. Every medium is decoded when it is added, the
- * way qvl serve and qvl run decode it (one media intake), with the same caps;
+ * way qvl serve and qvl run decode it (one media intake), with the same caps
+ * (a request meets its model's memory budget in qvl_generate);
  * a medium that cannot be used is QVL_ERR_INVALID_ARGUMENT with one line
  * saying why, and the request stays as it was. */
 

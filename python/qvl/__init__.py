@@ -26,7 +26,7 @@ from . import _capi
 __all__ = [
     "Model", "Result", "Choice", "Stream", "Delta", "Error",
     "InvalidArgumentError", "IoError", "ModelError", "UnsupportedError",
-    "CancelledError", "version",
+    "CancelledError", "OutOfMemoryError", "version",
 ]
 
 _lib = None
@@ -70,12 +70,17 @@ class CancelledError(Error):
     """The request was cancelled."""
 
 
+class OutOfMemoryError(Error, MemoryError):
+    """The model's memory budget cannot hold what was asked (its KV caches at load; a request's media)."""
+
+
 _ERRORS = {
     _capi.QVL_ERR_INVALID_ARGUMENT: InvalidArgumentError,
     _capi.QVL_ERR_IO: IoError,
     _capi.QVL_ERR_MODEL: ModelError,
     _capi.QVL_ERR_UNSUPPORTED: UnsupportedError,
     _capi.QVL_ERR_CANCELLED: CancelledError,
+    _capi.QVL_ERR_OUT_OF_MEMORY: OutOfMemoryError,
 }
 
 
@@ -87,7 +92,7 @@ def _check(status):
 
 
 def version():
-    """The library's version ("0.5.0")."""
+    """The library's version ("0.6.0")."""
     return _library().qvl_version().decode()
 
 
@@ -470,10 +475,11 @@ class Model:
 
     weights: "auto" (default: bf16 if the checkpoint takes at most half the machine's memory, else q8 if
     that does, else q4, the rule of qvl run and qvl serve too; the weights property tells which), "bf16",
-    "f32", "q8" or "q4"; threads: 0 for the physical cores."""
+    "f32", "q8" or "q4"; threads: 0 for the physical cores; memory_budget: bytes for decoded media and the KV
+    caches together (0: the KV caches plus 1 GiB), beyond which loading or a request raises OutOfMemoryError."""
 
     def __init__(self, path_or_repo, weights="auto", threads=0, ctx_size=8192, min_pixels=0, max_pixels=0,
-                 image_cache_mb=256, revision=None, offline=False, progress=True):
+                 image_cache_mb=256, revision=None, offline=False, progress=True, memory_budget=0):
         lib = _library()
         self._lib = lib
         self._handle = ctypes.c_void_p()
@@ -491,6 +497,7 @@ class Model:
         p.revision = revision_b
         p.offline = 1 if offline else 0
         p.progress = 1 if progress else 0
+        p.memory_budget = int(memory_budget)
         _check(lib.qvl_model_load(_b(os.fspath(path_or_repo)), ctypes.byref(p), ctypes.byref(self._handle)))
 
     @property

@@ -34,6 +34,7 @@ class ModelParams(ctypes.Structure):
         ("revision", c_char_p),
         ("offline", c_int32),
         ("progress", c_int32),
+        ("memory_budget", c_int64),  # since 0.6
     ]
 
 

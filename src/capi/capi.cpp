@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -23,6 +24,7 @@
 #include "engine/retrieval.h"
 #include "image/image.h"
 #include "io/model_source.h"
+#include "media/admission.h"
 #include "media/intake.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -32,6 +34,10 @@
 #endif
 
 struct qvl_model {
+  // The model's memory budget (qvl_model_params.memory_budget): the engine's
+  // KV caches for its life, a request's media while it is answered. Declared
+  // first, so it outlives the engine that holds a reservation in it.
+  std::unique_ptr<qvl::MemoryAdmission> memory;
   std::unique_ptr<qvl::Engine> engine;
   std::mutex mutex;  // generate() is not re-entrant
 };
@@ -39,8 +45,8 @@ struct qvl_model {
 struct qvl_request {
   qvl::GenerateRequest request;
   // Every medium is decoded as it is added, through the intake qvl serve and
-  // qvl run use, with its default caps; no admission (the request meets a
-  // model only in qvl_generate, and a program's memory is its own to budget).
+  // qvl run use, with its default caps; the request meets a model's memory
+  // budget only in qvl_generate (held_media).
   qvl::MediaIntake media{qvl::MediaLimits{}};
   std::atomic<bool> cancel{false};
   std::unordered_map<int32_t, size_t> bias_at;  // token id -> its entry in request.logit_bias
@@ -139,6 +145,10 @@ qvl_status guarded(qvl_status fallback, F&& body) {
     return set_error(QVL_ERR_INVALID_ARGUMENT, msg);
   } catch (const qvl::UsageError& e) {
     return set_error(QVL_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const qvl::MemoryBudgetExceeded& e) {
+    return set_error(QVL_ERR_OUT_OF_MEMORY, qvl::cat(e.what(), " (qvl_model_params.memory_budget)"));
+  } catch (const qvl::MediaRefusal& e) {
+    return set_error(QVL_ERR_OUT_OF_MEMORY, qvl::cat(e.param(), ": ", e.what(), "; raise qvl_model_params.memory_budget"));
   } catch (const qvl::Error& e) {
     return set_error(fallback, e.what());
   } catch (const std::bad_alloc&) {
@@ -400,6 +410,25 @@ class CStream {
   qvl::capi::LogprobArrays lp_;  // one token's, rebuilt for each delta that has one
 };
 
+// The request's decoded images and videos counted in the model's budget for
+// as long as it is answered; refused (MediaRefusal) when they cannot fit
+// beside the KV caches. Never waits: the model answers one request at a time.
+std::optional<qvl::MemoryAdmission::Reservation> held_media(qvl::MemoryAdmission& memory, const qvl::GenerateRequest& r) {
+  uint64_t bytes = 0;
+  for (const qvl::Message& m : r.messages)
+    for (const qvl::MessagePart& p : m.parts) {
+      if (p.image) bytes += qvl::held_bytes(*p.image);
+      if (p.video) bytes += qvl::held_bytes(*p.video);
+    }
+  if (bytes == 0) return std::nullopt;
+  if (const uint64_t room = memory.media_budget(); bytes > room)
+    fail_with(QVL_ERR_OUT_OF_MEMORY,
+              qvl::cat("the request's images and videos take ", bytes, " bytes decoded, over the ", room, " bytes (",
+                       qvl::mebibytes(room), ") the memory budget leaves beside the KV caches; send smaller or "
+                       "fewer, or raise qvl_model_params.memory_budget"));
+  return memory.reserve(bytes, 0, qvl::MemoryAdmission::Clock::now(), "the request's images and videos");
+}
+
 // qvl_generate and qvl_generate_deltas: one request answered, the result
 // copied into C memory.
 qvl_status generate(qvl_model* model, qvl_request* request, const CCallbacks& callbacks, qvl_result* out) {
@@ -411,6 +440,7 @@ qvl_status generate(qvl_model* model, qvl_request* request, const CCallbacks& ca
     require(!request->request.messages.empty(), "messages: the request has no message");
     std::lock_guard<std::mutex> lock(model->mutex);
     qvl::Engine& engine = *model->engine;
+    const std::optional<qvl::MemoryAdmission::Reservation> media = held_media(*model->memory, request->request);
     engine.validate(request->request);
     CStream stream(callbacks, engine.info().thinking, engine.tokenizer());
     qvl::GenerateResult r = engine.generate(request->request, stream.callbacks());
@@ -507,6 +537,8 @@ qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* para
     ep.min_pixels = p.min_pixels;
     ep.max_pixels = p.max_pixels;
     ep.image_cache_bytes = static_cast<size_t>(p.image_cache_bytes);
+    require(p.memory_budget == 0 || p.memory_budget >= (int64_t{1} << 20),
+            "memory_budget: must be 0 (the KV caches plus 1 GiB) or at least 1 MiB (1048576)");
 
     qvl::ModelSourceOptions source;
     if (p.revision && *p.revision) source.revision = p.revision;
@@ -520,9 +552,16 @@ qvl_status qvl_model_load(const char* path_or_repo, const qvl_model_params* para
       fail_with(QVL_ERR_IO, msg);
     }
     std::unique_ptr<qvl_model> m(new qvl_model);
+    qvl::MemoryAdmissionOptions budget;
+    if (p.memory_budget > 0) budget.memory_budget_bytes = static_cast<uint64_t>(p.memory_budget);
+    budget.time_limit_s = 0;  // nothing waits: one request at a time
+    m->memory = std::make_unique<qvl::MemoryAdmission>(budget);
+    ep.memory = m->memory.get();
     try {
       m->engine = qvl::Engine::create(ep);
     } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const qvl::MemoryBudgetExceeded&) {
       throw;
     } catch (const std::exception& e) {
       fail_with(QVL_ERR_MODEL, qvl::cat("model ", ep.model_dir, ": ", e.what()));

@@ -42,6 +42,9 @@ bool load_into(MediaIntake& intake, const std::string& path, std::vector<Message
   } catch (const Error& e) {
     std::cerr << "cannot use image " << path << ": " << e.what() << "\n";
     return false;
+  } catch (const MediaRefusal& e) {
+    std::cerr << "cannot use image " << path << ": " << e.what() << " (--memory-budget)\n";
+    return false;
   }
 }
 
@@ -53,6 +56,9 @@ bool load_video_into(MediaIntake& intake, const std::string& path, const VideoOp
     return true;
   } catch (const Error& e) {
     std::cerr << "cannot use video " << path << ": " << e.what() << "\n";
+    return false;
+  } catch (const MediaRefusal& e) {
+    std::cerr << "cannot use video " << path << ": " << e.what() << " (--memory-budget)\n";
     return false;
   }
 }
@@ -71,13 +77,18 @@ int cmd_chat(int argc, char** argv) {
   visit_options(requested, args);
   visit_options(prompt, args);
   visit_options(base, args);
+  MemoryAdmissionOptions memory;
+  visit_memory_budget(memory, args);
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("chat: unexpected argument '", args.positional()[0], "' (see qvl chat --help)"));
-  const EngineParams params = engine_params(model, requested);
+  // The conversation's media (held while in the history) and the KV caches in one budget.
+  MemoryAdmission admission(cli_memory(memory));
+  EngineParams params = engine_params(model, requested);
+  params.memory = &admission;
   const VideoOptions video_options = prompt.video_options(video_token_budget(params));
   std::vector<MessagePart> pending;
-  MediaIntake intake{MediaLimits{}};  // no admission: one conversation in its own process
+  MediaIntake intake{MediaLimits{}, &admission};
   size_t next_image = 0, next_video = 0;
   for (const std::string& name : args.given_order()) {
     if (name == "image" && !load_into(intake, prompt.images[next_image++], pending)) return 1;

@@ -46,6 +46,8 @@ int cmd_run(int argc, char** argv) {
   visit_options(prompt, args);
   PdfRenderRequest pdf;
   visit_options(pdf, args);
+  MemoryAdmissionOptions memory;
+  visit_memory_budget(memory, args);
   args(question, "prompt", "TEXT", "the question or instruction");
   args(json, "json", "answer with a JSON object (constrained decoding)");
   args(json_schema, "json-schema", "FILE", "answer with JSON valid against the JSON Schema in FILE (constrained decoding)");
@@ -61,7 +63,8 @@ int cmd_run(int argc, char** argv) {
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
   bool any_pdf = false;
-  MediaIntake intake{MediaLimits{}};
+  MemoryAdmission admission(cli_memory(memory));
+  MediaIntake intake{MediaLimits{}, &admission};
   auto add_image = [&](const std::string& path) {
     std::vector<uint8_t> bytes;
     try {
@@ -82,6 +85,8 @@ int cmd_run(int argc, char** argv) {
         }
       } catch (const Error& e) {
         fail("PDF ", path, ": ", e.what());
+      } catch (const MediaRefusal& e) {
+        fail_over_budget("PDF " + path, e);
       }
       return;
     }
@@ -89,9 +94,12 @@ int cmd_run(int argc, char** argv) {
       user.parts.push_back({"", intake.image(bytes, path)});
     } catch (const Error& e) {
       fail("image ", path, ": ", e.what());
+    } catch (const MediaRefusal& e) {
+      fail_over_budget("image " + path, e);
     }
   };
   EngineParams params = engine_params(model, requested);
+  params.memory = &admission;  // the KV caches counted beside the media
   const VideoOptions video_options = prompt.video_options(video_token_budget(params));
   auto add_video = [&](const std::string& path) {
     std::shared_ptr<const Video> video;
@@ -99,6 +107,8 @@ int cmd_run(int argc, char** argv) {
       video = intake.video(read_media_bytes(path, intake.limits().video.max_encoded_bytes), video_options, path);
     } catch (const Error& e) {
       fail("video ", path, ": ", e.what());
+    } catch (const MediaRefusal& e) {
+      fail_over_budget("video " + path, e);
     }
     if (verbose)
       std::cerr << path << ": " << video->frames.size() << " of " << video->total_frames << " frames sampled ("

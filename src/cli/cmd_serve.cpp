@@ -96,6 +96,7 @@ int cmd_serve(int argc, char** argv) {
       params.pixel_cap = std::max(params.pixel_cap, kRetrievalMaxPixels);
     params.default_max_tokens = options.default_max_tokens;
     params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
+    params.memory = &server.memory();           // the KV caches counted in --memory-budget
     engine = Engine::create(params);
     const EngineInfo& info = engine->info();
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(model.model)

@@ -152,6 +152,25 @@ void visit_options(PdfRenderRequest& r, Args& v) {
       .range(PdfLimits{}.min_dpi, PdfLimits{}.max_dpi);
 }
 
+void visit_memory_budget(MemoryAdmissionOptions& o, Args& v) {
+  v(o.memory_budget_bytes, "memory-budget", "BYTES",
+    "memory for decoded media (pixels until preprocessed, decoder buffers) and the KV caches together; the KV "
+    "caches of --ctx-size are reserved from it at start (too small a budget is an error then), and media that "
+    "cannot fit beside them is refused (serve: 413, or 429 when it must wait past --image-time-limit)")
+      .range(1 << 20, int64_t{1} << 40)
+      .unset("the KV caches plus 1 GiB for media")
+      .env("QVL_MEMORY_BUDGET");
+}
+
+MemoryAdmissionOptions cli_memory(MemoryAdmissionOptions o) {
+  o.time_limit_s = 0;
+  return o;
+}
+
+void fail_over_budget(const std::string& what, const MediaRefusal& e) {
+  fail(what, ": ", e.what(), "; send a smaller one, or raise --memory-budget");
+}
+
 void visit_options(ServerOptions& o, Args& v) {
   v(o.host, "host", "ADDR", "address to listen on (0.0.0.0 exposes the server to the network)").env("QVL_HOST");
   v(o.port, "port", "N", "TCP port (0: any free one)").range(0, 65535).env("QVL_PORT");
@@ -186,10 +205,7 @@ void visit_options(ServerOptions& o, Args& v) {
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);
-  v(o.memory.memory_budget_bytes, "image-memory-budget", "BYTES",
-    "decoded image memory across requests (pixels until preprocessed, decoder buffers); "
-    "an image that cannot fit gets 413, one that must wait past --image-time-limit 429")
-      .range(1 << 20, int64_t{1} << 40);
+  visit_memory_budget(o.memory, v);
   v(o.memory.max_decodes, "max-image-decodes", "N", "images decoded at once across requests").range(1, 256);
   v(o.memory.time_limit_s, "image-time-limit", "SECONDS",
     "time for one request's image fetching, admission and decoding (0: none)")

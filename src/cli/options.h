@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "media/admission.h"
 #include "media/intake.h"
 #include "video/video.h"
 #include "engine/engine.h"
@@ -77,6 +78,14 @@ void visit_options(GenerateRequest& r, Args& v);
 void visit_options(PromptOptions& p, Args& v);
 // --pages, --dpi: how each PDF among the --image files becomes page images.
 void visit_options(PdfRenderRequest& r, Args& v);
+// --memory-budget: the one budget of decoded media and KV caches
+// (media/admission.h) that run, chat and serve hold.
+void visit_memory_budget(MemoryAdmissionOptions& o, Args& v);
+// The budget of a command that answers one user (run, chat): `o` with no
+// time limit on decoding (nobody else waits).
+MemoryAdmissionOptions cli_memory(MemoryAdmissionOptions o);
+// A refusal of the budget as one line: `what` ("image cat.png"), why, the flag.
+[[noreturn]] void fail_over_budget(const std::string& what, const MediaRefusal& e);
 // Everything `qvl serve` takes beyond the model and the engine: network,
 // limits, security, scheduling, jobs, logs, the repetition guard.
 void visit_options(ServerOptions& o, Args& v);

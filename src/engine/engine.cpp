@@ -84,6 +84,20 @@ Engine::Impl::Impl(const EngineParams& p, int threads, ModelFolder folder,
   info.hidden_size = model->config().text.hidden_size;
   info.weights_bytes = model->weights().matrix_bytes;
   for (const Slot& s : slots) info.kv_cache_bytes += s.cache.reserved_bytes();
+  if (MemoryAdmission* memory = p.memory) {
+    // The caches hold address space only so far: counted now, before a
+    // request can make them commit it.
+    kv_reserved = memory->reserve_standing(info.kv_cache_bytes);
+    if (!kv_reserved) {
+      const uint64_t held = memory->reserved_bytes();
+      throw MemoryBudgetExceeded(
+          cat("the KV caches of --ctx-size ", p.ctx_size, " (", kv_type_name(info.kv_type), ") need ",
+              info.kv_cache_bytes, " bytes (", mebibytes(info.kv_cache_bytes), "), over the memory budget of ",
+              memory->budget(), " bytes (--memory-budget)",
+              held > 0 ? cat(" beside the ", held, " bytes its media hold") : std::string(),
+              "; lower --ctx-size, use --kv-type f16, or raise --memory-budget"));
+    }
+  }
   info.unused_tensors = model->weights().unused;
 }
 

@@ -31,6 +31,7 @@
 
 namespace qvl {
 
+class MemoryAdmission;
 class Tokenizer;
 
 struct EngineParams {
@@ -87,6 +88,12 @@ struct EngineParams {
   // generation_config max_new_tokens, else until the context is full.
   int64_t default_max_tokens = 0;
   size_t image_cache_bytes = size_t{256} << 20;  // image-embedding cache bound (LRU); 0: off
+  // The process's memory budget (media/admission.h), which the front end
+  // also decodes media against; it must outlive the engine. The slots' KV
+  // caches are reserved from it for the engine's life, so what they may
+  // commit as contexts fill is counted before any request runs
+  // (MemoryBudgetExceeded when a set budget cannot hold them). None: not counted.
+  MemoryAdmission* memory = nullptr;
   // Jump-forward off: every token a constraint forces (its grammar's only
   // continuation) takes a decode step of its own, instead of being fed in one
   // piece with the token before it. The answers are the same either way; the
@@ -284,7 +291,7 @@ struct EngineInfo {
   int64_t vocab_size = 0;          // the logits' width (logit_bias ids are below it)
   int64_t hidden_size = 0;         // the text decoder's width: a pooled state's (PoolResult)
   size_t weights_bytes = 0;        // the weight matrices in their loaded format
-  size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache
+  size_t kv_cache_bytes = 0;       // address space reserved for every slot's KV cache (and from the memory budget)
   double load_ms = 0;
   std::vector<std::string> unused_tensors;  // checkpoint tensors the model does not read
   // The model folder's chat template is a Thinking one: every answer starts

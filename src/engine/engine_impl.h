@@ -17,6 +17,7 @@
 #include "engine/prompt.h"
 #include "engine/slot.h"
 #include "engine/vision_stage.h"
+#include "media/admission.h"
 #include "model/model.h"
 #include "ops/thread_pool.h"
 #include "tokenizer/chat_template.h"
@@ -73,6 +74,7 @@ struct Engine::Impl {
   ChatTemplate chat_template;
   std::unique_ptr<Model> model;
   std::vector<Slot> slots;
+  std::optional<MemoryAdmission::Reservation> kv_reserved;  // the slots' caches in params.memory
   uint64_t use_clock = 0;  // counts begin()s: Slot::last_used
   ImageEmbeddingCache image_cache;
   uint64_t key_seed;  // image keys are hashed with a per-engine secret (image_cache.h)

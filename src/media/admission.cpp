@@ -8,12 +8,14 @@ namespace qvl {
 
 std::string mebibytes(uint64_t bytes) { return cat(bytes / (1024 * 1024), " MiB"); }
 
-void MemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
+void MemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, uint64_t room,
+                                       const std::string& param) const {
   throw MediaRefusal(MediaRefusal::Kind::TooLarge,
                      cat("decoding needs ", bytes, " bytes",
                          request_holds > 0 ? cat(" beside the ", request_holds, " bytes of the request's earlier media")
                                            : std::string(),
-                         ", over the image memory budget of ", options_.memory_budget_bytes, " bytes"),
+                         ", over the image memory budget of ", room, " bytes (", mebibytes(room),
+                         ": what the memory budget leaves beside the KV caches)"),
                      param);
 }
 
@@ -21,7 +23,8 @@ void MemoryAdmission::refuse_busy(const std::string& what, const std::string& pa
   throw MediaRefusal(MediaRefusal::Kind::Busy, cat("busy decoding other media (", what, ")"), param);
 }
 
-MemoryAdmission::Reservation::Reservation(Reservation&& o) noexcept : owner_(o.owner_), bytes_(o.bytes_) {
+MemoryAdmission::Reservation::Reservation(Reservation&& o) noexcept
+    : owner_(o.owner_), bytes_(o.bytes_), standing_(o.standing_) {
   o.owner_ = nullptr;
   o.bytes_ = 0;
 }
@@ -29,16 +32,17 @@ MemoryAdmission::Reservation::Reservation(Reservation&& o) noexcept : owner_(o.o
 MemoryAdmission::Reservation& MemoryAdmission::Reservation::operator=(Reservation&& o) noexcept {
   std::swap(owner_, o.owner_);
   std::swap(bytes_, o.bytes_);
+  std::swap(standing_, o.standing_);
   return *this;
 }
 
 MemoryAdmission::Reservation::~Reservation() {
-  if (owner_ && bytes_ > 0) owner_->release(bytes_);
+  if (owner_ && bytes_ > 0) owner_->release(bytes_, standing_);
 }
 
 void MemoryAdmission::Reservation::shrink_to(uint64_t bytes) {
   if (!owner_ || bytes >= bytes_) return;
-  owner_->release(bytes_ - bytes);
+  owner_->release(bytes_ - bytes, standing_);
   bytes_ = bytes;
 }
 
@@ -48,13 +52,48 @@ MemoryAdmission::DecodeTurn::~DecodeTurn() {
 
 MemoryAdmission::Reservation MemoryAdmission::reserve(uint64_t bytes, uint64_t request_holds, Clock::time_point deadline,
                                                     const std::string& param) {
-  const uint64_t budget = options_.memory_budget_bytes;
-  if (bytes > budget || request_holds > budget - bytes) refuse_too_large(bytes, request_holds, param);
   std::unique_lock lock(mutex_);
-  if (!changed_.wait_until(lock, deadline, [&] { return reserved_ <= budget - bytes; }))
-    refuse_busy(cat(mebibytes(reserved_), " of the ", mebibytes(budget), " image memory budget are taken"), param);
+  const uint64_t room = budget_ - standing_;
+  if (bytes > room || request_holds > room - bytes) {
+    lock.unlock();
+    refuse_too_large(bytes, request_holds, room, param);
+  }
+  // Standing reservations change only while no request runs (the engine's
+  // creation), so `room` holds while this waits.
+  if (!changed_.wait_until(lock, deadline, [&] { return reserved_ <= budget_ - bytes; })) {
+    const std::string what = cat(mebibytes(reserved_ - standing_), " of the ", mebibytes(room), " image memory budget are taken");
+    lock.unlock();
+    refuse_busy(what, param);
+  }
   reserved_ += bytes;
   return Reservation(this, bytes);
+}
+
+std::optional<MemoryAdmission::Reservation> MemoryAdmission::reserve_standing(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (automatic()) {
+    budget_ += bytes;
+  } else if (bytes > budget_ - reserved_) {
+    return std::nullopt;
+  }
+  reserved_ += bytes;
+  standing_ += bytes;
+  return Reservation(this, bytes, true);
+}
+
+uint64_t MemoryAdmission::budget() const {
+  std::lock_guard lock(mutex_);
+  return budget_;
+}
+
+uint64_t MemoryAdmission::media_budget() const {
+  std::lock_guard lock(mutex_);
+  return budget_ - standing_;
+}
+
+uint64_t MemoryAdmission::standing_bytes() const {
+  std::lock_guard lock(mutex_);
+  return standing_;
 }
 
 MemoryAdmission::DecodeTurn MemoryAdmission::decode_turn(Clock::time_point deadline, const std::string& param) {
@@ -75,10 +114,14 @@ int MemoryAdmission::decoding() const {
   return decoding_;
 }
 
-void MemoryAdmission::release(uint64_t bytes) {
+void MemoryAdmission::release(uint64_t bytes, bool standing) {
   {
     std::lock_guard lock(mutex_);
     reserved_ -= bytes;
+    if (standing) {
+      standing_ -= bytes;
+      if (automatic()) budget_ -= bytes;
+    }
   }
   changed_.notify_all();
 }

@@ -168,12 +168,12 @@ void RequestDocuments::render_into(ChatRequest& request, MediaIntake& intake) {
         largest = std::max(largest, px);
       }
     const uint64_t need = intake.held_bytes() + pages_bytes + largest * (kPdfRenderPeakBytesPerPixel - kPdfPageBytesPerPixel);
-    const uint64_t budget = admission->options().memory_budget_bytes;
+    const uint64_t budget = admission->media_budget();
     if (need > budget)
       throw ApiError(413, "image_too_large",
                      cat("rendering the request's ", pages(), " PDF pages needs ", need, " bytes with its other images, "
                          "over the server's image memory budget of ", budget,
-                         " bytes (--image-memory-budget); select fewer pages or a lower dpi"),
+                         " bytes (what --memory-budget leaves beside the KV caches); select fewer pages or a lower dpi"),
                      opened_.front().source.param);
   }
 

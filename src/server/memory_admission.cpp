@@ -5,21 +5,21 @@
 
 namespace qvl {
 
-void ServerMemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, const std::string& param) const {
-  const uint64_t budget = options().memory_budget_bytes;
+void ServerMemoryAdmission::refuse_too_large(uint64_t bytes, uint64_t request_holds, uint64_t room,
+                                             const std::string& param) const {
   throw ApiError(413, "image_too_large",
                  cat("decoding this image needs ", bytes, " bytes",
                      request_holds > 0 ? cat(" beside the ", request_holds, " bytes of the request's earlier images")
                                        : std::string(),
-                     ", over the server's image memory budget of ", budget, " bytes (", mebibytes(budget),
-                     ", --image-memory-budget); send smaller images or fewer per request"),
+                     ", over the server's image memory budget of ", room, " bytes (", mebibytes(room),
+                     ": what --memory-budget leaves beside the KV caches); send smaller images or fewer per request"),
                  param);
 }
 
 void ServerMemoryAdmission::refuse_busy(const std::string& what, const std::string& param) const {
   throw ApiError(429, "images_busy",
                  cat("the server is busy decoding other requests' images (", what,
-                     "; --image-memory-budget, --max-image-decodes); retry later, or send smaller images"),
+                     "; --memory-budget, --max-image-decodes); retry later, or send smaller images"),
                  param);
 }
 

@@ -63,7 +63,7 @@ std::vector<const ojson*> values_of(const ojson& v, const std::string& param) {
 // "instruction"} (each of the first three a value or a list), fetched and
 // decoded as a one-message chat request, in the scripts' order.
 RetrievalInput object_input(const ojson& item, const std::string& param, const ChatLimits& limits,
-                            ImageAdmission* admission, bool with_instruction) {
+                            MemoryAdmission* admission, bool with_instruction) {
   if (with_instruction) only_fields(item, {"text", "image", "video", "instruction"}, param);
   else only_fields(item, {"text", "image", "video"}, param);
   ojson content = ojson::array();
@@ -127,7 +127,7 @@ RetrievalInput object_input(const ojson& item, const std::string& param, const C
 // A string, a token array (decoded with the model's tokenizer: the text it
 // stands for), or an input object.
 RetrievalInput one_input(const ojson& item, const std::string& param, const ChatLimits& limits,
-                         ImageAdmission* admission, const Tokenizer& tokenizer) {
+                         MemoryAdmission* admission, const Tokenizer& tokenizer) {
   RetrievalInput in;
   if (item.is_string()) {
     if (item.get_ref<const std::string&>().empty())
@@ -153,7 +153,7 @@ RetrievalInput one_input(const ojson& item, const std::string& param, const Chat
   return in;
 }
 
-std::vector<RetrievalInput> embedding_inputs(const ojson& input, const ChatLimits& limits, ImageAdmission* admission,
+std::vector<RetrievalInput> embedding_inputs(const ojson& input, const ChatLimits& limits, MemoryAdmission* admission,
                                              const Tokenizer& tokenizer, int max_inputs) {
   if (input.is_string() || input.is_object()) return {one_input(input, "input", limits, admission, tokenizer)};
   if (!input.is_array())
@@ -244,7 +244,7 @@ void ServerCore::register_retrieval_routes() {
       if (has_messages) {
         if (eo.instruction) bad_request("instruction", "'instruction' goes with 'input'; with 'messages' the "
                                                             "system message is the instruction");
-        ChatRequest cr = parse_chat_request({{"messages", body["messages"]}}, chat_limits, &image_admission);
+        ChatRequest cr = parse_chat_request({{"messages", body["messages"]}}, chat_limits, &memory_admission);
         PoolRequest pool;
         pool.prompts.push_back(std::move(cr.generate.messages));
         pool.min_pixels = kRetrievalMinPixels;
@@ -255,7 +255,7 @@ void ServerCore::register_retrieval_routes() {
         tokens = r.prompt_tokens;
       } else {
         const std::vector<RetrievalInput> inputs = embedding_inputs(
-            body["input"], chat_limits, &image_admission, engine->tokenizer(), options.max_embedding_inputs);
+            body["input"], chat_limits, &memory_admission, engine->tokenizer(), options.max_embedding_inputs);
         std::lock_guard lock(retrieval_mutex);
         EmbedResult r = embed(*engine, inputs, eo);
         vectors = std::move(r.embeddings);
@@ -323,7 +323,7 @@ void ServerCore::register_retrieval_routes() {
     auto side = [&](const ojson& v, const std::string& param) {
       RetrievalInput in;
       if (v.is_string()) in.texts.push_back(v.get<std::string>());
-      else if (v.is_object()) in = object_input(v, param, chat_limits, &image_admission, false);
+      else if (v.is_object()) in = object_input(v, param, chat_limits, &memory_admission, false);
       else bad_request(param, "must be a string or an object {text, image, video}", "invalid_type");
       return in;
     };

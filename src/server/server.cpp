@@ -308,6 +308,8 @@ int Server::start() {
   return port;
 }
 
+MemoryAdmission& Server::memory() { return impl_->core.memory_admission; }
+
 void Server::attach(std::unique_ptr<Engine> engine, ModelTask task) {
   ServerCore& c = impl_->core;
   c.task = task;

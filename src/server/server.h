@@ -21,6 +21,10 @@ class Server {
   // Binds host:port (port 0: any free port) and starts serving on background
   // threads. Returns the bound port. Throws qvl::Error when the port is taken.
   int start();
+  // The process's memory budget (--memory-budget), which request media is
+  // decoded against: the engine to attach reserves its KV caches from it
+  // (EngineParams::memory).
+  MemoryAdmission& memory();
   // The model is loaded: requests are accepted from now on, for `task`
   // (chat: the generation routes; embed: /v1/embeddings; rerank: /v1/rerank;
   // the others answer 400 saying what is served).

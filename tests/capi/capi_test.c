@@ -5,7 +5,9 @@
  * what qvl.h says. Videos (a file, its bytes, a list of frames encoded or
  * RGB) give the reference's greedy tokens (tests/fixtures/video), hostile
  * clips are refused with one line and leave the model usable, and a PDF's
- * pages come in as images.
+ * pages come in as images. The memory budget refuses a context whose KV
+ * caches do not fit it at load, and a request whose images do not fit beside
+ * them with QVL_ERR_OUT_OF_MEMORY.
  *
  * A Thinking model's reasoning comes apart from its reply in results and
  * streams.
@@ -1071,6 +1073,54 @@ static void test_retrieval(void) {
   qvl_request_free(inputs[1]);
 }
 
+/* memory_budget: the tiny model's KV caches are ctx_size x 4 layers x K and V
+ * x 64 f32 values (2 MiB at 1024); a 1024x768 image holds 2359296 bytes. */
+static void test_memory_budget(const char* path) {
+  enum { W = 1024, H = 768, KV_1024 = 1024 * 4 * 2 * 64 * 4 };
+  qvl_model_params mp = qvl_model_default_params();
+  qvl_model* m = NULL;
+  CHECK(mp.memory_budget == 0);
+  mp.weights = QVL_WEIGHTS_BF16;
+  mp.threads = 1;
+  mp.ctx_size = 8192;
+  mp.memory_budget = 8 << 20;
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_ERR_OUT_OF_MEMORY);
+  CHECK(m == NULL);
+  CHECK(strcmp(qvl_last_error(),
+               "the KV caches of --ctx-size 8192 (f32) need 16777216 bytes (16 MiB), over the memory budget of "
+               "8388608 bytes (--memory-budget); lower --ctx-size, use --kv-type f16, or raise --memory-budget "
+               "(qvl_model_params.memory_budget)") == 0);
+  mp.memory_budget = 1000;
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_ERR_INVALID_ARGUMENT);
+
+  mp.ctx_size = 1024;
+  mp.memory_budget = KV_1024 + (1 << 20);
+  CHECK_STATUS(qvl_model_load(path, &mp, &m), QVL_OK);
+  if (!m) return;
+  uint8_t* rgb = calloc((size_t)W * H * 3, 1);
+  qvl_request_params rp = qvl_request_default_params();
+  rp.temperature = 0;
+  rp.max_tokens = 1;
+  qvl_request* r = user_request(&rp, NULL);
+  CHECK_STATUS(qvl_request_add_image_rgb(r, rgb, W, H, W * 3), QVL_OK);
+  CHECK_STATUS(qvl_request_add_text(r, "What is this?"), QVL_OK);
+  qvl_result res;
+  CHECK_STATUS(qvl_generate(m, r, NULL, NULL, &res), QVL_ERR_OUT_OF_MEMORY);
+  CHECK(strcmp(qvl_last_error(),
+               "the request's images and videos take 2359296 bytes decoded, over the 1048576 bytes (1 MiB) the "
+               "memory budget leaves beside the KV caches; send smaller or fewer, or raise "
+               "qvl_model_params.memory_budget") == 0);
+  CHECK(res.text == NULL);
+  qvl_request_free(r);
+  /* The model answers on. */
+  r = user_request(&rp, "Hi");
+  CHECK_STATUS(qvl_generate(m, r, NULL, NULL, &res), QVL_OK);
+  qvl_result_free(&res);
+  qvl_request_free(r);
+  qvl_model_free(m);
+  free(rgb);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s FIXTURES_DIR THINKING_MODEL_DIR\n", argv[0]);
@@ -1083,6 +1133,7 @@ int main(int argc, char** argv) {
 
   test_errors(argv[1]);
   test_default_weights(path);
+  test_memory_budget(path);
   qvl_model_params mp = qvl_model_default_params();
   mp.threads = 2;
   mp.ctx_size = 4096;

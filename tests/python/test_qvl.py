@@ -295,6 +295,46 @@ class DefaultWeightsTest(unittest.TestCase):
             self.assertEqual(m.weights, "q4")
 
 
+class MemoryBudgetTest(unittest.TestCase):
+    # memory_budget holds the KV caches (ctx_size x 4 layers x K and V x 64 f32 values for the tiny model)
+    # from the load on, and a request's decoded media beside them while it is answered.
+    KV_1024 = 1024 * 4 * 2 * 64 * 4
+
+    def test_kv_caches_over_the_budget_fail_the_load(self):
+        with self.assertRaises(qvl.OutOfMemoryError) as cm:
+            qvl.Model(TINY, weights="bf16", threads=1, ctx_size=8192, memory_budget=8 << 20)
+        self.assertIsInstance(cm.exception, MemoryError)
+        self.assertEqual(cm.exception.status, 6)
+        self.assertEqual(str(cm.exception),
+                         "the KV caches of --ctx-size 8192 (f32) need 16777216 bytes (16 MiB), over the memory budget "
+                         "of 8388608 bytes (--memory-budget); lower --ctx-size, use --kv-type f16, or raise "
+                         "--memory-budget (qvl_model_params.memory_budget)")
+        with self.assertRaises(qvl.InvalidArgumentError):
+            qvl.Model(TINY, memory_budget=1000)
+
+    def test_a_request_over_the_budget_is_refused_and_the_model_answers_on(self):
+        class Gray:  # 1024x768: 2359296 bytes of pixels
+            size = (1024, 768)
+
+            def convert(self, mode):
+                return self
+
+            def tobytes(self):
+                return bytes([128]) * (1024 * 768 * 3)
+
+        with qvl.Model(TINY, weights="bf16", threads=1, ctx_size=1024, memory_budget=self.KV_1024 + (1 << 20)) as m:
+            with self.assertRaises(qvl.OutOfMemoryError) as cm:
+                m.chat("?", images=[Gray()], max_tokens=1)
+            self.assertEqual(str(cm.exception),
+                             "the request's images and videos take 2359296 bytes decoded, over the 1048576 bytes "
+                             "(1 MiB) the memory budget leaves beside the KV caches; send smaller or fewer, or raise "
+                             "qvl_model_params.memory_budget")
+            r = m.chat("Hi", max_tokens=2, temperature=0, ignore_eos=True)
+            self.assertEqual(len(r.token_ids), 2)
+        with qvl.Model(TINY, weights="bf16", threads=1, ctx_size=1024, memory_budget=self.KV_1024 + (4 << 20)) as m:
+            self.assertEqual(len(m.chat("?", images=[Gray()], max_tokens=1, temperature=0).token_ids), 1)
+
+
 class ErrorTest(unittest.TestCase):
     def test_bad_path_names_it(self):
         with self.assertRaises(qvl.IoError) as cm:

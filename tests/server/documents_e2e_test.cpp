@@ -208,7 +208,7 @@ TEST(DocumentPagesLimits, AFileOverTheSizeLimitIs413AndThumbnailsUseTheImageBudg
   EXPECT_EQ(s.stop(), 0) << s.log();
 
   // A 1024-px thumbnail's rendering peak (~11 bytes a pixel) does not fit a 1 MB budget.
-  ServerProcess tight({"--image-memory-budget", std::to_string(1 << 20)});
+  ServerProcess tight(media_budget_args(1 << 20));
   auto t = tight.client();
   r = post_json(t, "/v1/qvl/documents/pages",
                 {{"file_data", pdf_uri(pdf_of_pages({box_page(612, 792)}))}, {"thumbnail_size", 1024}});

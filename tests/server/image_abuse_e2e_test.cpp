@@ -67,7 +67,9 @@ constexpr uint64_t kBudget = 128u << 20;
 // sqlite store's page cache and WAL map grow the RSS by a few MB while the
 // test runs, which these bounds (the image budget, nothing more) are not about.
 std::vector<std::string> budget_args() {
-  return {"--image-memory-budget", std::to_string(kBudget), "--jobs-db", "memory"};
+  std::vector<std::string> args = media_budget_args(kBudget);
+  args.insert(args.end(), {"--jobs-db", "memory"});
+  return args;
 }
 
 // The bomb: 16 truncated JPEGs declaring 10000x10000 in a 15 KB

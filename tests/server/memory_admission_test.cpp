@@ -1,6 +1,8 @@
 // MemoryAdmission on its own: reservations add up to the budget and come back
 // when dropped (with the pixels they travel with), a request that cannot fit
-// is refused at once (413) and one that must wait too long gets 429.
+// is refused at once (413) and one that must wait too long gets 429; the
+// engine's KV caches (standing reservations) come out of a set budget, and
+// an automatic budget grows by them.
 #include "server/memory_admission.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +96,49 @@ TEST(MemoryAdmission, TheReservationLivesAsLongAsThePixels) {
   held.reset();
   EXPECT_GT(a.reserved_bytes(), 0u);
   copy.reset();
+  EXPECT_EQ(a.reserved_bytes(), 0u);
+}
+
+TEST(MemoryAdmission, KvCachesComeOutOfASetBudget) {
+  ServerMemoryAdmission a(options(1000));
+  EXPECT_FALSE(a.automatic());
+  std::optional<MemoryAdmission::Reservation> kv = a.reserve_standing(700);
+  ASSERT_TRUE(kv);
+  EXPECT_EQ(a.budget(), 1000u);
+  EXPECT_EQ(a.media_budget(), 300u);
+  // Media that fitted the whole budget no longer fits beside the KV caches: 413 at once, naming both.
+  try {
+    a.reserve(400, 0, Clock::now() + std::chrono::seconds(10), "messages[0].content[1]");
+    ADD_FAILURE() << "not refused";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_EQ(e.param(), "messages[0].content[1]");
+    EXPECT_NE(std::string(e.what()).find("needs 400 bytes, over the server's image memory budget of 300 bytes"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--memory-budget leaves beside the KV caches"), std::string::npos) << e.what();
+  }
+  auto media = a.reserve(300, 0, Clock::now(), "p");
+  EXPECT_EQ(a.reserved_bytes(), 1000u);
+  // A second engine's caches do not fit what is left.
+  EXPECT_FALSE(a.reserve_standing(1));
+  kv.reset();
+  EXPECT_EQ(a.media_budget(), 1000u);
+  EXPECT_EQ(a.reserved_bytes(), 300u);
+}
+
+TEST(MemoryAdmission, AnAutomaticBudgetGrowsByTheKvCaches) {
+  ServerMemoryAdmission a(MemoryAdmissionOptions{});
+  EXPECT_TRUE(a.automatic());
+  EXPECT_EQ(a.budget(), kAutoMediaBudget);
+  {
+    std::optional<MemoryAdmission::Reservation> kv = a.reserve_standing(uint64_t{5} << 30);
+    ASSERT_TRUE(kv);
+    EXPECT_EQ(a.budget(), kAutoMediaBudget + (uint64_t{5} << 30));
+    EXPECT_EQ(a.media_budget(), kAutoMediaBudget);
+    EXPECT_EQ(status_of([&] { a.reserve(kAutoMediaBudget + 1, 0, Clock::now(), "p"); }), 413);
+    EXPECT_EQ(a.reserve(kAutoMediaBudget, 0, Clock::now(), "p").bytes(), kAutoMediaBudget);
+  }
+  EXPECT_EQ(a.budget(), kAutoMediaBudget);
   EXPECT_EQ(a.reserved_bytes(), 0u);
 }
 

@@ -177,7 +177,7 @@ TEST_F(PdfInput, AJobWithAPdfCompletes) {
 // Rendering is image work: a page's rendering peak is reserved from the
 // image memory budget, from its page box, before Poppler allocates it.
 TEST(PdfAdmission, APageOverTheImageMemoryBudgetIs413BeforeRendering) {
-  ServerProcess s({"--image-memory-budget", std::to_string(4 << 20)});
+  ServerProcess s(media_budget_args(4 << 20));
   auto c = s.client();
   // 320 x 240 pt at 600 dpi: 2667 x 2000 px, 58 MB at the rendering peak.
   auto r = post_json(c, "/v1/chat/completions", body_with(json::array({file_part(two_page_pdf(), {{"dpi", 600}})})));

@@ -223,6 +223,14 @@ inline nlohmann::json user_message(const std::string& text, const std::string& i
   return {{"role", "user"}, {"content", content}};
 }
 
+// The tiny model's KV caches at the default --ctx-size (8192 positions x 4
+// layers x K and V x 64 f32 values), which --memory-budget holds before any
+// media; and the arguments that leave `media` bytes of it for media.
+inline constexpr uint64_t kTinyKvBytes = uint64_t{8192} * 4 * 2 * 64 * 4;
+inline std::vector<std::string> media_budget_args(uint64_t media) {
+  return {"--memory-budget", std::to_string(kTinyKvBytes + media)};
+}
+
 inline nlohmann::json chat_body(const std::string& text, const std::string& image_uri = "", int max_tokens = 16) {
   return {{"model", "anything"},
           {"messages", nlohmann::json::array({user_message(text, image_uri)})},

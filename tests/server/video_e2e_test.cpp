@@ -144,8 +144,8 @@ TEST(VideoRefusals, FieldsQvlDoesNotHonourAreNamed) {
 
 TEST(VideoBudget, AClipOverTheImageMemoryBudgetIsA413) {
   // long_112x80: 16 kept frames + the decoder's 24 = 1 290 240 bytes, over
-  // the smallest budget the server takes (1 MiB).
-  ServerProcess s({"--image-memory-budget", std::to_string(1 << 20)});
+  // a media budget of 1 MiB.
+  ServerProcess s(media_budget_args(1 << 20));
   auto c = s.client();
   auto r = post_json(c, "/v1/chat/completions", body_with({{"type", "video"}, {"video", mp4_uri("long_112x80_24fps")}}, "?"));
   ASSERT_TRUE(r);

@@ -193,7 +193,7 @@ TEST_F(VideoFrames, RefusalsNameTheirFieldAndTheServerStaysHealthy) {
 }
 
 TEST(VideoFramesBudget, AClipOverTheImageMemoryBudgetIsA413) {
-  ServerProcess s({"--image-memory-budget", std::to_string(1 << 20)});
+  ServerProcess s(media_budget_args(1 << 20));
   auto c = s.client();
   auto r = post_json(c, "/v1/qvl/videos/frames", json{{"video", mp4_uri("long_112x80_24fps")}});
   ASSERT_TRUE(r);
