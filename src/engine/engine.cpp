@@ -201,6 +201,15 @@ Engine::RunPtr Engine::begin(const GenerateRequest& req, const GenerateCallbacks
          m.slots.size() > 1 ? cat(" shared by ", m.slots.size(), " slots") : std::string(),
          "); raise --ctx-size or send fewer/smaller images");
 
+  if (const uint64_t kv = choices_kv_bytes(req, length); kv > 0 && m.params.memory) {
+    const uint64_t room = m.params.memory->media_budget();
+    if (kv > room)
+      throw MemoryBudgetExceeded(
+          cat("n: the KV caches of the ", req.n - 1, " choices after the first need up to ", kv, " bytes, over the ",
+              room, " bytes (", mebibytes(room), ") the memory budget leaves beside the slots' KV caches "
+              "(--memory-budget); ask for fewer choices or a lower max_tokens"));
+    r.choices_kv = m.params.memory->reserve_now(kv);
+  }
   r.reused = take_prefix(slot, m.slots, r.prompt);
   r.result.cached_tokens = r.reused;
   r.vision = std::make_unique<VisionStage>(r.prompt, r.reused, r.preprocess, m.info.merge_size, m.image_cache,
@@ -329,6 +338,15 @@ PromptSize Engine::prompt_size(const GenerateRequest& request) {
   size.tokens = static_cast<int64_t>(p.ids.size());
   size.image_tokens = std::count_if(p.image_row.begin(), p.image_row.end(), [](int64_t row) { return row >= 0; });
   return size;
+}
+
+uint64_t Engine::choices_kv_bytes(const GenerateRequest& request, int64_t prompt_tokens) const {
+  const Impl& m = *impl_;
+  if (request.n <= 1) return 0;
+  const int64_t max_tokens = request.max_tokens > 0 ? request.max_tokens : m.info.default_max_tokens;
+  const int64_t positions = std::min(m.info.slot_ctx, prompt_tokens + max_tokens);
+  return static_cast<uint64_t>(request.n - 1) * static_cast<uint64_t>(positions) *
+         m.slots.front().cache.bytes_per_position();
 }
 
 ImageCacheStats Engine::image_cache_stats() const { return impl_->image_cache.stats(); }

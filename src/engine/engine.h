@@ -407,6 +407,12 @@ class Engine {
   // pixels are touched), so a front end can refuse a prompt that does not fit.
   std::vector<int32_t> prompt_tokens(const GenerateRequest& request);
   PromptSize prompt_size(const GenerateRequest& request);
+  // The most the KV caches of a request's choices after the first commit
+  // (each holds the prompt and up to max_tokens answer tokens, within a
+  // slot): counted in the memory budget while the request runs, and a
+  // request whose caches can never fit is refused by begin()
+  // (MemoryBudgetExceeded naming n), which a front end may check first.
+  uint64_t choices_kv_bytes(const GenerateRequest& request, int64_t prompt_tokens) const;
   // Checks what a request asks of the engine beyond its prompt (n, the
   // output constraint and the tools it compiles to, logit_bias ids, logprobs)
   // and compiles its grammar into the engine's cache, so a bad request fails

@@ -53,6 +53,8 @@ struct Engine::Run {
   bool first_token = true;
   std::unique_ptr<VisionStage> vision;  // until the prefill has read the image rows
   std::vector<std::unique_ptr<Answer>> answers;  // [request->n]; [0] decodes on the slot's cache
+  // What answers[1..] commit in their own caches, counted in the memory budget until the run ends.
+  std::optional<MemoryAdmission::Reservation> choices_kv;
   Stage stage = Stage::Vision;
   bool stop_all = false;  // a callback asked to stop
 

@@ -81,6 +81,12 @@ std::optional<MemoryAdmission::Reservation> MemoryAdmission::reserve_standing(ui
   return Reservation(this, bytes, true);
 }
 
+MemoryAdmission::Reservation MemoryAdmission::reserve_now(uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  reserved_ += bytes;
+  return Reservation(this, bytes);
+}
+
 uint64_t MemoryAdmission::budget() const {
   std::lock_guard lock(mutex_);
   return budget_;

@@ -125,6 +125,11 @@ class MemoryAdmission {
   // caches), taken at once, never waited for: an automatic budget grows by
   // it, a set one must have it free now (nullopt when it has not).
   std::optional<Reservation> reserve_standing(uint64_t bytes);
+  // Memory a running request commits as it goes (the KV caches of its
+  // choices after the first), taken at once even past the budget: its
+  // caller checked it against media_budget() before the request ran, and
+  // media waits while the budget is over.
+  Reservation reserve_now(uint64_t bytes);
 
   const MemoryAdmissionOptions& options() const { return options_; }
   bool automatic() const { return !options_.memory_budget_bytes; }

@@ -158,6 +158,14 @@ ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t
                        "holds ", ctx, " tokens", engine->slots() > 1 ? " per slot" : "",
                        "; send fewer or smaller images, or a shorter conversation"),
                    "messages");
+  // The other choices' KV caches (Engine::choices_kv_bytes) come out of the same budget as images.
+  if (const uint64_t kv = engine->choices_kv_bytes(cr.generate, prompt_tokens), room = memory_admission.media_budget();
+      kv > room)
+    throw ApiError(413, "request_too_large",
+                   cat("the KV caches of the ", cr.generate.n - 1, " choices after the first need up to ", kv,
+                       " bytes, over the server's memory budget for requests of ", room, " bytes (", mebibytes(room),
+                       ": what --memory-budget leaves beside the KV caches); ask for fewer choices or a lower max_tokens"),
+                   "n");
   return cr;
 }
 

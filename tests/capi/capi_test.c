@@ -1112,6 +1112,16 @@ static void test_memory_budget(const char* path) {
                "qvl_model_params.memory_budget") == 0);
   CHECK(res.text == NULL);
   qvl_request_free(r);
+  /* n = 16 choices of up to 200 tokens: 15 more KV caches, each over 2048 bytes a position, over 1 MiB. */
+  rp.n = 16;
+  rp.max_tokens = 200;
+  r = user_request(&rp, "Hi");
+  CHECK_STATUS(qvl_generate(m, r, NULL, NULL, &res), QVL_ERR_OUT_OF_MEMORY);
+  CHECK(strncmp(qvl_last_error(), "n: the KV caches of the 15 choices after the first need up to ", 62) == 0);
+  CHECK(strstr(qvl_last_error(), "(qvl_model_params.memory_budget)") != NULL);
+  qvl_request_free(r);
+  rp.n = 1;
+  rp.max_tokens = 1;
   /* The model answers on. */
   r = user_request(&rp, "Hi");
   CHECK_STATUS(qvl_generate(m, r, NULL, NULL, &res), QVL_OK);

@@ -31,8 +31,24 @@ TEST(MemoryBudget, AnImageOverWhatTheKvCachesLeaveIs413) {
               std::string::npos)
         << m;
   }
+  // n = 16 choices of up to 100 tokens: 15 more KV caches of ~110 positions x 2048 bytes, over 1 MiB.
+  json many = chat_body("Hello", "", 100);
+  many["n"] = 16;
+  auto r = post_json(c, "/v1/chat/completions", many);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 413) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["code"], "request_too_large");
+  EXPECT_EQ(e["param"], "n");
+  EXPECT_NE(e["message"].get<std::string>().find("the KV caches of the 15 choices after the first need up to "),
+            std::string::npos) << e;
+  many["n"] = 2;
+  many["max_tokens"] = 4;
+  r = post_json(c, "/v1/chat/completions", many);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
   // Text needs no media: answered, and the server is healthy.
-  auto r = post_json(c, "/v1/chat/completions", chat_body("Hello", "", 2));
+  r = post_json(c, "/v1/chat/completions", chat_body("Hello", "", 2));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   // A smaller image fits beside the KV caches.
