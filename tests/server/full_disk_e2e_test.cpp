@@ -92,7 +92,7 @@ json job_status(ServerProcess& s, const std::string& id, Statuses& statuses) {
 // A job whose result is large: every token's 20 likeliest alternatives, and
 // no end-of-text token or repetition guard to cut the answer short.
 json big_result_body(const std::string& text) {
-  json b = chat_body(text, "", 300);
+  json b = chat_body(text, "", 600);
   b["logprobs"] = true;
   b["top_logprobs"] = 20;
   b["repetition_guard"] = 0;
@@ -170,7 +170,7 @@ TEST(FullDisk, RefusesWith507KeepsWhatIsStoredAndRecovers) {
     json j;
     ASSERT_TRUE(eventually([&] { return (j = job_status(*s, id, statuses))["status"] == "succeeded"; }, 60000)) << j;
     const json& content = j["result"]["choices"][0]["logprobs"]["content"];
-    EXPECT_EQ(content.size(), 300u);
+    EXPECT_EQ(content.size(), 600u);
     EXPECT_GT(j["result"].dump().size(), kRoom) << "the result must not have fitted the room left";
   }
   r = submit_job(*s, image_job, statuses);
