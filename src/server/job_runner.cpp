@@ -289,6 +289,10 @@ bool JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
     if (!asked) return true;  // the store is unavailable: ask again on the next turn (it backs off)
     if (!c) return false;
     const std::string id = c->job.id;
+    // Its lease ran out while the store refused our heartbeats (a full
+    // disk), and the claim gave it back to us: it is still running (or
+    // waiting to be stored) here.
+    if (held_.count(id)) continue;
     Held& h = held_[id];
     h.claim = std::move(*c);
     for (auto it = offered_.begin(); it != offered_.end(); ++it)
