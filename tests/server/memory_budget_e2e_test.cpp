@@ -31,16 +31,16 @@ TEST(MemoryBudget, AnImageOverWhatTheKvCachesLeaveIs413) {
               std::string::npos)
         << m;
   }
-  // n = 16 choices of up to 100 tokens: 15 more KV caches of ~110 positions x 2048 bytes, over 1 MiB.
+  // n = 8 choices of up to 100 tokens: 7 more KV caches of ~110 positions x 2048 bytes, over 1 MiB.
   json many = chat_body("Hello", "", 100);
-  many["n"] = 16;
+  many["n"] = 8;
   auto r = post_json(c, "/v1/chat/completions", many);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 413) << r->body;
   const json e = json::parse(r->body)["error"];
   EXPECT_EQ(e["code"], "request_too_large");
   EXPECT_EQ(e["param"], "n");
-  EXPECT_NE(e["message"].get<std::string>().find("the KV caches of the 15 choices after the first need up to "),
+  EXPECT_NE(e["message"].get<std::string>().find("the KV caches of the 7 choices after the first need up to "),
             std::string::npos) << e;
   many["n"] = 2;
   many["max_tokens"] = 4;
