@@ -47,7 +47,8 @@ class StoreUnavailable : public Error {
 // A write the store refused because its disk is full (SQLite's SQLITE_FULL):
 // the call changed nothing, and the same call may succeed once space is
 // freed. Clients get 507 insufficient_storage (server.cpp); the job runner
-// keeps a result it could not store and stores it again later.
+// keeps a job's end it could not store and stores it again later, as it does
+// while the store is unavailable.
 class JobStoreFull : public Error {
  public:
   using Error::Error;
