@@ -5,7 +5,9 @@ and QVL_FIXTURES_DIR (tests/python/CMakeLists.txt)."""
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import qvl
@@ -274,6 +276,48 @@ class ModelTest(unittest.TestCase):
         # Iterating the stream itself gives choice 0's text.
         pieces = list(self.model.chat("Tell me a story.", stream=True, **kw))
         self.assertEqual("".join(pieces), r.text)
+
+
+def thinking_model(parent):
+    """The tiny model as a Thinking folder (tests/engine/thinking_model.h): its files linked, the Thinking
+    chat template in place of its own."""
+    folder = os.path.join(parent, "tiny-qwen3vl-thinking")
+    os.makedirs(folder)
+    for name in os.listdir(TINY):
+        if name != "chat_template.json":
+            os.symlink(os.path.abspath(os.path.join(TINY, name)), os.path.join(folder, name))
+    shutil.copy(os.path.join(FIXTURES, "templates", "qwen3vl_thinking_chat_template.json"),
+                os.path.join(folder, "chat_template.json"))
+    return folder
+
+
+class ThinkingTest(unittest.TestCase):
+    # "</think>" forced after 3 reasoning tokens: the reasoning comes back apart from the reply, in the
+    # Result and the stream's deltas alike; iterating the stream gives the reply only.
+    def test_reasoning_apart_from_the_reply(self):
+        with tempfile.TemporaryDirectory() as tmp, qvl.Model(thinking_model(tmp), threads=2, ctx_size=1024) as m:
+            self.assertTrue(m.thinking)
+            kw = dict(max_tokens=12, temperature=0, ignore_eos=True, reasoning_budget=3)
+            r = m.chat("What is two plus two?", **kw)
+            self.assertEqual(r.reasoning_tokens, 3)
+            self.assertIsInstance(r.reasoning, str)
+            self.assertNotIn("</think>", r.reasoning + r.text)
+            self.assertEqual(len(r.token_ids), 12)
+            stream = m.chat("What is two plus two?", stream=True, **kw)
+            deltas = list(stream.deltas())
+            self.assertEqual("".join(d.reasoning for d in deltas), r.reasoning)
+            self.assertEqual("".join(d.text for d in deltas), r.text)
+            self.assertEqual("".join(m.chat("What is two plus two?", stream=True, **kw)), r.text)
+
+    def test_an_instruct_model_has_none_and_refuses_a_budget(self):
+        with qvl.Model(TINY, weights="q8", threads=2, ctx_size=256) as m:
+            self.assertFalse(m.thinking)
+            r = m.chat("Hi", max_tokens=2, temperature=0)
+            self.assertIsNone(r.reasoning)
+            self.assertEqual(r.reasoning_tokens, 0)
+            with self.assertRaises(qvl.InvalidArgumentError) as cm:
+                m.chat("Hi", max_tokens=2, reasoning_budget=3)
+            self.assertIn("reasoning_budget", str(cm.exception))
 
 
 class DefaultWeightsTest(unittest.TestCase):
