@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -50,8 +51,12 @@ struct PartParser {
   MessagePart file(const RequestField& file, size_t part_index, bool typed_part);
   // A video_url or video part (video_input.h).
   MessagePart video(const RequestField& part, size_t part_index);
-  // Chat content: a string or an array of parts; allow_media false: text
-  // parts only (tool results, assistant turns).
+  // Content as either shape sends it: a string (one text part) or an array
+  // of typed parts, each read by `read` (given the part, its "type" and the
+  // index its MessagePart will have).
+  using PartReader = std::function<MessagePart(const RequestField& part, const RequestField& type, size_t index)>;
+  std::vector<MessagePart> content(const RequestField& c, const PartReader& read);
+  // Chat content; allow_media false: text parts only (tool results, assistant turns).
   std::vector<MessagePart> content(const RequestField& c, bool allow_media = true);
 };
 

@@ -129,7 +129,7 @@ MessagePart PartParser::video(const RequestField& part, size_t part_index) {
   return {"", nullptr, nullptr};
 }
 
-std::vector<MessagePart> PartParser::content(const RequestField& c, bool allow_media) {
+std::vector<MessagePart> PartParser::content(const RequestField& c, const PartReader& read) {
   std::vector<MessagePart> parts;
   if (c.value().is_string()) {
     parts.push_back({text(c), nullptr});
@@ -139,22 +139,25 @@ std::vector<MessagePart> PartParser::content(const RequestField& c, bool allow_m
   for (size_t k = 0; k < c.size(); ++k) {
     const RequestField part = c[k];
     const RequestField type = part.object().at("type");
-    const std::string& t = type.string();
-    if (t == "text") {
-      parts.push_back({text(part.at("text")), nullptr});
-    } else if ((t == "image_url" || t == "input_image") && allow_media) {
-      parts.push_back(image(part, parts.size()));
-    } else if (t == "file" && allow_media) {
-      part.only_keys({"type", "file"});
-      parts.push_back(file(part.at("file"), parts.size(), false));
-    } else if ((t == "video_url" || t == "video") && allow_media) {
-      parts.push_back(video(part, parts.size()));
-    } else {
-      type.refuse(cat("unsupported content part type '", t, "' (",
-                      allow_media ? "text, image_url, file, video_url and video are" : "only text is", " supported here)"));
-    }
+    type.string();
+    parts.push_back(read(part, type, parts.size()));
   }
   return parts;
+}
+
+std::vector<MessagePart> PartParser::content(const RequestField& c, bool allow_media) {
+  return content(c, [&](const RequestField& part, const RequestField& type, size_t index) -> MessagePart {
+    const std::string& t = type.string();
+    if (t == "text") return {text(part.at("text")), nullptr};
+    if ((t == "image_url" || t == "input_image") && allow_media) return image(part, index);
+    if (t == "file" && allow_media) {
+      part.only_keys({"type", "file"});
+      return file(part.at("file"), index, false);
+    }
+    if ((t == "video_url" || t == "video") && allow_media) return video(part, index);
+    type.refuse(cat("unsupported content part type '", t, "' (",
+                    allow_media ? "text, image_url, file, video_url and video are" : "only text is", " supported here)"));
+  });
 }
 
 void check_image_count(const json& messages, std::initializer_list<std::string_view> types, const ChatLimits& limits,

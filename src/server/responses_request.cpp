@@ -52,39 +52,24 @@ struct Conversation {
   // Content parts of a message or a function_call_output; `media`: a user
   // message's, which may hold images, PDFs and videos.
   std::vector<MessagePart> content(const RequestField& c, bool media) {
-    std::vector<MessagePart> out;
-    if (c.value().is_string()) {
-      out.push_back({parts.text(c), nullptr});
-      return out;
-    }
-    if (!c.value().is_array()) c.wrong_type("a string or an array of parts");
-    for (size_t k = 0; k < c.size(); ++k) {
-      const RequestField part = c[k];
-      const RequestField type = part.object().at("type");
+    return parts.content(c, [&](const RequestField& part, const RequestField& type, size_t index) -> MessagePart {
       const std::string& t = type.string();
-      if (t == "input_text" || t == "output_text" || t == "refusal") {
-        out.push_back({parts.text(part.at(t == "refusal" ? "refusal" : "text")), nullptr});
-      } else if (t == "input_image" && media) {
+      if (t == "input_text" || t == "output_text" || t == "refusal")
+        return {parts.text(part.at(t == "refusal" ? "refusal" : "text")), nullptr};
+      if (t == "input_image" && media) {
         if (part.has("file_id") && !part.has("image_url"))
           unsupported(part.at("file_id"), "is not supported (qvl has no file store); send 'image_url' with a data: URI or a URL");
-        const RequestField url = part.at("image_url");
-        url.string();
         part.optional_string("detail");  // the server's pixel range decides
-        out.push_back(parts.image_url(url, out.size()));
-      } else if (t == "input_file" && media) {
-        out.push_back(parts.file(part, out.size(), true));  // a PDF: the part holds the file's fields
-      } else if ((t == "video_url" || t == "video") && media) {
-        // Responses has no video part of its own: chat's two kinds (vLLM's
-        // video_url, Qwen's video) as they are.
-        out.push_back(parts.video(part, out.size()));
-      } else {
-        type.refuse(cat("unsupported content part type '", t, "' (",
-                        media ? "input_text, input_image, input_file, video_url and video are"
-                              : "input_text and output_text are",
-                        " supported here)"));
+        return parts.image_url(part.at("image_url"), index);
       }
-    }
-    return out;
+      if (t == "input_file" && media) return parts.file(part, index, true);  // a PDF: the part holds the file's fields
+      // Responses has no video part of its own: chat's two kinds (vLLM's
+      // video_url, Qwen's video) as they are.
+      if ((t == "video_url" || t == "video") && media) return parts.video(part, index);
+      type.refuse(cat("unsupported content part type '", t, "' (",
+                      media ? "input_text, input_image, input_file, video_url and video are" : "input_text and output_text are",
+                      " supported here)"));
+    });
   }
 
   void message(const RequestField& it) {
