@@ -219,8 +219,20 @@ void tool_choice(const RequestField& tc, bool has_tools, GenerateRequest& g) {
   else tool_choice_function(tc.at("name"), g);
 }
 
-// What qvl cannot do, refused unless sent as the default.
-void refuse_unsupported(const RequestField& body) {
+// Every top-level key is one this route reads or accepts; what qvl cannot
+// do is refused unless sent as the default.
+void check_fields(const RequestField& body) {
+  static const std::set<std::string> handled = {
+      "input", "instructions", "max_output_tokens", "text", "tools", "tool_choice", "stream", "previous_response_id",
+      "metadata", "top_logprobs", "include", "reasoning", "truncation", "background", "max_tool_calls", "conversation",
+      "prompt"};
+  for (auto it = body.object().value().begin(); it != body.value().end(); ++it) {
+    const std::string& k = it.key();
+    if (handled.count(k) || std::find(std::begin(kSameFields), std::end(kSameFields), k) != std::end(kSameFields) ||
+        std::find(std::begin(kHarmless), std::end(kHarmless), k) != std::end(kHarmless))
+      continue;
+    unsupported(RequestField(*it, k), "is not a field qvl's /v1/responses supports");
+  }
   if (const std::optional<RequestField> r = body.find("reasoning")) {
     for (auto it = r->object().value().begin(); it != r->value().end(); ++it)
       if (!it->is_null() && !(it.key() == "effort" && *it == "none"))
@@ -233,6 +245,67 @@ void refuse_unsupported(const RequestField& body) {
     unsupported(*b, "is not supported; use POST /v1/jobs for asynchronous work");
   for (const char* k : {"max_tool_calls", "conversation", "prompt"})
     if (auto f = body.find(k)) unsupported(*f, "is not supported");
+}
+
+// store, stream, include (and user, checked).
+void read_options(const RequestField& body, ResponsesRequest& out) {
+  out.store = body.boolean("store", true);
+  body.optional_string("user");
+  out.stream = body.boolean("stream", false);
+  if (const std::optional<RequestField> inc = body.find("include")) {
+    for (size_t i = 0; i < inc->array().size(); ++i) {
+      const RequestField v = (*inc)[i];
+      if (v.string() == "message.output_text.logprobs") out.output_logprobs = true;
+      else v.unsupported(cat("'", v.path(), "' is '", v.string(), "', which is not supported (only \"message.output_text.logprobs\")"));
+    }
+  }
+}
+
+// The conversation's items into out.items: previous_response_id's stored
+// ones, then input's; returns how many are stored ones.
+size_t read_items(const RequestField& body, const ResponseStore& store, ResponsesRequest& out) {
+  if (const std::optional<RequestField> pr = body.find("previous_response_id")) {
+    auto entry = store.get(pr->string());
+    if (!entry)
+      pr->refuse(cat("no stored response has id '", pr->string(), "' (the server keeps its last responses in memory "
+                     "only, and none with store: false)"),
+                 "previous_response_not_found");
+    out.items = entry->items;
+  }
+  const size_t stored = out.items.size();
+  if (const std::optional<RequestField> input = body.find("input"))
+    for (ojson& it : input_items(*input, store)) out.items.push_back(std::move(it));
+  if (out.items.empty()) bad_request("input", "'input' is required (a string or a list of items)", "missing_field");
+  return stored;
+}
+
+// The request fields a Response object repeats, in OpenAI's order, with
+// their defaults.
+ojson echo_of(const RequestField& body, bool store) {
+  auto echo = [&](const char* k, ojson fallback = nullptr) -> ojson {
+    const std::optional<RequestField> v = body.find(k);
+    return v ? v->value() : fallback;
+  };
+  ojson text = echo("text", {{"format", {{"type", "text"}}}});
+  if (!text.contains("format") || text["format"].is_null()) text["format"] = {{"type", "text"}};
+  ojson e = ojson::object();
+  const std::string* instructions = body.optional_string("instructions");
+  e["instructions"] = instructions && !instructions->empty() ? ojson(*instructions) : ojson(nullptr);
+  e["max_output_tokens"] = echo("max_output_tokens");
+  e["parallel_tool_calls"] = echo("parallel_tool_calls", true);
+  e["previous_response_id"] = echo("previous_response_id");
+  e["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  e["store"] = store;
+  e["temperature"] = echo("temperature");
+  e["text"] = std::move(text);
+  e["tool_choice"] = echo("tool_choice", "auto");
+  e["tools"] = echo("tools", ojson::array());
+  e["top_logprobs"] = echo("top_logprobs");
+  e["top_p"] = echo("top_p");
+  e["truncation"] = "disabled";
+  e["user"] = echo("user");
+  e["metadata"] = echo("metadata", ojson::object());
+  return e;
 }
 
 // A prefix rename of a field path: "messages[2]" -> "input" also renames
@@ -249,89 +322,37 @@ bool rename_prefix(std::string& path, const std::string& from, const std::string
 ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseStore& store, const ChatLimits& limits,
                                          MemoryAdmission* admission) {
   const RequestField body(json_body);
-  static const std::set<std::string> handled = {
-      "input", "instructions", "max_output_tokens", "text", "tools", "tool_choice", "stream", "previous_response_id",
-      "metadata", "top_logprobs", "include", "reasoning", "truncation", "background", "max_tool_calls", "conversation",
-      "prompt"};
-  for (auto it = body.object().value().begin(); it != json_body.end(); ++it) {
-    const std::string& k = it.key();
-    if (handled.count(k) || std::find(std::begin(kSameFields), std::end(kSameFields), k) != std::end(kSameFields) ||
-        std::find(std::begin(kHarmless), std::end(kHarmless), k) != std::end(kHarmless))
-      continue;
-    unsupported(RequestField(*it, k), "is not a field qvl's /v1/responses supports");
-  }
-  refuse_unsupported(body);
-
+  check_fields(body);
   ResponsesRequest out;
-  out.store = body.boolean("store", true);
-  body.optional_string("user");
-  out.stream = body.boolean("stream", false);
-  if (const std::optional<RequestField> inc = body.find("include")) {
-    for (size_t i = 0; i < inc->array().size(); ++i) {
-      const RequestField v = (*inc)[i];
-      if (v.string() == "message.output_text.logprobs") out.output_logprobs = true;
-      else v.unsupported(cat("'", v.path(), "' is '", v.string(), "', which is not supported (only \"message.output_text.logprobs\")"));
-    }
-  }
-
-  // The conversation's items: the stored ones, then input.
-  std::string previous;
-  if (const std::optional<RequestField> pr = body.find("previous_response_id")) {
-    previous = pr->string();
-    auto entry = store.get(previous);
-    if (!entry)
-      pr->refuse(cat("no stored response has id '", previous, "' (the server keeps its last responses in memory only, "
-                                                           "and none with store: false)"),
-                 "previous_response_not_found");
-    out.items = entry->items;
-  }
-  const std::string* instructions = body.optional_string("instructions");
-  const size_t stored = out.items.size();
-  if (const std::optional<RequestField> input = body.find("input"))
-    for (ojson& it : input_items(*input, store)) out.items.push_back(std::move(it));
-  if (out.items.empty()) bad_request("input", "'input' is required (a string or a list of items)", "missing_field");
+  read_options(body, out);
+  const size_t stored = read_items(body, store, out);
 
   ChatRequest& cr = out.chat;
   GenerateRequest& g = cr.generate;
   cr.stream = out.stream;
   if (const std::string* m = body.optional_string("model")) cr.model = *m;
-  ojson text_echo = {{"format", {{"type", "text"}}}};
-  if (const std::optional<RequestField> t = body.find("text")) {
-    text_format(*t, g);
-    text_echo = t->value();
-    if (!t->has("format")) text_echo["format"] = {{"type", "text"}};
-  }
-  ojson tools_echo = ojson::array();
+  if (const std::optional<RequestField> t = body.find("text")) text_format(*t, g);
   const std::optional<RequestField> ts = body.find("tools");
-  if (ts) {
-    tools(*ts, g, limits);
-    tools_echo = ts->value();
-  }
-  ojson tool_choice_echo = "auto";
+  if (ts) tools(*ts, g, limits);
   if (const std::optional<RequestField> tc = body.find("tool_choice")) {
     // "auto" or "none" without tools asks nothing.
     if (ts || !(tc->value() == "auto" || tc->value() == "none")) tool_choice(*tc, ts.has_value(), g);
-    tool_choice_echo = tc->value();
   }
   if (g.tools.empty() && g.tool_choice == ToolChoice::Required)
     bad_request("tool_choice", "tool_choice \"required\" needs at least one tool");
   g.parallel_tool_calls = body.boolean("parallel_tool_calls", true);
-  ojson metadata = ojson::object();
-  if (const std::optional<RequestField> m = body.find("metadata")) {
-    check_metadata(*m);
-    metadata = m->value();
-  }
-
+  if (const std::optional<RequestField> m = body.find("metadata")) check_metadata(*m);
   const VideoOptions video_defaults = read_sampling_fields(body, g, limits);
   if (auto mt = body.integer("max_output_tokens", 1, 1 << 24)) g.max_tokens = *mt;  // else the engine's default
   const std::optional<int64_t> top = body.integer("top_logprobs", 0, 20);
   cr.logprobs = top || out.output_logprobs;
   g.top_logprobs = cr.logprobs ? static_cast<int>(top.value_or(0)) : -1;
 
+  // The conversation: instructions, the stored items, then input's.
   check_image_count(out.items, {"input_image", "input_file", "video_url", "video"}, limits, "input");
   PartParser parts{limits, cr, {}, video_defaults, {}};
   Conversation conv{parts};
-  if (instructions && !instructions->empty()) {
+  if (const std::string* instructions = body.optional_string("instructions"); instructions && !instructions->empty()) {
     conv.add(Message{"system", {{parts.text(body.at("instructions")), nullptr}}, {}});
     conv.turns.other();
   }
@@ -343,27 +364,7 @@ ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseS
   } catch (const ApiError& e) {
     throw responses_error(e);  // a refusal of the request's media as a whole names "messages"
   }
-
-  auto echo = [&](const char* k) -> ojson {
-    const std::optional<RequestField> v = body.find(k);
-    return v ? v->value() : ojson(nullptr);
-  };
-  ojson& e = out.echo;
-  e["instructions"] = instructions && !instructions->empty() ? ojson(*instructions) : ojson(nullptr);
-  e["max_output_tokens"] = echo("max_output_tokens");
-  e["parallel_tool_calls"] = body.has("parallel_tool_calls") ? echo("parallel_tool_calls") : ojson(true);
-  e["previous_response_id"] = previous.empty() ? ojson(nullptr) : ojson(previous);
-  e["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  e["store"] = out.store;
-  e["temperature"] = echo("temperature");
-  e["text"] = std::move(text_echo);
-  e["tool_choice"] = std::move(tool_choice_echo);
-  e["tools"] = std::move(tools_echo);
-  e["top_logprobs"] = echo("top_logprobs");
-  e["top_p"] = echo("top_p");
-  e["truncation"] = "disabled";
-  e["user"] = echo("user");
-  e["metadata"] = std::move(metadata);
+  out.echo = echo_of(body, out.store);
   return out;
 }
 
