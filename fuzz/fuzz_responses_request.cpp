@@ -1,14 +1,13 @@
 // libFuzzer target: a POST /v1/responses body as the route reads it:
-// parse_json_body (server limits), translate_responses_request against an
-// empty store, then the translated chat body dumped, parsed again and read by
-// parse_chat_request, an error translated back to the Responses field names.
-// Only success or an ApiError / qvl::Error is allowed, and a refusal must serialise.
+// parse_json_body (server limits), then parse_responses_request against an
+// empty store with the server's default limits (data: images are decoded;
+// remote and file URLs are refused by default). Only success or an ApiError /
+// qvl::Error is allowed, and a refusal must serialise.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "server/api_error.h"
-#include "server/responses_json.h"
 #include "server/responses_request.h"
 #include "server_limits.h"
 #include "util/error.h"
@@ -20,12 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const nlohmann::ordered_json body =
         qvl::parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size), json_limits);
-    const qvl::ResponsesRequest rr = qvl::translate_responses_request(body, store);
-    try {
-      qvl::parse_chat_request(qvl::parse_json_body(qvl::dump_ordered(rr.chat), json_limits), chat_limits);
-    } catch (const qvl::ApiError& e) {
-      qvl::fuzz::check_reply(rr.translate_error(e));
-    }
+    qvl::parse_responses_request(body, store, chat_limits);
   } catch (const qvl::ApiError& e) {
     qvl::fuzz::check_reply(e);
   } catch (const qvl::Error&) {

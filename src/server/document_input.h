@@ -21,6 +21,7 @@
 #include "pdf/pdf_document.h"
 #include "pdf/pdf_pages.h"
 #include "server/chat_request.h"
+#include "server/request_fields.h"
 
 namespace qvl {
 
@@ -41,11 +42,16 @@ struct DocumentSource {
 // data:application/pdf[;…],…: an image_url that holds a PDF.
 bool is_pdf_data_url(std::string_view url);
 
+// A page selection as sent ("1-3,7", or one page as a number), at most 1024
+// characters; source_pages reads it against the document.
+std::string page_selection(const RequestField& pages);
+
 // A file part's "file" object: file_data (required), filename (ignored),
 // and qvl's "pages" and "dpi"; file_id and any other key are refused naming
-// them. `param` names the object ("messages[0].content[1].file"). The
-// message and part indices are the caller's. Throws ApiError (400).
-DocumentSource parse_file_part(const nlohmann::ordered_json& file, const std::string& param, const PdfLimits& limits);
+// them, by paths below the object's ("messages[0].content[1].file.dpi").
+// typed_part: the object is a Responses input_file part, whose "type" is its
+// own. The message and part indices are the caller's. Throws ApiError (400).
+DocumentSource parse_file_part(const RequestField& file, const PdfLimits& limits, bool typed_part = false);
 
 // The source's PDF fetched and opened, the file capped like any image file
 // (limits.media.max_image_bytes): 400 invalid_pdf naming source.url_param
