@@ -217,6 +217,31 @@ TEST_F(Chat, RepetitionGuardEndsALoopingAnswer) {
   EXPECT_EQ(json::parse(cfg->body)["repetition_guard"], 400);
 }
 
+// vLLM's ignore_eos: an answer whose every token is pushed to the
+// end-of-sequence token (logit_bias) ends at once without it, and runs to
+// max_tokens with it (benchmarks force an answer's length this way).
+TEST_F(Chat, IgnoreEosRunsToMaxTokens) {
+  auto c = server_->client();
+  json body = chat_body("Describe", "", 12);
+  body["temperature"] = 0;
+  body["repetition_guard"] = 0;
+  body["logit_bias"] = {{"151645", 100}};  // <|im_end|>
+  auto r = post_json(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+
+  body["ignore_eos"] = true;
+  r = post_json(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+}
+
 TEST(ChatLimits, OversizedBodyAndTooLongPrompt) {
   ServerProcess s({"--max-body-bytes", "200000", "--ctx-size", "128"});
   auto c = s.client();
