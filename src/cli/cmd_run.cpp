@@ -173,10 +173,11 @@ int cmd_run(int argc, char** argv) {
     pages->request = std::move(req);
     pages->json = format == "json";
     // On a terminal a page's tokens are counted as they come, unless the
-    // answer streams to the same terminal.
+    // answers are written to a terminal too (the counting line would run
+    // into them).
     const bool terminal = isatty(STDERR_FILENO);
     pages->progress = progress || terminal;
-    pages->live = terminal && !(isatty(STDOUT_FILENO) && format == "text");
+    pages->live = terminal && !isatty(STDOUT_FILENO);
     pages->start = t_start;
     run_pages(*engine, std::move(*pages), &admission);
     return 0;

@@ -18,11 +18,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // seconds since its rendering began; while it runs (not done), so far.
 std::string progress_line(int k, int n, int64_t tokens, double seconds, double first_token_s, bool done) {
   char line[160];
+  const char* unit = tokens == 1 ? "token" : "tokens";
   if (done)
-    std::snprintf(line, sizeof line, "page %d/%d: %lld tokens, %.1f s (first token %.1f s)", k, n,
-                  static_cast<long long>(tokens), seconds, first_token_s);
+    std::snprintf(line, sizeof line, "page %d/%d: %lld %s, %.1f s (first token %.1f s)", k, n,
+                  static_cast<long long>(tokens), unit, seconds, first_token_s);
   else
-    std::snprintf(line, sizeof line, "page %d/%d: %lld tokens, %.1f s", k, n, static_cast<long long>(tokens), seconds);
+    std::snprintf(line, sizeof line, "page %d/%d: %lld %s, %.1f s", k, n, static_cast<long long>(tokens), unit, seconds);
   return line;
 }
 
@@ -61,8 +62,9 @@ void run_pages(Engine& engine, PageRun run, MemoryAdmission* admission) {
     const double started_ms = std::chrono::duration<double, std::milli>(page_start - run.start).count();
     MessagePart& part = run.request.messages.back().parts[run.slot];
     {
-      // An intake per page: its pixels are reserved from the budget until the
-      // page's answer is written, then freed before the next page renders.
+      // An intake per page: it counts what its request holds, and a page's
+      // request is that page alone. The pixels stay reserved from the budget
+      // with the image, until it is dropped after the page's answer.
       MediaIntake intake{MediaLimits{}, admission};
       try {
         part.image = intake.pdf_page(run.pdf.doc, plan, run.path);

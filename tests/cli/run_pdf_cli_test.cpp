@@ -1,7 +1,10 @@
 // `qvl run --image doc.pdf` on the fixture model: a PDF (known by its bytes,
 // whatever its name) becomes its pages as images, --pages picks them, and a
 // bad PDF or a stray --pages exits non-zero with one line.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -130,7 +133,9 @@ TEST(RunPdfCli, PerPageAnswersEachPageAloneWithProgressOnStderr) {
 // terminal here, so no progress without --progress.
 TEST(RunPdfCli, PerPageTextHeadsEachAnswerWithItsPage) {
   const TempFile pdf(three_pages());
-  const QvlResult r = run({"--image", pdf.path, "--per-page", "--output-format", "text"});
+  const QvlResult r = run_qvl({"run", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2", "--prompt",
+                              "Read the document.", "--temperature", "0", "--max-tokens", "2", "--ignore-eos",
+                              "--image", pdf.path, "--per-page"});
   ASSERT_EQ(r.code, 0) << r.err;
   const size_t one = r.out.find("<!-- page 1 -->\n\n"), two = r.out.find("\n\n<!-- page 2 -->\n\n"),
                three = r.out.find("\n\n<!-- page 3 -->\n\n");
@@ -139,6 +144,49 @@ TEST(RunPdfCli, PerPageTextHeadsEachAnswerWithItsPage) {
   ASSERT_NE(three, std::string::npos) << r.out;
   EXPECT_LT(two, three);
   EXPECT_EQ(r.err.find("page 1/3"), std::string::npos) << r.err;
+}
+
+// stderr a terminal (a pseudo-terminal here), stdout a file: the progress
+// lines are on without --progress, with a line counting the running page's
+// tokens that each page's final line overwrites.
+TEST(RunPdfCli, PerPageProgressIsOnWhenStderrIsATerminal) {
+  const TempFile pdf(three_pages());
+  const TempFile out("", ".json");
+  const std::vector<std::string> args = {QVL_BINARY, "run", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2",
+                                         "--prompt", "Read the document.", "--output-format", "json",
+                                         "--temperature", "0", "--max-tokens", "2", "--ignore-eos",
+                                         "--image", pdf.path, "--per-page"};
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(out.path.c_str(), O_WRONLY | O_TRUNC);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::string terminal;
+  char buf[4096];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) terminal.append(buf, static_cast<size_t>(n));  // EIO at the end
+  close(master);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << terminal;
+  for (const char* line : {"page 1/3: 2 tokens, ", "page 2/3: 2 tokens, ", "page 3/3: 2 tokens, "})
+    EXPECT_NE(terminal.find(line), std::string::npos) << line << "\n" << terminal;
+  // The live count first, then the page's final line over it.
+  const size_t live = terminal.find("\rpage 1/3: ");
+  ASSERT_NE(live, std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\rpage 1/3: 2 tokens, ", live + 1), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\033[K"), std::string::npos) << terminal;
+  std::ifstream in(out.path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(json_lines(text.str()).size(), 3u) << text.str();
 }
 
 TEST(RunPdfCli, PerPageAndProgressNeedAPdfAndEachOther) {
