@@ -4,6 +4,8 @@ reading its /metrics. Loopback HTTP with python3's standard library only.
 """
 import base64, http.client, json, os, random, re, socket, struct, subprocess, sys, threading, time
 
+from pdf_writer import pdf_of_boxes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHAT = "/v1/chat/completions"
 IMAGES = os.path.join(ROOT, "tests/fixtures/golden/images")
@@ -30,26 +32,6 @@ def jpeg_bomb(path):
             return bytes(data[:i + 2 + length + 64])
         i += 2 + length
     return bytes(data)
-
-
-def pdf_of_boxes(pages):
-    """A PDF of `pages` 2 x 2 inch pages with a box each: objects, an xref with their true offsets
-    (tests/python/test_media.py makes the same file for the Python package)."""
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Count %d /Kids [%s] >>" % (pages, b" ".join(b"%d 0 R" % (3 + 2 * p)
-                                                                          for p in range(pages)))]
-    for p in range(pages):
-        content = b"0 0 0 rg %d 10 40 40 re f" % (10 + 20 * p)
-        objs.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 144 144] /Contents %d 0 R >>" % (4 + 2 * p))
-        objs.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
-    out, offsets = b"%PDF-1.7\n", []
-    for i, body in enumerate(objs):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (i + 1, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
 
 
 class Media:

@@ -1,5 +1,7 @@
 // qvl run: one prompt about zero or more images; the answer streams to stdout
 // (text) or comes back as one JSON object (--output-format json).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -7,9 +9,11 @@
 #include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/run_pages.h"
 #include "engine/engine.h"
 #include "image/image.h"
 #include "media/intake.h"
@@ -26,10 +30,12 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
+  const auto t_start = std::chrono::steady_clock::now();
   Args args("run", "--model M [--image FILE ...] [--video FILE ...] --prompt TEXT [options]",
             "Answers one prompt about zero or more images and videos (placed before the prompt text in one\n"
             "user turn, in the order given).\n"
-            "A PDF (known by its first bytes, %PDF-) gives its pages as images, in order (--pages, --dpi).\n"
+            "A PDF (known by its first bytes, %PDF-) gives its pages as images, in order (--pages, --dpi);\n"
+            "with --per-page each page is asked on its own instead, one answer per page.\n"
             "Text output streams the answer to stdout; --output-format json prints one object with text,\n"
             "token_ids, usage, timings and finish_reason.");
   ModelChoice model;
@@ -40,7 +46,7 @@ int cmd_run(int argc, char** argv) {
   PromptOptions prompt;
   GenerateRequest req;
   std::string question, json_schema, format = "text";
-  bool json = false, verbose = false;
+  bool json = false, verbose = false, per_page = false, progress = false;
   visit_options(model, args);
   visit_options(requested, args);
   visit_options(prompt, args);
@@ -54,6 +60,11 @@ int cmd_run(int argc, char** argv) {
   visit_options(req, args);
   args(format, "output-format", "FORMAT", "the answer streamed as text, or one JSON object").choices({"text", "json"});
   args(verbose, "verbose", "timings and model details on stderr");
+  args(per_page, "per-page",
+       "ask the question of each page of the PDF (the one --image that is a PDF) on its own: the answers in page "
+       "order, text after a \"<!-- page N -->\" line, json one object per page and line");
+  args(progress, "progress",
+       "with --per-page, a line per page on stderr (\"page 3/10: 500 tokens, 41.2 s\"); on when stderr is a terminal");
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty())
     throw UsageError(cat("run: unexpected argument '", args.positional()[0], "' (see qvl run --help)"));
@@ -63,6 +74,7 @@ int cmd_run(int argc, char** argv) {
   Message user{"user", {}};
   const auto t_images = std::chrono::steady_clock::now();
   bool any_pdf = false;
+  std::optional<PageRun> pages;  // --per-page: the PDF, and where its page goes in the user message
   MemoryAdmission admission(cli_memory(memory));
   MediaIntake intake{MediaLimits{}, &admission};
   auto add_image = [&](const std::string& path) {
@@ -73,9 +85,15 @@ int cmd_run(int argc, char** argv) {
       fail("image ", path, ": ", e.what());
     }
     if (is_pdf(bytes)) {
+      if (per_page && pages) throw UsageError("run: --per-page takes one PDF, and two --image files are PDFs");
       any_pdf = true;
       try {
         MediaIntake::PlannedPdf planned = intake.plan_pdf(bytes, pdf);
+        if (per_page) {
+          pages.emplace(PageRun{{}, user.parts.size(), std::move(planned), path});
+          user.parts.push_back({});  // each page in turn (run_pages)
+          return;
+        }
         for (const PdfPagePlan& page : planned.pages) {
           if (page.dpi_lowered || verbose)
             std::cerr << path << ": page " << page.index + 1 << " rendered at " << page.dpi << " dpi (" << page.width
@@ -123,6 +141,8 @@ int cmd_run(int argc, char** argv) {
   }
   if (!any_pdf && (args.has("pages") || args.has("dpi")))
     throw UsageError(cat("run: --", args.has("pages") ? "pages" : "dpi", " applies to PDF files, and no --image is one"));
+  if (per_page && !pages) throw UsageError("run: --per-page needs a PDF among the --image files, and none is one");
+  if (args.has("progress") && !per_page) throw UsageError("run: --progress reports the pages of --per-page, which is not given");
   const double image_decode_ms = ms_since(t_images);
   user.parts.push_back({question, nullptr});
   req.messages.push_back(std::move(user));
@@ -148,6 +168,19 @@ int cmd_run(int argc, char** argv) {
     std::ostringstream text;
     text << f.rdbuf();
     req.response_format = {ResponseFormat::Type::JsonSchema, text.str()};
+  }
+  if (pages) {
+    pages->request = std::move(req);
+    pages->json = format == "json";
+    // On a terminal a page's tokens are counted as they come, unless the
+    // answers are written to a terminal too (the counting line would run
+    // into them).
+    const bool terminal = isatty(STDERR_FILENO);
+    pages->progress = progress || terminal;
+    pages->live = terminal && !isatty(STDOUT_FILENO);
+    pages->start = t_start;
+    run_pages(*engine, std::move(*pages), &admission);
+    return 0;
   }
   try {
     engine->validate(req);

@@ -23,7 +23,7 @@ using json = nlohmann::ordered_json;
 // store, service_tier, safety_identifier, prompt_cache_key: qvl keeps no
 // stored completions and has one tier; its prefix cache needs no key;
 // modalities and verbosity only with their defaults).
-constexpr std::array<std::string_view, 38> kAccepted = {
+constexpr std::array<std::string_view, 39> kAccepted = {
     "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "top_p",
     "seed", "stop", "presence_penalty", "frequency_penalty", "n", "response_format", "tools", "tool_choice",
     "parallel_tool_calls", "logprobs", "top_logprobs", "logit_bias", "user", "metadata", "store", "service_tier",
@@ -31,6 +31,8 @@ constexpr std::array<std::string_view, 38> kAccepted = {
     // qvl's extensions
     "top_k", "min_p", "repetition_penalty", "min_pixels", "max_pixels", "repetition_guard", "repetition_guard_repeats",
     "jump_forward", "reasoning_budget",
+    // vLLM's: decoding past the end-of-sequence token (benchmarks force an answer's length with it)
+    "ignore_eos",
     // vLLM's: the video processor's sampling and pixel keys (video_input.h)
     "mm_processor_kwargs"};
 // OpenAI fields qvl cannot honour: refused whenever set (not null), each with
@@ -378,6 +380,9 @@ VideoOptions read_sampling_fields(const RequestField& body, GenerateRequest& g, 
   if (auto r = body.integer("repetition_guard_repeats", 2, 1000)) g.repetition_guard.min_repeats = static_cast<int>(*r);
   // qvl's extension: false decodes forced tokens one step each (same answer; to compare speed).
   g.jump_forward = body.boolean("jump_forward", true);
+  // vLLM's extension: the answer runs to max_tokens (or a stop string, the
+  // repetition guard, a constraint's end) whatever the model's end-of-sequence.
+  g.ignore_eos = body.boolean("ignore_eos", false);
   // qvl's extension, Thinking models only (the engine refuses it otherwise):
   // reasoning tokens after which "</think>" is forced.
   if (auto b = body.integer("reasoning_budget", 0, 1 << 24)) g.reasoning_budget = *b;

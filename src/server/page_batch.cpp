@@ -156,6 +156,9 @@ json batch_status_json(const BatchRecord& batch, const std::vector<int>& pages,
           ApiError(404, "job_not_found", "the page's job is no longer kept (--job-ttl, --max-jobs)").to_json()["error"];
     } else {
       r["status"] = s["status"];
+      // A running page's answer so far ({"tokens", "text"}): a client shows
+      // each page's text as it comes by polling the batch.
+      if (s.contains("progress")) r["progress"] = s["progress"];
       if (s.contains("result")) r["result"] = s["result"];
       if (s.contains("error")) r["error"] = s["error"];
     }

@@ -67,7 +67,8 @@ nlohmann::json batch_accepted_json(const BatchRecord& batch, const std::vector<i
 
 // GET /v1/jobs/{batch id}: {"id", "object", "created", "model", "status",
 // "progress": {"done", "total"}, "results": [{"page", "id", "status",
-// "result" | "error"}, ...]} in the batch's page order, from the page jobs'
+// "progress" (running: {"tokens", "text"} so far) | "result" | "error"},
+// ...]} in the batch's page order, from the page jobs'
 // status objects (`status_of` gives one, or null when it is gone). status:
 // queued until a page starts, running until every page has ended, then
 // succeeded (all did), failed (any failed or expired) or cancelled.

@@ -25,7 +25,7 @@ const char* const kSameFields[] = {"model", "temperature", "top_p", "parallel_to
                                    "seed", "top_k", "min_p", "repetition_penalty",
                                    "presence_penalty", "frequency_penalty", "stop", "min_pixels",
                                    "max_pixels", "repetition_guard", "repetition_guard_repeats",
-                                   "reasoning_budget", "mm_processor_kwargs"};
+                                   "reasoning_budget", "mm_processor_kwargs", "ignore_eos"};
 // Fields that change nothing here (billing, caching and routing hints of
 // OpenAI's service, or accepted and echoed).
 const char* const kHarmless[] = {"service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",

@@ -18,7 +18,8 @@
 // PDF documents (issue 19), imitated for developing the page before the server's endpoints exist:
 // POST /v1/qvl/documents/pages reads the page count and MediaBoxes with a regular expression (enough
 // for simple PDFs like the tests' own; no rendering) and sends blank-page PNG thumbnails; POST
-// /v1/jobs with "per_page": true runs a fake job per page (canned answers, one after the other),
+// /v1/jobs with "per_page": true runs a fake job per page (canned answers, one after the other, each
+// page's text so far in its progress while it runs),
 // GET /v1/jobs/{batch id} reports them and DELETE cancels. "qwenvl html" answers QwenVL HTML with
 // data-bbox, "qwenvl markdown" Markdown. These are shapes to program against, not qvl's behaviour.
 //
@@ -277,16 +278,23 @@ async function createBatch(req, res, delayMs) {
   const batch = { id, object: 'qvl.job_batch', status: 'queued', created: Math.floor(Date.now() / 1000),
     results: pages.map((page, k) => ({ page, id: `job-dev${k}${id.slice(-5)}`, status: 'queued', result: null, error: null })) };
   batches.set(id, batch);
-  // One page after the other, like one engine slot.
+  // One page after the other, like one engine slot; a running page's canned answer comes in a
+  // word at a time as its progress ({tokens, text}), as the real server reports a page's text so far.
   (async () => {
     for (const r of batch.results) {
       if (batch.status === 'cancelled') return;
       batch.status = 'running';
       r.status = 'running';
-      await new Promise((done) => setTimeout(done, Math.max(150, delayMs * 25)));
-      if (r.status === 'cancelled') return;
+      await new Promise((done) => setTimeout(done, Math.max(150, delayMs * 5)));
       const answer = rf ? JSON.stringify(instanceOf(rf.json_schema.schema))
         : r.page > 1 && /qwenvl html/i.test(text) ? ANSWERS.html2 : pickAnswer(text);
+      const pieces = answer.match(/\s*\S+|\s+/g) || [];
+      for (let k = 0; k < pieces.length && r.status === 'running'; k++) {
+        r.progress = { tokens: k + 1, text: pieces.slice(0, k + 1).join('') };
+        await new Promise((done) => setTimeout(done, delayMs));
+      }
+      delete r.progress;
+      if (r.status === 'cancelled') return;
       r.status = 'succeeded';
       r.result = { id: `chatcmpl-${r.id}`, object: 'chat.completion', model: DEV_CONFIG.model,
         choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],

@@ -836,6 +836,68 @@ test('PDF page by page: Stop cancels the batch (DELETE) and the pages left say c
   await ctx.close();
 });
 
+test('PDF page by page: each page shows its state, and a running page its answer so far, as the server reports it', async () => {
+  const { page, ctx, errors } = await openPage({ maxTokens: 4000 });
+  // Long pages (the repetition guard off, as in the Stop test), added to the request on its way.
+  await page.route('**/v1/jobs', (route) => route.continue({
+    postData: JSON.stringify({ ...JSON.parse(route.request().postData()), repetition_guard: 0 }) }));
+  // The real server's batch status goes to the page as it is; once page 1 runs with a few tokens,
+  // that answer is held (given again for every poll) so the test looks at a page that stands still.
+  let held = null;
+  let onHeld;
+  const heldNow = new Promise((r) => { onHeld = r; });
+  const polled = [];
+  await page.route('**/v1/jobs/batch-*', async (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    if (held) return route.fulfill({ status: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(held) });
+    const response = await route.fetch();
+    const body = await response.json();
+    polled.push(body);
+    const first = body.results[0];
+    if (!held && first.status === 'running' && first.progress && first.progress.tokens >= 3 && first.progress.text) {
+      held = body;
+      onHeld();
+    }
+    return route.fulfill({ response, body: JSON.stringify(body) });
+  });
+  await dropPdfAndWait(page);
+  await page.click('.seg label:has-text("Page by page")');
+  await page.fill('#prompt', 'Describe this page at great length.');
+  await page.press('#prompt', 'Enter');
+  await Promise.race([heldNow, new Promise((_, no) => setTimeout(() => no(new Error(
+    `page 1 was never seen running with text: ${JSON.stringify(polled.map((b) => b.results.map((r) => r.status)))}`)),
+  60000 * TIME_SCALE))]);
+  const { tokens, text } = held.results[0].progress;
+  const one = page.locator('.page-result[data-page="1"]');
+  const two = page.locator('.page-result[data-page="2"]');
+  await page.waitForFunction((label) => document.querySelector('.page-result[data-page="1"] .page-status')?.textContent === label,
+    `working… ${fmtNum(tokens)} tokens`, { timeout: 10000 * TIME_SCALE });
+  assert.equal(await one.getAttribute('data-state'), 'running');
+  assert.equal(await one.getAttribute('aria-busy'), 'true');
+  // The text so far, rendered by the page's own renderer as a finished answer would be.
+  const expected = await page.evaluate(async (t) => {
+    const { answerContent } = await import('/js/view.js');
+    return answerContent(t, { format: 'text', busy: true }).nodes.map((n) => n.textContent).join('');
+  }, text);
+  assert.ok(expected.trim().length > 0);
+  assert.equal(await one.locator('.answer-body').textContent(), expected);
+  assert.ok(await one.locator('.copy-btn').isHidden(), 'no Copy while the page runs');
+  assert.equal(await two.getAttribute('data-state'), held.results[1].status);
+  assert.equal(await two.locator('.page-status').textContent(), 'queued');
+  assert.equal(await page.locator('.batch-label').textContent(), '0 of 2 pages done');
+  // Let the polls through again: page 1's answer goes on growing on the page.
+  held = null;
+  await page.waitForFunction((n) => {
+    const m = /working… ([\d,]+) tokens/.exec(document.querySelector('.page-result[data-page="1"] .page-status')?.textContent || '');
+    return m && Number(m[1].replace(/,/g, '')) > n;
+  }, tokens, { timeout: 30000 * TIME_SCALE });
+  assert.ok((await one.locator('.answer-body').textContent()).length >= expected.length);
+  await page.click('#stop-btn');
+  await page.waitForSelector('.answer.batch[data-state="cancelled"], .answer.batch[data-state="done"]', { timeout: 30000 * TIME_SCALE });
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
 test('PDF presets: invoice fields send the json_schema; regions raise min_pixels and show the raised cost', async () => {
   const { page, ctx, errors } = await openPage({ maxTokens: 24 });
   const chats = chatBodies(page);

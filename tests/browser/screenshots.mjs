@@ -3,14 +3,15 @@
 // tools-{light,dark}.png (tool-call cards), json-{light,dark}.png (a JSON-schema answer) and
 // settings-{light,dark}.png (the dialog with the answer-format and tools fields), and
 // pdf-{light,dark}.png, pdf-phone-{light,dark}.png (a two-page PDF loaded, page-by-page QwenVL HTML
-// results with their boxes), and video-{light,dark}.png (an 8-s clip's strip of sampled frames in the
+// results with their boxes), pdf-progress-{light,dark}.png (a three-page document page by page, caught
+// with page 1 done, page 2's answer coming in and page 3 queued), and video-{light,dark}.png (an 8-s clip's strip of sampled frames in the
 // composer and in a sent question, an answer whose times link to the strip, one of them followed).
 // The PDF's and the clip's thumbnails come from the real `qvl serve` when build/qvl (or QVL_BINARY)
 // exists, rendered once for the shots; otherwise the dev server's blank ones. The answers and timings
 // in every shot are the dev server's canned ones: wherever a shot is shown (README, docs/screenshots/
 // README.md) it must say so.
 //
-//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf|video]
+//   cd tests/browser && npm install && node screenshots.mjs [--only conversation|tools|pdf|progress|video]
 //   QVL_SCREENSHOTS_DIR=/tmp/shots node screenshots.mjs     (somewhere else than docs/screenshots)
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -38,15 +39,25 @@ const PDF = makePdf([
 ]);
 const PDF_PATH = path.join(process.env.TMPDIR || '/tmp', 'qvl-screenshot-invoice.pdf');
 
+// Three pages asked page by page, for the shot of a document in progress.
+const PROGRESS_PDF = makePdf([
+  { width: 612, height: 792, lines: ['Invoice 2026-042', 'ACME Tools Ltd, 12 Harbour Road', '', 'Hammer   2   24.00',
+    'Nails (box)   5   7.50', '', 'Total 31.50 EUR'] },
+  { width: 612, height: 792, lines: ['Invoice 2026-043', 'ACME Tools Ltd, 12 Harbour Road', '', 'Saw   1   18.90',
+    'Screws (box)   3   4.20', '', 'Total 31.50 EUR'] },
+  { width: 612, height: 792, lines: ['Delivery note 2026-042', 'Delivered 2026-12-02', 'Received by: J. Smith'] },
+]);
+const PROGRESS_PDF_PATH = path.join(process.env.TMPDIR || '/tmp', 'qvl-screenshot-invoices.pdf');
+
 // An 8-s clip of moving shapes (tests/fixtures/video): 16 sampled frames in 8 groups.
 const CLIP_PATH = path.resolve(HERE, '../fixtures/video/videos/long_112x80_24fps.mp4');
 
 // The real server's answers for the PDF's pages (thumbnails rendered by Poppler) and for the clip's
 // frames (decoded by libav), each null when there is no binary or it failed.
 async function realAnswers(wanted) {
-  const none = { pages: null, frames: null };
+  const none = { pages: null, progressPages: null, frames: null };
   const binary = process.env.QVL_BINARY || path.resolve(HERE, '../../build/qvl');
-  if (!wanted.pages && !wanted.frames) return none;
+  if (!wanted.pages && !wanted.progressPages && !wanted.frames) return none;
   if (!existsSync(binary)) return none;
   const port = 20000 + Math.floor(Math.random() * 20000);
   const child = spawn(binary, ['serve', '--model', path.resolve(HERE, '../fixtures/tiny-qwen3vl'), '--port', String(port),
@@ -68,6 +79,8 @@ async function realAnswers(wanted) {
     return {
       pages: wanted.pages ? await post('/v1/qvl/documents/pages',
         { file_data: `data:application/pdf;base64,${PDF.toString('base64')}`, dpi: 144, thumbnail_size: 256 }) : null,
+      progressPages: wanted.progressPages ? await post('/v1/qvl/documents/pages',
+        { file_data: `data:application/pdf;base64,${PROGRESS_PDF.toString('base64')}`, dpi: 144, thumbnail_size: 256 }) : null,
       frames: wanted.frames ? await post('/v1/qvl/videos/frames',
         { video: `data:video/mp4;base64,${readFileSync(CLIP_PATH).toString('base64')}` }) : null,
     };
@@ -79,7 +92,9 @@ async function realAnswers(wanted) {
 mkdirSync(OUT, { recursive: true });
 const { writeFileSync } = await import('node:fs');
 writeFileSync(PDF_PATH, PDF);
-const real = await realAnswers({ pages: only === '' || only === 'pdf', frames: only === '' || only === 'video' });
+writeFileSync(PROGRESS_PDF_PATH, PROGRESS_PDF);
+const real = await realAnswers({ pages: only === '' || only === 'pdf', progressPages: only === '' || only === 'progress',
+  frames: only === '' || only === 'video' });
 const server = await startDevServer({ delayMs: 5, documentPages: real.pages, videoFrames: real.frames });
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await chromium.launch(LAUNCH);
@@ -164,6 +179,52 @@ async function pdfShots() {
   }
 }
 
+// A document in progress: page 1 done, page 2's answer coming in, page 3 queued. The dev server
+// streams its canned Markdown into page 2's progress; once half of it has come, the poll's answer
+// is held (given again to every poll), so the shot does not depend on timing.
+async function progressShots() {
+  const dev = await startDevServer({ delayMs: 40, documentPages: real.progressPages });
+  try {
+    for (const scheme of ['light', 'dark']) {
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 1180 }, deviceScaleFactor: 1, colorScheme: scheme });
+      const page = await ctx.newPage();
+      let held = null;
+      await page.route('**/v1/jobs/batch-*', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        if (held) return route.fulfill({ json: held });
+        const response = await route.fetch();
+        const body = await response.json();
+        const [one, two] = body.results;
+        if (one.status === 'succeeded' && two.status === 'running' && two.progress && two.progress.tokens >= 26) held = body;
+        return route.fulfill({ response, json: body });
+      });
+      await page.goto(`http://127.0.0.1:${dev.address().port}/`);
+      await page.waitForSelector('#status[data-state="ready"]');
+      await page.setInputFiles('#file-input', PROGRESS_PDF_PATH);
+      await page.waitForSelector('.doc-card[data-state="ready"]');
+      await page.click('.seg label:has-text("Page by page")');
+      await page.click('.preset-card[data-preset="doc-markdown"]');
+      for (const end = Date.now() + 30000; !held;) {
+        if (Date.now() > end) throw new Error('page 2 was never seen with half its answer');
+        await page.waitForTimeout(50);
+      }
+      await page.waitForFunction((label) => document.querySelector('.page-result[data-page="2"] .page-status')?.textContent === label,
+        `working… ${held.results[1].progress.tokens} tokens`, { timeout: 30000 });
+      await page.evaluate(() => {
+        const c = document.getElementById('conversation');
+        c.style.scrollBehavior = 'auto';
+        const batch = document.querySelector('.answer.batch');
+        c.scrollTop += batch.getBoundingClientRect().top - c.getBoundingClientRect().top - 8;
+      });
+      await page.waitForTimeout(400);
+      await page.screenshot({ path: path.join(OUT, `pdf-progress-${scheme}.png`) });
+      await ctx.close();
+    }
+  } finally {
+    dev.close();
+  }
+}
+
 async function videoShots() {
   for (const scheme of ['light', 'dark']) {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1, colorScheme: scheme });
@@ -187,6 +248,7 @@ async function videoShots() {
 
 try {
   if (only === 'pdf') await pdfShots();
+  if (only === 'progress') await progressShots();
   if (only === 'video') await videoShots();
   if (only === 'tools') await toolShots();
   for (const s of only && only !== 'conversation' ? [] : shots) {
@@ -221,6 +283,7 @@ try {
   }
   if (!only) await toolShots();
   if (!only) await pdfShots();
+  if (!only) await progressShots();
   if (!only) await videoShots();
 } finally {
   await browser.close();

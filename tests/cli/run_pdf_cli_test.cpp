@@ -1,12 +1,16 @@
 // `qvl run --image doc.pdf` on the fixture model: a PDF (known by its bytes,
 // whatever its name) becomes its pages as images, --pages picks them, and a
 // bad PDF or a stray --pages exits non-zero with one line.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -87,6 +91,117 @@ TEST(RunPdfCli, PagesWithoutAPdfIsAUsageError) {
   const QvlResult r = run({"--image", kFixtures + "/golden/images/gradient_320x240.png", "--pages", "1"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--pages applies to PDF files"), std::string::npos) << r.err;
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// --per-page: each page asked alone, one JSON line per page in the order
+// --pages gives, each page's prompt that of the same page run on its own,
+// and (with --progress) a line per page on stderr.
+TEST(RunPdfCli, PerPageAnswersEachPageAloneWithProgressOnStderr) {
+  const TempFile pdf(three_pages());
+  const QvlResult r = run({"--image", pdf.path, "--per-page", "--pages", "3,1", "--progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<nlohmann::json> pages = json_lines(r.out);
+  ASSERT_EQ(pages.size(), 2u) << r.out;
+  const std::vector<int> order = {3, 1};
+  for (size_t i = 0; i < pages.size(); ++i) {
+    SCOPED_TRACE(order[i]);
+    EXPECT_EQ(pages[i]["page"], order[i]);
+    EXPECT_EQ(pages[i]["usage"]["completion_tokens"], 2);  // --max-tokens 2 --ignore-eos
+    EXPECT_EQ(pages[i]["finish_reason"], "length");
+    EXPECT_EQ(pages[i]["token_ids"].size(), 2u);
+    const QvlResult alone = run({"--image", pdf.path, "--pages", std::to_string(order[i])});
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    EXPECT_EQ(pages[i]["usage"]["prompt_tokens"], prompt_tokens(alone));
+    EXPECT_EQ(pages[i]["token_ids"], nlohmann::json::parse(alone.out)["token_ids"]);
+    EXPECT_GE(pages[i]["timings"]["started_ms"].get<double>(), pages[i]["timings"]["load_ms"].get<double>());
+  }
+  EXPECT_LT(pages[0]["timings"]["started_ms"].get<double>(), pages[1]["timings"]["started_ms"].get<double>());
+  EXPECT_NE(r.err.find("page 1/2: 2 tokens, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("page 2/2: 2 tokens, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" s (first token "), std::string::npos) << r.err;
+  EXPECT_LT(r.err.find("page 1/2"), r.err.find("page 2/2"));
+}
+
+// Text: each answer after its page's comment line, in order; stderr is not a
+// terminal here, so no progress without --progress.
+TEST(RunPdfCli, PerPageTextHeadsEachAnswerWithItsPage) {
+  const TempFile pdf(three_pages());
+  const QvlResult r = run_qvl({"run", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2", "--prompt",
+                              "Read the document.", "--temperature", "0", "--max-tokens", "2", "--ignore-eos",
+                              "--image", pdf.path, "--per-page"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t one = r.out.find("<!-- page 1 -->\n\n"), two = r.out.find("\n\n<!-- page 2 -->\n\n"),
+               three = r.out.find("\n\n<!-- page 3 -->\n\n");
+  ASSERT_EQ(one, 0u) << r.out;
+  ASSERT_NE(two, std::string::npos) << r.out;
+  ASSERT_NE(three, std::string::npos) << r.out;
+  EXPECT_LT(two, three);
+  EXPECT_EQ(r.err.find("page 1/3"), std::string::npos) << r.err;
+}
+
+// stderr a terminal (a pseudo-terminal here), stdout a file: the progress
+// lines are on without --progress, with a line counting the running page's
+// tokens that each page's final line overwrites.
+TEST(RunPdfCli, PerPageProgressIsOnWhenStderrIsATerminal) {
+  const TempFile pdf(three_pages());
+  const TempFile out("", ".json");
+  const std::vector<std::string> args = {QVL_BINARY, "run", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2",
+                                         "--prompt", "Read the document.", "--output-format", "json",
+                                         "--temperature", "0", "--max-tokens", "2", "--ignore-eos",
+                                         "--image", pdf.path, "--per-page"};
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(out.path.c_str(), O_WRONLY | O_TRUNC);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::string terminal;
+  char buf[4096];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) terminal.append(buf, static_cast<size_t>(n));  // EIO at the end
+  close(master);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << terminal;
+  for (const char* line : {"page 1/3: 2 tokens, ", "page 2/3: 2 tokens, ", "page 3/3: 2 tokens, "})
+    EXPECT_NE(terminal.find(line), std::string::npos) << line << "\n" << terminal;
+  // The live count first, then the page's final line over it.
+  const size_t live = terminal.find("\rpage 1/3: ");
+  ASSERT_NE(live, std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\rpage 1/3: 2 tokens, ", live + 1), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("\033[K"), std::string::npos) << terminal;
+  std::ifstream in(out.path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(json_lines(text.str()).size(), 3u) << text.str();
+}
+
+TEST(RunPdfCli, PerPageAndProgressNeedAPdfAndEachOther) {
+  QvlResult r = run({"--image", kFixtures + "/golden/images/gradient_320x240.png", "--per-page"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run: --per-page needs a PDF among the --image files, and none is one"), std::string::npos)
+      << r.err;
+  const TempFile pdf(three_pages());
+  r = run({"--image", pdf.path, "--progress"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run: --progress reports the pages of --per-page, which is not given"), std::string::npos)
+      << r.err;
+  r = run({"--image", pdf.path, "--image", pdf.path, "--per-page"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run: --per-page takes one PDF, and two --image files are PDFs"), std::string::npos) << r.err;
 }
 
 TEST(RunPdfCli, DpiOutOfRangeIsAUsageError) {

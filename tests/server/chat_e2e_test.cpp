@@ -2,6 +2,10 @@
 // model: greedy answers equal `qvl run`'s, streamed and not; the response
 // shapes; and each kind of bad request gets its status and error object.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "server_process.h"
 
@@ -215,6 +219,55 @@ TEST_F(Chat, RepetitionGuardEndsALoopingAnswer) {
   auto cfg = c.Get("/v1/qvl/config");
   ASSERT_TRUE(cfg);
   EXPECT_EQ(json::parse(cfg->body)["repetition_guard"], 400);
+}
+
+// vLLM's ignore_eos, on a copy of the fixture model whose end-of-sequence
+// token is the first token of its greedy answer (the random model never
+// samples its real one): the answer ends at once without it, and runs to
+// max_tokens with it.
+TEST_F(Chat, IgnoreEosRunsToMaxTokens) {
+  namespace fs = std::filesystem;
+  auto c = server_->client();
+  json body = chat_body("Describe", "", 1);
+  body["temperature"] = 0;
+  body["repetition_guard"] = 0;
+  auto r = post_json(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto t = post_json(c, "/tokenize", {{"content", json::parse(r->body)["choices"][0]["message"]["content"]}});
+  ASSERT_TRUE(t);
+  const json first = json::parse(t->body)["tokens"];
+  ASSERT_EQ(first.size(), 1u) << t->body;
+
+  const fs::path dir = fs::path(::testing::TempDir()) / ("qvl_tiny_eos_model_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kFixtures + "/tiny-qwen3vl")) {
+    const fs::path dst = dir / e.path().filename();
+    fs::remove(dst);
+    if (e.path().filename() != "generation_config.json") fs::create_symlink(fs::absolute(e.path()), dst);
+  }
+  json gen = json::parse(read_file(kFixtures + "/tiny-qwen3vl/generation_config.json"));
+  gen["eos_token_id"] = first;
+  std::ofstream(dir / "generation_config.json") << gen.dump();
+  ServerProcess s({}, {}, dir.string());
+  auto e = s.client();
+  body["max_tokens"] = 12;
+  r = post_json(e, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+
+  body["ignore_eos"] = true;
+  r = post_json(e, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(s.stop(), 0) << s.log();
+  fs::remove_all(dir);
 }
 
 TEST(ChatLimits, OversizedBodyAndTooLongPrompt) {

@@ -273,6 +273,15 @@ TEST(ChatFields, JumpForwardExtension) {
   EXPECT_EQ(refused(body(R"({"jump_forward": "off"})")).param, "jump_forward");
 }
 
+TEST(ChatFields, IgnoreEosExtension) {
+  EXPECT_FALSE(parsed(body()).generate.ignore_eos);
+  EXPECT_TRUE(parsed(body(R"({"ignore_eos": true})")).generate.ignore_eos);
+  EXPECT_FALSE(parsed(body(R"({"ignore_eos": false})")).generate.ignore_eos);
+  const Refused r = refused(body(R"({"ignore_eos": 1})"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.param, "ignore_eos");
+}
+
 TEST(ChatFields, SupportedParametersListTheAllowList) {
   const auto fields = chat_fields();
   for (const char* f : {"tools", "response_format", "logprobs", "logit_bias", "n", "top_k", "repetition_guard"})

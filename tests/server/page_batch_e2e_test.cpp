@@ -224,6 +224,50 @@ TEST(PageBatch, DeleteCancelsEveryPageNotFinished) {
   EXPECT_EQ(s.stop(), 0) << s.log();
 }
 
+// A running page's answer so far is in the batch's status (what the web page
+// shows as it comes), and it grows: a later poll's text starts with an
+// earlier one's. The page runs to max_tokens (ignore_eos, no loop guard).
+TEST(PageBatch, ARunningPageShowsItsTextSoFar) {
+  ServerProcess s;
+  auto c = s.client();
+  const std::string pdf = pdf_of_pages(std::vector<PdfPageSpec>(2, box_page(320, 240)));
+  json body = batch_body(file_part(pdf), 3000);
+  body["ignore_eos"] = true;
+  body["repetition_guard"] = 0;
+  auto r = post_json(c, "/v1/jobs", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  json first, later;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json page = get(c, "/v1/jobs/" + id)["results"][0];
+        if (page["status"] != "running" || !page.contains("progress") || page["progress"]["tokens"] < 4) return false;
+        first = page["progress"];
+        return true;
+      },
+      20000));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json page = get(c, "/v1/jobs/" + id)["results"][0];
+        if (page["status"] != "running") return false;
+        later = page["progress"];
+        return later["tokens"] > first["tokens"];
+      },
+      20000));
+  const std::string a = first["text"], b = later["text"];
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(b.substr(0, a.size()), a);
+  EXPECT_GT(b.size(), a.size());
+  // The page not started yet has nothing to show.
+  const json second = get(c, "/v1/jobs/" + id)["results"][1];
+  EXPECT_EQ(second["status"], "queued");
+  EXPECT_FALSE(second.contains("progress"));
+  ASSERT_TRUE(c.Delete(("/v1/jobs/" + id).c_str()));
+  EXPECT_EQ(wait_batch(c, id, 10000)["status"], "cancelled");
+  EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
 TEST(PageBatch, RefusalsNameTheFieldAndABatchCountsAgainstMaxJobs) {
   ServerProcess s({"--max-jobs", "4", "--max-pdf-pages", "6"});
   auto c = s.client();

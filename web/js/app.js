@@ -603,7 +603,10 @@ async function runBatch(turn) {
       if (BATCH_DONE.has(b.status) || (b.stopped && Date.now() > stopDeadline)) break;
       await (b.stopped ? sleep(delay)
         : Promise.race([sleep(delay), new Promise((res) => controller.signal.addEventListener('abort', res, { once: true }))]));
-      delay = Math.min(1000, delay + 150);
+      // A page whose answer is coming in is polled often enough to read as a stream; a batch
+      // with every page waiting less often.
+      const streaming = b.results.some((r) => r.status === 'running');
+      delay = streaming ? 250 : Math.min(1000, delay + 150);
     }
     if (b.stopped) {
       // The server cancels what had not ended; show it so even if the last poll was earlier.

@@ -60,12 +60,16 @@ export function batchBody(chatBody) {
 
 export const BATCH_DONE = new Set(['succeeded', 'failed', 'cancelled']);
 
-// The text and error of one result of GET /v1/jobs/{batch id}: {page, id, status, result, error}.
+// The text and error of one result of GET /v1/jobs/{batch id}: {page, id, status, result, error}, or
+// while the page runs {progress: {tokens, text}}: its answer so far (`tokens` counts it).
 export function resultText(r) {
   const choice = r && r.result && Array.isArray(r.result.choices) ? r.result.choices[0] : null;
-  const text = choice && choice.message ? String(choice.message.content ?? '') : '';
+  const progress = !choice && r && r.status === 'running' && r.progress ? r.progress : null;
+  const text = choice && choice.message ? String(choice.message.content ?? '')
+    : progress ? String(progress.text ?? '') : '';
   const err = r && r.error ? (typeof r.error === 'string' ? r.error : r.error.message || JSON.stringify(r.error)) : '';
   return { text, error: err, finishReason: choice ? choice.finish_reason : null,
+    tokens: progress && Number.isFinite(progress.tokens) ? progress.tokens : null,
     usage: r && r.result ? r.result.usage ?? null : null, timings: r && r.result ? r.result.timings ?? null : null };
 }
 

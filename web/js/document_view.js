@@ -109,8 +109,9 @@ const STATUS_TEXT = { queued: 'queued', running: 'working…', succeeded: 'done'
   expired: 'expired' };
 
 // The results of a per-page job batch (turn.batch: {status, progress, results: [{page, status, text,
-// error, usage, timings}], error}); update() re-renders from it. Each page: its image with boxes,
-// its answer, Copy and Download; the header: progress, Download all.
+// tokens, error, usage, timings}], error}); update() re-renders from it. Each page: its state
+// (queued, working with its tokens so far, done, failed), its image with boxes, its answer (while
+// it runs, the text so far), Copy and Download once done; the header: progress, Download all.
 export function batchView(turn, { onCopy, onDownload, onDownloadAll }) {
   const bar = h('progress', { max: 1, value: 0, 'aria-label': 'Pages done' });
   const label = h('span', { class: 'batch-label', 'aria-live': 'polite' });
@@ -167,14 +168,17 @@ export function batchView(turn, { onCopy, onDownload, onDownloadAll }) {
     error.textContent = b.error || '';
     for (const r of b.results) {
       const s = rows.get(r.page) || row(r);
-      const key = `${r.status}\u0000${r.text}\u0000${r.error}`;
+      const key = `${r.status}\u0000${r.text}\u0000${r.error}\u0000${r.tokens}`;
       if (key === s.last) continue;
       s.last = key;
       s.li.dataset.state = r.status;
-      s.head.querySelector('.page-status').textContent = STATUS_TEXT[r.status] || r.status;
       const busy = r.status === 'queued' || r.status === 'running';
+      // A running page's answer streams in (polled): its text so far, and how many tokens.
+      s.head.querySelector('.page-status').textContent = r.status === 'running' && r.tokens
+        ? `working… ${fmt(r.tokens)} ${r.tokens === 1 ? 'token' : 'tokens'}` : STATUS_TEXT[r.status] || r.status;
+      s.li.setAttribute('aria-busy', String(busy));
       if (r.text) {
-        const { nodes, marks } = answerContent(r.text, { format: turn.format, json: turn.json, busy: false });
+        const { nodes, marks } = answerContent(r.text, { format: turn.format, json: turn.json, busy });
         s.body.replaceChildren(...nodes);
         s.fig.replaceChildren(pageFigure(s.info, marks) || '');
       } else {
@@ -185,8 +189,8 @@ export function batchView(turn, { onCopy, onDownload, onDownloadAll }) {
       s.err.textContent = r.error || '';
       s.meta.textContent = [r.finishReason === 'length' ? 'Cut at the max-token limit' : '',
         describeTimings(r.timings, r.usage)].filter(Boolean).join(' · ');
-      s.copy.hidden = !r.text;
-      s.dl.hidden = !r.text;
+      s.copy.hidden = !r.text || busy;
+      s.dl.hidden = !r.text || busy;
     }
   }
   update();

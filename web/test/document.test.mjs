@@ -95,7 +95,14 @@ test('data-bbox: four numbers, ordered and clamped to 0..1000, else nothing', ()
 test('results, exports and file names', () => {
   const ok = { page: 2, status: 'succeeded', result: { choices: [{ message: { content: 'Hi' }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 3 } }, error: null };
-  assert.deepEqual(resultText(ok), { text: 'Hi', error: '', finishReason: 'stop', usage: { prompt_tokens: 3 }, timings: null });
+  assert.deepEqual(resultText(ok), { text: 'Hi', error: '', finishReason: 'stop', tokens: null, usage: { prompt_tokens: 3 },
+    timings: null });
+  // A running page: its answer so far.
+  assert.deepEqual(resultText({ page: 2, status: 'running', progress: { tokens: 7, text: '# Invoice' } }),
+    { text: '# Invoice', error: '', finishReason: null, tokens: 7, usage: null, timings: null });
+  // A page that ended keeps its result's text, never an older progress.
+  assert.equal(resultText({ ...ok, progress: { tokens: 1, text: 'H' } }).text, 'Hi');
+  assert.equal(resultText({ page: 3, status: 'queued' }).text, '');
   assert.equal(resultText({ page: 1, status: 'failed', result: null, error: { message: 'boom' } }).error, 'boom');
   assert.equal(exportName('My invoice.pdf', 2, 'md'), 'My_invoice-p2.md');
   assert.equal(exportName('a.pdf', 0, 'json'), 'a.json');
