@@ -317,7 +317,21 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     batch_hidden.resize(n * hidden);
     batch_wanted.resize(n * hidden);
   }
-  text.forward_pieces(tokens, batch_pos, batch_caches, batch_counts, pool, batch_hidden.data());
+  // Rows past what the matmuls keep exact (bf16 and f32 weights: 8; a GEMM
+  // beyond sums in another order) go in groups that are, each reading the
+  // weights once, so every row keeps the bits of its token decoded alone.
+  const int64_t group_rows = text.exact_rows();
+  for (size_t first = 0, row0 = 0; first < rows.size();) {
+    size_t last = first;
+    int64_t count = 0;
+    while (last < rows.size() && (last == first || count + rows[last].tokens <= group_rows)) count += rows[last++].tokens;
+    const size_t pieces = last - first;
+    text.forward_pieces(tokens.subspan(row0, count), std::span(batch_pos).subspan(row0, count),
+                        std::span(batch_caches).subspan(first, pieces), std::span(batch_counts).subspan(first, pieces),
+                        pool, batch_hidden.data() + static_cast<int64_t>(row0) * hidden);
+    row0 += count;
+    first = last;
+  }
   // The rows whose logits are wanted, gathered so lm_head is read once:
   // each piece's last (the next token's), and the rows its forced tokens are
   // decided from when their logprobs are asked for.
@@ -331,7 +345,9 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     at += row.tokens;
   }
   if (static_cast<int64_t>(batch_logits.size()) < wanted * vocab) batch_logits.resize(wanted * vocab);
-  text.logits(batch_wanted.data(), wanted, batch_logits.data(), pool);
+  for (int64_t r = 0; r < wanted; r += group_rows)
+    text.logits(batch_wanted.data() + r * hidden, std::min(group_rows, wanted - r), batch_logits.data() + r * vocab,
+                pool);
   int64_t out = 0;
   at = 0;
   for (const DecodeRow& row : rows) {
