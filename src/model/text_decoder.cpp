@@ -52,6 +52,7 @@ void TextDecoder::ensure_rows(int64_t n) {
   k_.resize(n * kv_dim_);
   v_.resize(n * kv_dim_);
   segs_.reserve(n);
+  attention_jobs_.reserve(n);
   rows_ = n;
 }
 
@@ -201,6 +202,9 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
   rope(k, n, kv_heads, hd, kv_dim_, cos_.data(), sin_.data());
 
+  // Every sequence's attention in one call, so a batched decode's streams
+  // share one parallel step (attention_batch), each to its own cache.
+  attention_jobs_.clear();
   for (const Segment& s : segs) {
     const bool f16 = s.cache->type() == KvType::F16;
     if (f16) {
@@ -210,7 +214,17 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
       std::memcpy(s.cache->k(layer) + s.p0 * kv_dim_, k + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
       std::memcpy(s.cache->v(layer) + s.p0 * kv_dim_, v + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
     }
-    AttentionParams p;
+    AttentionJob& job = attention_jobs_.emplace_back();
+    job.q = &q_[s.row * q_dim_];
+    job.out = &q_[s.row * q_dim_];
+    if (f16) {
+      job.k16 = s.cache->k16(layer);
+      job.v16 = s.cache->v16(layer);
+    } else {
+      job.k = s.cache->k(layer);
+      job.v = s.cache->v(layer);
+    }
+    AttentionParams& p = job.p;
     p.nq = s.n;
     p.nkv = s.p0 + s.n;
     p.q_heads = heads;
@@ -224,11 +238,8 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
     p.q_pos0 = s.p0;
     p.precision = attention_precision(w.q.w);
     p.prompt = prompt;
-    if (f16)
-      attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
-    else
-      attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &q_[s.row * q_dim_], p, pool);
   }
+  attention_batch(attention_jobs_, pool);
   matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool, matmul_rows(prompt));  // attention wrote its output over q
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }

@@ -22,6 +22,7 @@
 #include "model/text_mlp.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
+#include "ops/ops.h"
 #include "ops/thread_pool.h"
 
 namespace qvl {
@@ -144,6 +145,7 @@ class TextDecoder {
   std::vector<float> k_, v_;  // [B, kv_heads*head_dim] new K/V of several sequences before they go to their caches
   std::vector<float> last_;  // [hidden]
   std::vector<Segment> segs_;  // [B] forward_batch's rows, one per sequence
+  std::vector<AttentionJob> attention_jobs_;  // [B] a layer's attention, one job per sequence
 };
 
 }  // namespace qvl
