@@ -12,6 +12,7 @@
 // it: the same tokens, text, logprobs and ends.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "engine/engine_impl.h"
 #include "engine/reasoning.h"
@@ -332,6 +333,10 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     row0 += count;
     first = last;
   }
+  if (profile) {
+    ++profile->steps;
+    profile->rows += n;
+  }
   // The rows whose logits are wanted, gathered so lm_head is read once:
   // each piece's last (the next token's), and the rows its forced tokens are
   // decided from when their logprobs are asked for.
@@ -345,9 +350,12 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     at += row.tokens;
   }
   if (static_cast<int64_t>(batch_logits.size()) < wanted * vocab) batch_logits.resize(wanted * vocab);
-  for (int64_t r = 0; r < wanted; r += group_rows)
-    text.logits(batch_wanted.data() + r * hidden, std::min(group_rows, wanted - r), batch_logits.data() + r * vocab,
-                pool);
+  {
+    ProfileTimer timer(profile_clock(&DecodeProfile::logits_ms));
+    for (int64_t r = 0; r < wanted; r += group_rows)
+      text.logits(batch_wanted.data() + r * hidden, std::min(group_rows, wanted - r), batch_logits.data() + r * vocab,
+                  pool);
+  }
   int64_t out = 0;
   at = 0;
   for (const DecodeRow& row : rows) {
@@ -408,6 +416,8 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
       live += std::count_if(r->answers.begin(), r->answers.end(), [](const auto& a) { return !a->done; });
   int64_t extra = std::max<int64_t>(0, m.model->text().exact_rows() - live);
   bool decoding = false;
+  std::optional<ProfileTimer> decode_timer;
+  if (live > 0) decode_timer.emplace(m.profile_clock(&DecodeProfile::step_ms));
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& r = *runs[i];
     if (r.stage != Run::Stage::Decode) continue;
@@ -417,6 +427,7 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
     try {
       for (auto& a : r.answers) {
         if (a->done) continue;
+        ProfileTimer sampling_timer(m.profile_clock(&DecodeProfile::sampling_ms));
         const int64_t fed = m.next_tokens(r, *a, extra);
         if (fed > 0) {
           m.decode_rows.push_back({&r, a.get(), i, fed});
@@ -440,6 +451,7 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
       for (const Impl::DecodeRow& row : m.decode_rows) results[row.index].error = std::current_exception();
     }
   }
+  decode_timer.reset();
   // A long prompt is cut into short pieces while others decode, so their
   // streams are not held up by a whole `batch` of prefill. Likewise a vision
   // encode is cut into pieces whenever it has company.
