@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
 #include "engine/engine_internals.h"
+#include "engine/scheduler.h"
 #include "image/preprocess.h"
 #include "model/model.h"
 #include "ops/machine_limits.h"
@@ -133,6 +135,99 @@ void concurrent_decode_figures(Model& model, ThreadPool& pool, KvType kv, int64_
     j[cat("decode_tok_s_", b, b == 1 ? "_stream" : "_streams")] = best[w];
     if (b > 1) j[cat("decode_streams_", b, "_vs_1")] = best[w] / best[0];
   }
+}
+
+// Sequences the bench's engine holds at once: the engine figures of 8
+// streams decoding together, as `serve` runs them by default on 2 cores.
+constexpr int kBenchSlots = 8;
+
+// The same streams through the engine as the server runs them (Engine::step
+// over the runs: each stream sampled at Qwen's recommended settings with its
+// own seed, stop strings, detokenizing, callbacks), 1 and 8 of them, each
+// after its own short prompt, and where their steps' time goes
+// (DecodeProfile, per step): the weights read (layer matmuls, lm_head),
+// attention over each stream's KV, choosing each stream's token, the rest.
+// What grows with the streams is what keeps the ratio under 8.
+void engine_decode_figures(Engine& engine, int64_t steps, nlohmann::ordered_json& j) {
+  double tok_s[2] = {};
+  for (const int streams : {1, kBenchSlots}) {
+    engine.reset();
+    std::vector<GenerateRequest> reqs;
+    for (int s = 0; s < streams; ++s) {
+      GenerateRequest& r = reqs.emplace_back(greedy_request(
+          {{"user", {{cat("Write a long story about lighthouse number ", s + 1, "."), nullptr}}}}, steps + 1));
+      r.sampling.temperature = 0.7;
+      r.sampling.top_p = 0.8;
+      r.sampling.top_k = 20;
+      r.sampling.seed = 100 + s;
+    }
+    const GenerateCallbacks callbacks;
+    std::vector<Engine::RunPtr> runs;
+    std::vector<Engine::Run*> live;
+    for (int s = 0; s < streams; ++s) {
+      runs.push_back(engine.begin(reqs[s], callbacks, s));
+      // Prefilled alone, so every stream decodes from the first measured step.
+      while (engine.run_stage(*runs.back()) != Engine::RunStage::Decode) engine.step(*runs.back());
+      live.push_back(runs.back().get());
+    }
+    DecodeProfile profile;
+    EngineInternals::set_decode_profile(engine, &profile);
+    const Clock::time_point t = Clock::now();
+    while (!live.empty()) {
+      const std::vector<Engine::StepResult> results = engine.step(live);
+      for (size_t i = results.size(); i-- > 0;) {
+        if (results[i].error) std::rethrow_exception(results[i].error);
+        if (!results[i].more) live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    const double seconds = seconds_since(t);
+    EngineInternals::set_decode_profile(engine, nullptr);
+    for (Engine::RunPtr& run : runs) engine.end(*run);
+    const double per_step = profile.steps > 0 ? 1.0 / static_cast<double>(profile.steps) : 0;
+    tok_s[streams > 1] = static_cast<double>(profile.rows) / seconds;
+    const std::string name = cat("engine_decode_", streams, streams == 1 ? "_stream" : "_streams");
+    j[name] = {{"tok_s", tok_s[streams > 1]},
+               {"steps", profile.steps},
+               {"step_ms", profile.step_ms * per_step},
+               {"weights_matmul_ms", profile.matmul_ms * per_step},
+               {"weights_lm_head_ms", profile.logits_ms * per_step},
+               {"attention_ms", profile.attention_ms * per_step},
+               {"sampling_grammar_ms", profile.sampling_ms * per_step},
+               {"other_ms", profile.other_ms() * per_step}};
+  }
+  if (tok_s[0] > 0) j[cat("engine_decode_streams_", kBenchSlots, "_vs_1")] = tok_s[1] / tok_s[0];
+  engine.reset();
+}
+
+// A stream's longest wait between two tokens while a document page
+// (896x1152, 1008 image tokens) is encoded and prefilled beside it, through
+// the scheduler as the server runs them (the page's vision and prefill cut
+// into pieces between the stream's decode steps): Task::
+// longest_gap_while_encoding_ms. Beside it the page's own first token, to
+// set against the lone page's (page_first_token_ms).
+void interleave_figures(Engine& engine, nlohmann::ordered_json& j) {
+  engine.reset();
+  SchedulerOptions options;
+  options.parallel = 2;
+  options.timeout_s = 0;
+  Scheduler scheduler(engine, options);
+  auto stream = std::make_shared<Task>(greedy_request(
+      {{"user", {{"Tell me a long story about a lighthouse.", nullptr}}}}, engine.slot_ctx() - 64));
+  scheduler.submit(stream);
+  while (stream->pieces() < 4 && !stream->done()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto page = std::make_shared<Task>(greedy_request(
+      {{"user", {{"", synthetic_image(896, 1152)}, {"Read all the text on this page.", nullptr}}}}, 1));
+  const int64_t before = stream->pieces();
+  scheduler.submit(page);
+  page->wait_done(std::chrono::hours(1));
+  const int64_t beside = stream->pieces() - before;
+  stream->cancel();
+  stream->wait_done(std::chrono::minutes(1));
+  if (page->outcome() != TaskOutcome::Succeeded) fail("bench: the page beside a stream failed: ", page->error());
+  j["page_beside_stream_first_token_ms"] = page->result().timings.first_token_ms;
+  j["page_beside_stream_tokens_meanwhile"] = beside;
+  j["page_beside_stream_longest_token_gap_ms"] = stream->longest_gap_while_encoding_ms();
+  engine.reset();
 }
 
 // Multiply-adds ×2 of a prefill of n tokens after `past` cached ones: the
@@ -349,12 +444,17 @@ int cmd_bench(int argc, char** argv) {
             "Figures: vision on synthetic 448x448 and 1024x768 images, a document page (896x1152 = 1008 image\n"
             "tokens: vision, prefill, first token, a 200-token answer), text prefill of 256 and 1024 tokens,\n"
             "decode over --decode-tokens tokens, aggregate decode of 1, 2, 4 and 8 streams decoding together\n"
-            "(each width for about --decode-tokens steps), the machine's read bandwidth measured in the same run,\n"
+            "(each width for about --decode-tokens steps), 1 and 8 streams through the engine with each step's time\n"
+            "split (weights, attention, sampling, other), a stream's longest token gap while a page is encoded beside\n"
+            "it, the machine's read bandwidth measured in the same run,\n"
             "and a 10-s 640x360 30-fps H.264 clip made in memory, asked about as a request is (decode, vision,\n"
             "first token, peak RSS, video tokens within --max-video-tokens).");
   ModelChoice choice;  // `model` is the loaded Model below
   EngineParams requested;
-  requested.ctx_size = 4096;  // enough for every figure (the clip's ~2.3k tokens); less address space
+  // 4096 tokens a slot: enough for every figure (the clip's ~2.3k tokens);
+  // unwritten KV is address space, not memory (kv_cache.h).
+  requested.slots = kBenchSlots;
+  requested.ctx_size = int64_t{4096} * kBenchSlots;
   int64_t decode_tokens = 128;
   bool skip_vision = false, skip_page = false, skip_video = false;
   visit_options(choice, args);
@@ -453,7 +553,10 @@ int cmd_bench(int argc, char** argv) {
   }
 
   if (!skip_vision) repeat_image_figures(*engine, j);
-  if (!skip_vision && !skip_page) page_figures(*engine, model, j);
+  if (!skip_vision && !skip_page) {
+    page_figures(*engine, model, j);
+    interleave_figures(*engine, j);
+  }
 
   // Text prefill and decode on their own cache (the engine's is left alone).
   KvCache cache =
@@ -531,6 +634,7 @@ int cmd_bench(int argc, char** argv) {
   // After the peak RSS figure: its three extra KV caches are not the
   // single-request footprint.
   concurrent_decode_figures(model, pool, params.resolved_kv_type(), std::max<int64_t>(8, decode_tokens / 4), j);
+  engine_decode_figures(*engine, std::max<int64_t>(16, decode_tokens / 2), j);
 
   constraint_figures(*engine, j);
 

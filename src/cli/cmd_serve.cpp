@@ -15,7 +15,10 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
+#include "engine/parallelism.h"
 #include "engine/retrieval.h"
+#include "media/admission.h"
+#include "ops/thread_pool.h"
 #include "server/server.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -52,6 +55,11 @@ int cmd_serve(int argc, char** argv) {
   if (!args.positional().empty())
     throw UsageError(cat("serve: unexpected argument '", args.positional()[0], "' (see qvl serve --help)"));
   if (!args.has("model")) throw UsageError("serve: --model is required (a model folder or a Hugging Face repo id)");
+  // Without --parallel the engine's slots, chosen once the model is known
+  // (below), set how many sequences run: the scheduler takes at most as many
+  // as the engine has, and the HTTP workers are counted for the most it may.
+  const bool parallel_given = args.has("parallel");
+  if (!parallel_given) options.scheduler.parallel = kMaxSequences;
 
   // Signals are taken by one thread with sigwait(); every other thread,
   // created after this, inherits the mask.
@@ -86,6 +94,7 @@ int cmd_serve(int argc, char** argv) {
 
   std::unique_ptr<Engine> engine;
   ModelTask served = ModelTask::Chat;
+  int page_window = 0;
   try {
     EngineParams params = engine_params(model, requested);
     served = served_task(task, params.model_dir);
@@ -95,21 +104,32 @@ int cmd_serve(int argc, char** argv) {
     if (served != ModelTask::Chat && !args.has("max-image-pixels"))
       params.pixel_cap = std::max(params.pixel_cap, kRetrievalMaxPixels);
     params.default_max_tokens = options.default_max_tokens;
-    params.slots = options.scheduler.parallel;  // one KV cache per concurrent sequence
+    // One KV cache per concurrent sequence; unset --parallel and --ctx-size
+    // are chosen from memory and cores (engine/parallelism.h).
+    MemoryFacts facts = memory_facts(params, options.memory.memory_budget_bytes, kAutoMediaBudget);
+    facts.page_bytes = static_cast<uint64_t>(options.media.pdf.max_page_pixels) * 3;  // RGB
+    ParallelismAsked asked;
+    if (parallel_given) asked.sequences = options.scheduler.parallel;
+    if (args.has("ctx-size")) asked.ctx_size = params.ctx_size;
+    const Parallelism chosen = choose_parallelism(facts, params.threads > 0 ? params.threads : physical_cores(), asked);
+    params.slots = chosen.sequences;
+    params.ctx_size = chosen.ctx_size;
     params.memory = &server.memory();           // the KV caches counted in --memory-budget
     engine = Engine::create(params);
     const EngineInfo& info = engine->info();
     std::cerr << "qvl serve: ready on http://" << options.host << ":" << port << " (" << served_name(model.model)
               << ", " << weight_format_name(info.weights) << (info.fast_matmul ? ", fast bf16 matmul" : "") << ", "
-              << info.threads << " threads, loaded in " << static_cast<int>(info.load_ms) << " ms, task "
-              << task_name(served) << ")\n";
+              << info.threads << " threads, " << info.slots << " parallel sequences of " << info.slot_ctx
+              << " tokens, loaded in " << static_cast<int>(info.load_ms) << " ms, task " << task_name(served)
+              << ")\n";
+    page_window = chosen.page_window;
   } catch (...) {
     load_failed.store(true);
     kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()
     signal_thread.join();
     throw;
   }
-  server.attach(std::move(engine), served);
+  server.attach(std::move(engine), served, page_window);
   attached.store(true);
   server.wait();
   // The listener can only stop through shutdown(), which the signal thread calls.

@@ -58,7 +58,10 @@ void visit_options(EngineParams& p, Args& v) {
       .unset("exact, with fast attention beside q8/q4 weights")
       .env("QVL_PRECISION");
   v(p.threads, "threads", "N", "compute threads (0: physical cores)").range(0, 1024).env("QVL_THREADS");
-  v(p.ctx_size, "ctx-size", "N", "context (KV cache) size in tokens").range(16, 1 << 24).env("QVL_CTX_SIZE");
+  v(p.ctx_size, "ctx-size", "N",
+    "context (KV cache) size in tokens, shared by serve's parallel sequences (serve without it: 8192 per sequence)")
+      .range(16, 1 << 24)
+      .env("QVL_CTX_SIZE");
   v(p.kv_type, "kv-type", "TYPE", "KV cache element type: f32 (exact) or f16 (half the memory and decode reads)")
       .choices({KvType::F32, KvType::F16}, kv_type_name)
       .unset("f16 with q8/q4 weights, else f32")
@@ -183,8 +186,11 @@ void visit_options(ServerOptions& o, Args& v) {
     "Host names served, comma-separated ('.example.com' with subdomains; '*': any; 'auto': loopback names when "
     "bound to loopback, else any)")
       .env("QVL_ALLOWED_HOSTS");
-  v(o.scheduler.parallel, "parallel", "N", "sequences generated at once (each gets --ctx-size / N tokens of context)")
+  v(o.scheduler.parallel, "parallel", "N",
+    "sequences generated at once, decoding together (each gets --ctx-size / N tokens of context; --ctx-size unset: "
+    "8192 each)")
       .range(1, 256)
+      .unset("from memory and cores: 4 per core, at most 8, as many as memory holds at 8192 tokens each")
       .env("QVL_PARALLEL");
   v(o.scheduler.queue_size, "queue-size", "N", "requests that may wait for a slot; more get 429")
       .range(0, 1 << 16)

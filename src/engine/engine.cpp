@@ -291,6 +291,10 @@ const EngineInfo& Engine::info() const { return impl_->info; }
 const Tokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
 Model& EngineInternals::model(Engine& engine) { return *engine.impl_->model; }
 ThreadPool& EngineInternals::pool(Engine& engine) { return engine.impl_->pool; }
+void EngineInternals::set_decode_profile(Engine& engine, DecodeProfile* profile) {
+  engine.impl_->profile = profile;
+  engine.impl_->model->text().set_profile(profile);
+}
 
 SamplerConfig Engine::sampler_config(const SamplingParams& sampling) const { return impl_->sampler_config(sampling); }
 

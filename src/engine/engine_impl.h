@@ -109,6 +109,8 @@ struct Engine::Impl {
   std::vector<float> batch_hidden;    // [rows, hidden]
   std::vector<float> batch_wanted;    // [rows with logits wanted, hidden]
   std::vector<float> batch_logits;    // [rows with logits wanted, vocab]
+  DecodeProfile* profile = nullptr;   // EngineInternals::set_decode_profile; null: off
+  double* profile_clock(double DecodeProfile::*part) const { return profile ? &(profile->*part) : nullptr; }
 
   // The tokenizer is read before the weights, so the memory its parsing
   // frees is not still resident under them (the peak is weights + run).

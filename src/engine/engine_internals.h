@@ -9,10 +9,14 @@ namespace qvl {
 
 class Model;
 class ThreadPool;
+struct DecodeProfile;
 
 struct EngineInternals {
   static Model& model(Engine& engine);
   static ThreadPool& pool(Engine& engine);
+  // Decode steps add their time split to *profile from now on (qvl bench);
+  // null turns it off.
+  static void set_decode_profile(Engine& engine, DecodeProfile* profile);
 };
 
 }  // namespace qvl

@@ -12,6 +12,7 @@
 // it: the same tokens, text, logprobs and ends.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "engine/engine_impl.h"
 #include "engine/reasoning.h"
@@ -317,7 +318,25 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     batch_hidden.resize(n * hidden);
     batch_wanted.resize(n * hidden);
   }
-  text.forward_pieces(tokens, batch_pos, batch_caches, batch_counts, pool, batch_hidden.data());
+  // Rows past what the matmuls keep exact (bf16 and f32 weights: 8; a GEMM
+  // beyond sums in another order) go in groups that are, each reading the
+  // weights once, so every row keeps the bits of its token decoded alone.
+  const int64_t group_rows = text.exact_rows();
+  for (size_t first = 0, row0 = 0; first < rows.size();) {
+    size_t last = first;
+    int64_t count = 0;
+    while (last < rows.size() && (last == first || count + rows[last].tokens <= group_rows)) count += rows[last++].tokens;
+    const size_t pieces = last - first;
+    text.forward_pieces(tokens.subspan(row0, count), std::span(batch_pos).subspan(row0, count),
+                        std::span(batch_caches).subspan(first, pieces), std::span(batch_counts).subspan(first, pieces),
+                        pool, batch_hidden.data() + static_cast<int64_t>(row0) * hidden);
+    row0 += count;
+    first = last;
+  }
+  if (profile) {
+    ++profile->steps;
+    profile->rows += n;
+  }
   // The rows whose logits are wanted, gathered so lm_head is read once:
   // each piece's last (the next token's), and the rows its forced tokens are
   // decided from when their logprobs are asked for.
@@ -331,7 +350,12 @@ void Engine::Impl::decode(std::span<const DecodeRow> rows, std::span<const int32
     at += row.tokens;
   }
   if (static_cast<int64_t>(batch_logits.size()) < wanted * vocab) batch_logits.resize(wanted * vocab);
-  text.logits(batch_wanted.data(), wanted, batch_logits.data(), pool);
+  {
+    ProfileTimer timer(profile_clock(&DecodeProfile::logits_ms));
+    for (int64_t r = 0; r < wanted; r += group_rows)
+      text.logits(batch_wanted.data() + r * hidden, std::min(group_rows, wanted - r), batch_logits.data() + r * vocab,
+                  pool);
+  }
   int64_t out = 0;
   at = 0;
   for (const DecodeRow& row : rows) {
@@ -392,6 +416,8 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
       live += std::count_if(r->answers.begin(), r->answers.end(), [](const auto& a) { return !a->done; });
   int64_t extra = std::max<int64_t>(0, m.model->text().exact_rows() - live);
   bool decoding = false;
+  std::optional<ProfileTimer> decode_timer;
+  if (live > 0) decode_timer.emplace(m.profile_clock(&DecodeProfile::step_ms));
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& r = *runs[i];
     if (r.stage != Run::Stage::Decode) continue;
@@ -401,6 +427,7 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
     try {
       for (auto& a : r.answers) {
         if (a->done) continue;
+        ProfileTimer sampling_timer(m.profile_clock(&DecodeProfile::sampling_ms));
         const int64_t fed = m.next_tokens(r, *a, extra);
         if (fed > 0) {
           m.decode_rows.push_back({&r, a.get(), i, fed});
@@ -424,6 +451,7 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
       for (const Impl::DecodeRow& row : m.decode_rows) results[row.index].error = std::current_exception();
     }
   }
+  decode_timer.reset();
   // A long prompt is cut into short pieces while others decode, so their
   // streams are not held up by a whole `batch` of prefill. Likewise a vision
   // encode is cut into pieces whenever it has company.

@@ -300,12 +300,42 @@ bool Scheduler::begin_run(size_t index) {
 // comes back finished (FinishReason::Cancelled) for retire() to end.
 void Scheduler::step() {
   step_runs_.clear();
-  for (const auto& active : active_) step_runs_.push_back(active->run.get());
+  bool encoding = false;  // some run encodes an image or prefills in this step
+  for (const auto& active : active_) {
+    step_runs_.push_back(active->run.get());
+    const Engine::RunStage stage = engine_.run_stage(*active->run);
+    encoding |= stage == Engine::RunStage::Vision || stage == Engine::RunStage::Prefill;
+  }
   step_results_.resize(step_runs_.size());
   try {
     engine_.step(step_runs_, step_results_);
   } catch (...) {  // the call itself failed: every run shares its error
     step_results_.assign(step_runs_.size(), {false, std::current_exception()});
+  }
+  note_token_gaps(encoding);
+}
+
+// After a step: each decoding run that got a token since its last one
+// measures the wait, and keeps it when another run encoded meanwhile.
+void Scheduler::note_token_gaps(bool encoding) {
+  const Clock::time_point now = Clock::now();
+  for (const auto& active : active_) {
+    ActiveRun& a = *active;
+    const int64_t tokens = engine_.run_tokens(*a.run);
+    if (tokens == a.tokens) {
+      // No token: an encoding run beside it still counts for the next gap,
+      // but its own encode (before its first token) does not.
+      a.others_encoded |= encoding && tokens > 0;
+      continue;
+    }
+    if (a.tokens > 0 && (a.others_encoded || encoding)) {
+      const double gap = ms_between(a.last_token, now);
+      Task& task = *a.task;
+      if (gap > task.longest_gap_while_encoding_ms_.load()) task.longest_gap_while_encoding_ms_.store(gap);
+    }
+    a.tokens = tokens;
+    a.last_token = now;
+    a.others_encoded = false;
   }
 }
 

@@ -94,6 +94,12 @@ class Task {
   double total_ms() const;   // submitted -> done
 
   Clock::time_point finished_at() const;  // Clock::time_point{} until done
+  // The longest wait between two of this task's tokens during which another
+  // task's image was encoded or its prompt prefilled (the steps that
+  // interleave those pieces with this task's decoding); 0 when that never
+  // happened. What cutting encodes into pieces is for: a stream keeps coming
+  // while a page goes in beside it.
+  double longest_gap_while_encoding_ms() const { return longest_gap_while_encoding_ms_.load(); }
   const GenerateRequest& request() const { return request_; }
 
   // Called once on the thread that finishes the task (metrics, logs). Set
@@ -112,6 +118,7 @@ class Task {
   std::atomic<bool> cancel_flag_{false};
   std::atomic<int> cancel_why_{static_cast<int>(TaskOutcome::Pending)};
   std::atomic<int64_t> pieces_{0};
+  std::atomic<double> longest_gap_while_encoding_ms_{0};
   Clock::time_point submitted_, started_{}, finished_{};
   Clock::time_point deadline_{Clock::time_point::max()};
 
@@ -158,6 +165,7 @@ class Scheduler {
   int retry_after_s() const;
 
  private:
+  using Clock = Task::Clock;
   // A task the worker has taken from the queue: its engine Run and the slot
   // (KV cache) that run holds. Heap-held so the callbacks keep their address.
   struct ActiveRun {
@@ -165,6 +173,11 @@ class Scheduler {
     GenerateCallbacks callbacks;  // the Run keeps a pointer to it
     Engine::RunPtr run;           // null until begin() succeeded
     int slot = -1;                // chosen by the engine at begin; -1 before
+    // Token gaps (Task::longest_gap_while_encoding_ms): the answer's tokens
+    // at the last one, when it came, and whether another run encoded since.
+    int64_t tokens = 0;
+    Clock::time_point last_token{};
+    bool others_encoded = false;
   };
 
   void worker_loop();
@@ -172,6 +185,7 @@ class Scheduler {
   void admit();
   bool begin_run(size_t index);
   void step();
+  void note_token_gaps(bool encoding);
   void retire();
   void release(size_t index, TaskOutcome outcome, GenerateResult result, std::string error);
   void watchdog_loop();

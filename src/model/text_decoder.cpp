@@ -52,6 +52,7 @@ void TextDecoder::ensure_rows(int64_t n) {
   k_.resize(n * kv_dim_);
   v_.resize(n * kv_dim_);
   segs_.reserve(n);
+  attention_jobs_.reserve(n);
   rows_ = n;
 }
 
@@ -195,41 +196,60 @@ void TextDecoder::attention_block(const TextLayerWeights& w, int layer, int64_t 
   rms_norm(x_.data(), w.input_norm.data(), xn_.data(), n, h, eps);
   const MatmulOutput qkv[] = {{&w.q.w, w.q.b(), q_.data(), q_dim_}, {&w.k.w, w.k.b(), k, kv_dim_},
                               {&w.v.w, w.v.b(), v, kv_dim_}};
-  matmul_each(xn_.data(), n, h, qkv, pool, matmul_rows(prompt));
-  rms_norm(q_.data(), w.q_norm.data(), q_.data(), n * heads, hd, eps);  // per head
-  rms_norm(k, w.k_norm.data(), k, n * kv_heads, hd, eps);
-  rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
-  rope(k, n, kv_heads, hd, kv_dim_, cos_.data(), sin_.data());
-
-  for (const Segment& s : segs) {
-    const bool f16 = s.cache->type() == KvType::F16;
-    if (f16) {
-      f32_to_f16(k + s.row * kv_dim_, s.cache->k16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
-      f32_to_f16(v + s.row * kv_dim_, s.cache->v16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
-    } else if (!direct) {
-      std::memcpy(s.cache->k(layer) + s.p0 * kv_dim_, k + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
-      std::memcpy(s.cache->v(layer) + s.p0 * kv_dim_, v + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
-    }
-    AttentionParams p;
-    p.nq = s.n;
-    p.nkv = s.p0 + s.n;
-    p.q_heads = heads;
-    p.kv_heads = kv_heads;
-    p.head_dim = hd;
-    p.q_stride = q_dim_;
-    p.kv_stride = kv_dim_;
-    p.out_stride = q_dim_;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    p.causal = true;
-    p.q_pos0 = s.p0;
-    p.precision = attention_precision(w.q.w);
-    p.prompt = prompt;
-    if (f16)
-      attention(&q_[s.row * q_dim_], s.cache->k16(layer), s.cache->v16(layer), &q_[s.row * q_dim_], p, pool);
-    else
-      attention(&q_[s.row * q_dim_], s.cache->k(layer), s.cache->v(layer), &q_[s.row * q_dim_], p, pool);
+  {
+    ProfileTimer timer(matmul_clock(prompt));
+    matmul_each(xn_.data(), n, h, qkv, pool, matmul_rows(prompt));
   }
-  matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool, matmul_rows(prompt));  // attention wrote its output over q
+  {
+    ProfileTimer timer(attention_clock(prompt));
+    rms_norm(q_.data(), w.q_norm.data(), q_.data(), n * heads, hd, eps);  // per head
+    rms_norm(k, w.k_norm.data(), k, n * kv_heads, hd, eps);
+    rope(q_.data(), n, heads, hd, q_dim_, cos_.data(), sin_.data());
+    rope(k, n, kv_heads, hd, kv_dim_, cos_.data(), sin_.data());
+
+    // Every sequence's attention in one call, so a batched decode's streams
+    // share one parallel step (attention_batch), each to its own cache.
+    attention_jobs_.clear();
+    for (const Segment& s : segs) {
+      const bool f16 = s.cache->type() == KvType::F16;
+      if (f16) {
+        f32_to_f16(k + s.row * kv_dim_, s.cache->k16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
+        f32_to_f16(v + s.row * kv_dim_, s.cache->v16(layer) + s.p0 * kv_dim_, s.n * kv_dim_);
+      } else if (!direct) {
+        std::memcpy(s.cache->k(layer) + s.p0 * kv_dim_, k + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
+        std::memcpy(s.cache->v(layer) + s.p0 * kv_dim_, v + s.row * kv_dim_, s.n * kv_dim_ * sizeof(float));
+      }
+      AttentionJob& job = attention_jobs_.emplace_back();
+      job.q = &q_[s.row * q_dim_];
+      job.out = &q_[s.row * q_dim_];
+      if (f16) {
+        job.k16 = s.cache->k16(layer);
+        job.v16 = s.cache->v16(layer);
+      } else {
+        job.k = s.cache->k(layer);
+        job.v = s.cache->v(layer);
+      }
+      AttentionParams& p = job.p;
+      p.nq = s.n;
+      p.nkv = s.p0 + s.n;
+      p.q_heads = heads;
+      p.kv_heads = kv_heads;
+      p.head_dim = hd;
+      p.q_stride = q_dim_;
+      p.kv_stride = kv_dim_;
+      p.out_stride = q_dim_;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      p.causal = true;
+      p.q_pos0 = s.p0;
+      p.precision = attention_precision(w.q.w);
+      p.prompt = prompt;
+    }
+    attention_batch(attention_jobs_, pool);
+  }
+  {
+    ProfileTimer timer(matmul_clock(prompt));
+    matmul(q_.data(), n, w.o.w, w.o.b(), xn_.data(), pool, matmul_rows(prompt));  // attention wrote its output over q
+  }
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 
@@ -241,15 +261,21 @@ void TextDecoder::mlp_block(const TextLayerWeights& layer, int64_t n, bool promp
   const TextMlpWeights& w = layer.mlp;
   rms_norm(x_.data(), layer.post_norm.data(), xn_.data(), n, h, static_cast<float>(config_.rms_norm_eps));
   if (w.sparse) {
-    moe_.forward(w.moe, xn_.data(), n, xn_.data(), pool, trace, matmul_rows(prompt));
+    {
+      ProfileTimer timer(matmul_clock(prompt));
+      moe_.forward(w.moe, xn_.data(), n, xn_.data(), pool, trace, matmul_rows(prompt));
+    }
     add(x_.data(), xn_.data(), x_.data(), n * h);
     return;
   }
   const MatmulOutput gate_up[] = {{&w.gate.w, nullptr, gate_.data(), im}, {&w.up.w, nullptr, up_.data(), im}};
-  matmul_each(xn_.data(), n, h, gate_up, pool, matmul_rows(prompt));
-  // Per row, so a row meets the same vector/tail split as in a call of its own.
-  for (int64_t r = 0; r < n; ++r) silu_mul(&gate_[r * im], &up_[r * im], &gate_[r * im], im);
-  matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool, matmul_rows(prompt));
+  {
+    ProfileTimer timer(matmul_clock(prompt));  // silu_mul's share is small beside the three products
+    matmul_each(xn_.data(), n, h, gate_up, pool, matmul_rows(prompt));
+    // Per row, so a row meets the same vector/tail split as in a call of its own.
+    for (int64_t r = 0; r < n; ++r) silu_mul(&gate_[r * im], &up_[r * im], &gate_[r * im], im);
+    matmul(gate_.data(), n, w.down.w, nullptr, xn_.data(), pool, matmul_rows(prompt));
+  }
   add(x_.data(), xn_.data(), x_.data(), n * h);
 }
 

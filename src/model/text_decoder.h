@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "io/model_config.h"
+#include "model/decode_profile.h"
 #include "model/kv_cache.h"
 #include "model/positions.h"
 #include "model/rope_tables.h"
 #include "model/text_mlp.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
+#include "ops/ops.h"
 #include "ops/thread_pool.h"
 
 namespace qvl {
@@ -102,6 +104,9 @@ class TextDecoder {
   void logits(const float* hidden, int64_t rows, float* out, ThreadPool& pool) const;
 
   KvCache make_cache(int64_t capacity, KvType type = KvType::F32) const;
+  // Decode forwards (not prompt pieces) add their matmul and attention time
+  // to *profile from now on; null: off (the default).
+  void set_profile(DecodeProfile* profile) { profile_ = profile; }
   int64_t max_batch() const { return max_batch_; }
   const TextConfig& config() const { return config_; }
 
@@ -144,6 +149,12 @@ class TextDecoder {
   std::vector<float> k_, v_;  // [B, kv_heads*head_dim] new K/V of several sequences before they go to their caches
   std::vector<float> last_;  // [hidden]
   std::vector<Segment> segs_;  // [B] forward_batch's rows, one per sequence
+  std::vector<AttentionJob> attention_jobs_;  // [B] a layer's attention, one job per sequence
+  DecodeProfile* profile_ = nullptr;
+  // Where a decode chunk's matmul / attention time goes; null for prompt
+  // pieces and when profiling is off.
+  double* matmul_clock(bool prompt) const { return profile_ && !prompt ? &profile_->matmul_ms : nullptr; }
+  double* attention_clock(bool prompt) const { return profile_ && !prompt ? &profile_->attention_ms : nullptr; }
 };
 
 }  // namespace qvl

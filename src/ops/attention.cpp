@@ -88,6 +88,20 @@ void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out,
   dispatch(q, k, v, out, p, pool);
 }
 
+void attention_batch(std::span<const AttentionJob> jobs, ThreadPool& pool) {
+  bool all_rows = true;
+  for (const AttentionJob& j : jobs) {
+    check(j.p);
+    if ((j.k16 == nullptr) == (j.k == nullptr)) fail("attention_batch: a job needs f32 or f16 K/V, not both or neither");
+    all_rows &= rows_run(j.p) && j.p.nq > 0;
+  }
+  if (all_rows) return simd::attention_rows_batch(jobs, pool);
+  for (const AttentionJob& j : jobs) {
+    if (j.k16) dispatch(j.q, j.k16, j.v16, j.out, j.p, pool);
+    else dispatch(j.q, j.k, j.v, j.out, j.p, pool);
+  }
+}
+
 void attention_segments(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                         const int64_t* seg_starts, int64_t num_segments, ThreadPool& pool) {
   check(p);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ops/thread_pool.h"
 #include "util/formats.h"
@@ -104,6 +105,22 @@ void attention(const float* q, const float* k, const float* v, float* out, const
 // widened K/V, bit for bit.
 void attention(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
                ThreadPool& pool);
+
+// One sequence's attention in a batched decode step: its queries, output and
+// own K/V, f32 (k, v) or f16 (k16, v16; the other pair null).
+struct AttentionJob {
+  const float* q = nullptr;
+  float* out = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
+  AttentionParams p;
+};
+// Every job as attention() computes it alone, bit for bit. The jobs that take
+// the rows kernel (decode) share one parallel step over the threads, so the
+// streams of a batched decode cost one dispatch per layer, not one each.
+void attention_batch(std::span<const AttentionJob> jobs, ThreadPool& pool);
 
 // Whether many-query attention (prefill, vision) runs on the AMX tile unit
 // here for Fast precision (amx_attention.h): "used", or why not ("no

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -466,9 +467,10 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
 // ------------------------------------------------------------ rows (decode)
 
 constexpr int64_t kAhead = 8;  // K rows prefetched ahead
+constexpr int64_t kRowsBlock = 64, kRowsChunk = 128;
 
 // Split-KV ("flash decoding"): each work item is one query x one chunk of
-// up to kChunk positions x one group of kv heads, and walks K and V rows in memory
+// up to kRowsChunk positions x one group of kv heads, and walks K and V rows in memory
 // order. Items leave partial (max, sum, unnormalised output) per head, merged
 // at the end. Chunks are short, so that a context of a few hundred positions
 // already gives every thread items of whole rows: one sequential stream of K
@@ -481,87 +483,161 @@ constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 // causal end, else nkv) and each head's arithmetic is the same whichever
 // group it is in, so the output depends neither on the thread count nor on
 // the other queries: a query of a short causal piece equals that query
-// decoded alone, bit for bit (kAttentionRowQueries).
+// decoded alone, bit for bit (kAttentionRowQueries). Nor on the other
+// sequences of a batched decode step, whose items share the step's threads
+// (AttentionRowsBatchT): one parallel step for all of them, not two each.
+
+// Chunks of up to kRowsChunk positions, an even number of them when there are
+// several: three equal items on two threads (257-384 positions, where a
+// chat's first answer decodes) left one thread idle for a third of the
+// time. Still a function of the positions seen alone.
+inline int64_t RowsChunksFor(int64_t seen) {
+  const int64_t n = std::max<int64_t>(1, (seen + kRowsChunk - 1) / kRowsChunk);
+  return n > 1 ? n + n % 2 : n;
+}
+
+// One sequence's share of a rows step: its queries and its own K/V.
+template <class T>
+struct RowsSeq {
+  const float* q;
+  const T* k;
+  const T* v;
+  float* out;
+  AttentionParams p;
+  int64_t nchunks = 0;     // the most any of its queries has (RowsChunksFor grows with what it sees)
+  float* parts = nullptr;  // [nq * nchunks][q_heads * (head_dim + 2)]: o [qh][dh], m [qh], l [qh]
+  int64_t part() const { return p.q_heads * (p.head_dim + 2); }
+  int64_t seen_by(int64_t i) const { return p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv; }
+};
+
+// Work item `item` (query x chunk x head group) of one sequence; s: [qh][kRowsBlock] scratch.
+template <class T>
+void RowsItem(const RowsSeq<T>& sq, int64_t hgroups, int64_t item, float* s) {
+  const AttentionParams& p = sq.p;
+  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
+  const int64_t qc = item / hgroups, hg = item % hgroups;
+  const int64_t i = qc / sq.nchunks, c = qc % sq.nchunks;
+  const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
+  const int64_t h0 = kv0 * group, h1 = kv1 * group;  // this item's query heads
+  const int64_t kv_end = sq.seen_by(i);
+  const int64_t chunk = (kv_end + RowsChunksFor(kv_end) - 1) / RowsChunksFor(kv_end);
+  const int64_t lo = std::min(kv_end, c * chunk), hi = std::min(kv_end, lo + chunk);  // empty past its chunks
+  float* o = sq.parts + qc * sq.part();
+  float* m = o + qh_n * dh;
+  float* l = m + qh_n;
+  std::fill(o + h0 * dh, o + h1 * dh, 0.0f);
+  for (int64_t h = h0; h < h1; ++h) m[h] = kNegInf, l[h] = 0;
+  const float* qi = sq.q + i * p.q_stride;
+  for (int64_t j0 = lo; j0 < hi; j0 += kRowsBlock) {
+    const int64_t bk = std::min(kRowsBlock, hi - j0);
+    ScoreGroup(qi, sq.k + j0 * p.kv_stride, p.kv_stride, kv0, kv1, dh, group, bk, p.scale, s, kRowsBlock, kAhead,
+               kv_end - j0,  // on into the next chunk: usually this thread's next item
+               sq.v + j0 * p.kv_stride);
+    for (int64_t h = h0; h < h1; ++h) {
+      float* sh = s + h * kRowsBlock;
+      const float m_new = std::max(m[h], MaxOf(sh, bk));
+      const float corr = std::exp(m[h] - m_new);
+      l[h] = l[h] * corr + ExpSubSum(sh, bk, m_new);
+      m[h] = m_new;
+      if (corr != 1.0f) ScaleAdd(o + h * dh, corr, o + h * dh, 0.0f, dh);
+    }
+    for (int64_t kvh = kv0; kvh < kv1; ++kvh)
+      AccumulateGroup(o + kvh * group * dh, dh, sq.v + j0 * p.kv_stride + kvh * dh, p.kv_stride,
+                      s + kvh * group * kRowsBlock, kRowsBlock, bk, group);
+  }
+}
+
+// Merges the chunks of (query, head) `item` of one sequence: weights exp(m_c - M).
+template <class T>
+void RowsMerge(const RowsSeq<T>& sq, int64_t item) {
+  const AttentionParams& p = sq.p;
+  const int64_t dh = p.head_dim, qh_n = p.q_heads, part = sq.part(), nchunks = sq.nchunks;
+  const float* parts = sq.parts;
+  const int64_t i = item / qh_n, h = item % qh_n;
+  float mx = kNegInf;
+  for (int64_t c = 0; c < nchunks; ++c) mx = std::max(mx, parts[(i * nchunks + c) * part + qh_n * dh + h]);
+  float* dst = sq.out + i * p.out_stride + h * dh;
+  std::fill(dst, dst + dh, 0.0f);
+  if (mx == kNegInf) return;  // no visible position
+  float total = 0;
+  for (int64_t c = 0; c < nchunks; ++c) {
+    const float* pc = parts + (i * nchunks + c) * part;
+    const float mc = pc[qh_n * dh + h];
+    if (mc == kNegInf) continue;
+    const float w = std::exp(mc - mx);
+    total += w * pc[qh_n * dh + qh_n + h];
+    ScaleAdd(dst, 1.0f, pc + h * dh, w, dh);
+  }
+  ScaleAdd(dst, 1.0f / total, dst, 0.0f, dh);
+}
+
+// Every sequence's items in one run over the threads, then every merge in
+// one more: a batched decode step's attention costs two parallel steps per
+// layer whatever the number of streams.
+template <class T>
+void AttentionRowsBatchT(std::span<RowsSeq<T>> seqs, ThreadPool& pool) {
+  int64_t units = 0, parts_size = 0, min_kv_heads = std::numeric_limits<int64_t>::max();
+  for (RowsSeq<T>& sq : seqs) {
+    sq.nchunks = RowsChunksFor(sq.p.nkv);
+    units += sq.nchunks * sq.p.nq;
+    parts_size += sq.p.nq * sq.nchunks * sq.part();
+    min_kv_heads = std::min(min_kv_heads, sq.p.kv_heads);
+  }
+  if (units == 0) return;
+  const int64_t hgroups = std::clamp<int64_t>((pool.size() + units - 1) / units, 1, min_kv_heads);
+  thread_local ScratchVector<float> parts_buf;
+  parts_buf.resize(static_cast<size_t>(parts_size));
+  thread_local std::vector<WorkPiece> items;
+  thread_local std::vector<int64_t> merge_start;  // [seqs + 1] first merge of each sequence
+  items.clear();
+  merge_start.assign(1, 0);
+  float* parts = parts_buf.data();
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    RowsSeq<T>& sq = seqs[si];
+    sq.parts = parts;
+    parts += sq.p.nq * sq.nchunks * sq.part();
+    // Items of unequal cost (the last chunk is short, a causal query's later
+    // chunks empty): shared out as the threads go.
+    for (int64_t i = 0; i < sq.p.nq * sq.nchunks * hgroups; ++i) items.push_back({static_cast<int>(si), i, i + 1});
+    merge_start.push_back(merge_start.back() + sq.p.nq * sq.p.q_heads);
+  }
+  run_pieces(pool, items, [&](const WorkPiece& piece) {
+    const RowsSeq<T>& sq = seqs[static_cast<size_t>(piece.product)];
+    thread_local ScratchVector<float> scratch;
+    scratch.resize(static_cast<size_t>(sq.p.q_heads * kRowsBlock));
+    RowsItem(sq, hgroups, piece.begin, scratch.data());
+  });
+  // The caller's thread_local, by reference: named in the lambda, each
+  // thread would see its own.
+  const std::vector<int64_t>& starts = merge_start;
+  pool.parallel_for(starts.back(), [&](int64_t b, int64_t e, int) {
+    size_t si = 0;
+    for (int64_t item = b; item < e; ++item) {
+      while (item >= starts[si + 1]) ++si;
+      RowsMerge(seqs[si], item - starts[si]);
+    }
+  });
+}
+
 template <class T>
 void AttentionRowsT(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
-  constexpr int64_t kBlock = 64, kChunk = 128;
-  const int64_t dh = p.head_dim, group = p.q_heads / p.kv_heads, qh_n = p.q_heads;
-  // Chunks of up to kChunk positions, an even number of them when there are
-  // several: three equal items on two threads (257-384 positions, where a
-  // chat's first answer decodes) left one thread idle for a third of the
-  // time. Still a function of nkv alone.
-  auto chunks_for = [](int64_t seen) {
-    int64_t n = std::max<int64_t>(1, (seen + kChunk - 1) / kChunk);
-    return n > 1 ? n + n % 2 : n;
-  };
-  auto seen_by = [&](int64_t i) { return p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv; };
-  const int64_t nchunks = chunks_for(p.nkv);  // the most any query has (chunks_for grows with what it sees)
-  const int64_t hgroups = std::clamp<int64_t>((pool.size() + nchunks * p.nq - 1) / (nchunks * p.nq), 1, p.kv_heads);
-  const int64_t part = qh_n * (dh + 2);  // per (query, chunk): o [qh][dh], m [qh], l [qh]
-  thread_local ScratchVector<float> parts_buf;
-  parts_buf.resize(static_cast<size_t>(p.nq * nchunks * part));
-  float* parts = parts_buf.data();
-  // Items of unequal cost (the last chunk is short, a causal query's later
-  // chunks empty): shared out as the threads go.
-  std::vector<WorkPiece> items(static_cast<size_t>(p.nq * nchunks * hgroups));
-  for (size_t i = 0; i < items.size(); ++i) items[i] = {0, static_cast<int64_t>(i), static_cast<int64_t>(i) + 1};
-  run_pieces(pool, items, [&](const WorkPiece& piece) {
-    thread_local ScratchVector<float> scratch;
-    scratch.resize(static_cast<size_t>(qh_n * kBlock));
-    float* s = scratch.data();  // [qh][kBlock]
-    const int64_t item = piece.begin;
-    const int64_t qc = item / hgroups, hg = item % hgroups;
-    const int64_t i = qc / nchunks, c = qc % nchunks;
-    const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
-    const int64_t h0 = kv0 * group, h1 = kv1 * group;  // this item's query heads
-    const int64_t kv_end = seen_by(i);
-    const int64_t chunk = (kv_end + chunks_for(kv_end) - 1) / chunks_for(kv_end);
-    const int64_t lo = std::min(kv_end, c * chunk), hi = std::min(kv_end, lo + chunk);  // empty past its chunks
-    float* o = parts + qc * part;
-    float* m = o + qh_n * dh;
-    float* l = m + qh_n;
-    std::fill(o + h0 * dh, o + h1 * dh, 0.0f);
-    for (int64_t h = h0; h < h1; ++h) m[h] = kNegInf, l[h] = 0;
-    const float* qi = q + i * p.q_stride;
-    for (int64_t j0 = lo; j0 < hi; j0 += kBlock) {
-      const int64_t bk = std::min(kBlock, hi - j0);
-      ScoreGroup(qi, k + j0 * p.kv_stride, p.kv_stride, kv0, kv1, dh, group, bk, p.scale, s, kBlock, kAhead,
-                 kv_end - j0,  // on into the next chunk: usually this thread's next item
-                 v + j0 * p.kv_stride);
-      for (int64_t h = h0; h < h1; ++h) {
-        float* sh = s + h * kBlock;
-        const float m_new = std::max(m[h], MaxOf(sh, bk));
-        const float corr = std::exp(m[h] - m_new);
-        l[h] = l[h] * corr + ExpSubSum(sh, bk, m_new);
-        m[h] = m_new;
-        if (corr != 1.0f) ScaleAdd(o + h * dh, corr, o + h * dh, 0.0f, dh);
-      }
-      for (int64_t kvh = kv0; kvh < kv1; ++kvh)
-        AccumulateGroup(o + kvh * group * dh, dh, v + j0 * p.kv_stride + kvh * dh, p.kv_stride,
-                        s + kvh * group * kBlock, kBlock, bk, group);
-    }
-  });
-  // Merge the chunks of each (query, head): weights exp(m_c - M).
-  pool.parallel_for(p.nq * qh_n, [&](int64_t b, int64_t e, int) {
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t i = item / qh_n, h = item % qh_n;
-      float mx = kNegInf;
-      for (int64_t c = 0; c < nchunks; ++c) mx = std::max(mx, parts[(i * nchunks + c) * part + qh_n * dh + h]);
-      float* dst = out + i * p.out_stride + h * dh;
-      std::fill(dst, dst + dh, 0.0f);
-      if (mx == kNegInf) continue;  // no visible position
-      float total = 0;
-      for (int64_t c = 0; c < nchunks; ++c) {
-        const float* pc = parts + (i * nchunks + c) * part;
-        const float mc = pc[qh_n * dh + h];
-        if (mc == kNegInf) continue;
-        const float w = std::exp(mc - mx);
-        total += w * pc[qh_n * dh + qh_n + h];
-        ScaleAdd(dst, 1.0f, pc + h * dh, w, dh);
-      }
-      ScaleAdd(dst, 1.0f / total, dst, 0.0f, dh);
-    }
-  });
+  RowsSeq<T> one{q, k, v, out, p};
+  AttentionRowsBatchT(std::span<RowsSeq<T>>(&one, 1), pool);
+}
+
+// The jobs by K/V type, each type's in one batch.
+void AttentionRowsBatch(const AttentionJob* jobs, int64_t n, ThreadPool& pool) {
+  thread_local std::vector<RowsSeq<float>> f32;
+  thread_local std::vector<RowsSeq<uint16_t>> f16;
+  f32.clear();
+  f16.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    const AttentionJob& j = jobs[i];
+    if (j.k16) f16.push_back({j.q, j.k16, j.v16, j.out, j.p});
+    else f32.push_back({j.q, j.k, j.v, j.out, j.p});
+  }
+  if (!f32.empty()) AttentionRowsBatchT(std::span<RowsSeq<float>>(f32), pool);
+  if (!f16.empty()) AttentionRowsBatchT(std::span<RowsSeq<uint16_t>>(f16), pool);
 }
 
 void AttentionTiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
@@ -593,6 +669,11 @@ HWY_EXPORT(AttentionTiled);
 HWY_EXPORT(AttentionRows);
 HWY_EXPORT(AttentionTiledF16);
 HWY_EXPORT(AttentionRowsF16);
+HWY_EXPORT(AttentionRowsBatch);
+
+void attention_rows_batch(std::span<const AttentionJob> jobs, ThreadPool& pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionRowsBatch)(jobs.data(), static_cast<int64_t>(jobs.size()), pool);
+}
 
 void attention_tiled(const float* q, const float* k, const float* v, float* out, const AttentionParams& p,
                      ThreadPool& pool) {

@@ -1,6 +1,8 @@
 // Internal: Highway attention kernels, reached through attention() (attention.cpp).
 #pragma once
 
+#include <span>
+
 #include "ops/ops.h"
 
 namespace qvl::simd {
@@ -18,5 +20,8 @@ void attention_tiled(const float* q, const uint16_t* k, const uint16_t* v, float
                      ThreadPool& pool);
 void attention_rows(const float* q, const uint16_t* k, const uint16_t* v, float* out, const AttentionParams& p,
                     ThreadPool& pool);
+// attention_rows of every job (each alone's bits), all of them in one
+// parallel step (and one for the merges).
+void attention_rows_batch(std::span<const AttentionJob> jobs, ThreadPool& pool);
 
 }  // namespace qvl::simd

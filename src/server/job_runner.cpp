@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 
@@ -107,6 +108,11 @@ std::shared_ptr<Task> JobRunner::cancel(const std::string& id) {
   if (task) task->cancel(TaskOutcome::Cancelled);
   signal_->wake();
   return task;
+}
+
+void JobRunner::set_window(int pages) {
+  window_.store(std::max(1, pages));
+  signal_->wake();  // a wider window may take more pages now
 }
 
 void JobRunner::stop_claiming() {
@@ -284,7 +290,7 @@ bool JobRunner::claim_and_start(std::unique_lock<std::mutex>& lock) {
   while (claiming_ && !stopping_ && hooks_.queue_has_room()) {
     lock.unlock();
     std::optional<ClaimedJob> c;
-    const bool asked = stored("claim", [&] { return c = store_.claim(owner_, kWindow), true; });
+    const bool asked = stored("claim", [&] { return c = store_.claim(owner_, window_.load()), true; });
     lock.lock();
     if (!asked) return true;  // the store is unavailable: ask again on the next turn (it backs off)
     if (!c) return false;

@@ -6,9 +6,12 @@
 // (writing its progress, and stopping it when a cancel was asked through
 // any replica) and stores its end.
 //
-// A batch has at most kWindow pages claimed at once (one running and the
-// next one waiting), so a batch of any length holds at most kWindow queue
-// places and other clients' requests queue between its pages.
+// A batch has at most its window of pages claimed at once (set_window:
+// qvl serve gives every parallel sequence a page and one more prepared,
+// engine/parallelism.h; kDefaultWindow, one running and the next waiting,
+// until then), so its pages decode together while a batch of any length holds
+// no more queue places than that, and other clients' requests queue between
+// its pages.
 //
 // A job whose preparation is refused ends "failed" with that error (a 429
 // from the image budget is retried a few times first). A job the handler
@@ -56,7 +59,7 @@ struct JobRunnerHooks {
 
 class JobRunner {
  public:
-  static constexpr int kWindow = 2;
+  static constexpr int kDefaultWindow = 2;
   static constexpr int kBusyRetries = 3;
   // Prepared jobs kept for offer(): beyond it the oldest is dropped (its
   // pixels freed) and prepared again from its body when it runs.
@@ -80,6 +83,8 @@ class JobRunner {
   std::shared_ptr<Task> cancel(const std::string& id);
   void stop_claiming();
   void stop();
+  // Pages of one batch claimed at once from now on (at least 1).
+  void set_window(int pages);
 
  private:
   struct Signal {
@@ -143,6 +148,7 @@ class JobRunner {
   std::map<std::string, Held> held_;
   std::deque<std::pair<std::string, PreparedPage>> offered_;
   bool claiming_ = true;
+  std::atomic<int> window_{kDefaultWindow};
   bool stopping_ = false;
   std::map<std::string, JobEnd> pending_ends_;  // under mutex_: ends the store could not take yet
   std::string last_error_;                      // under mutex_: the last store error logged

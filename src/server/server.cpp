@@ -310,13 +310,14 @@ int Server::start() {
 
 MemoryAdmission& Server::memory() { return impl_->core.memory_admission; }
 
-void Server::attach(std::unique_ptr<Engine> engine, ModelTask task) {
+void Server::attach(std::unique_ptr<Engine> engine, ModelTask task, int page_window) {
   ServerCore& c = impl_->core;
   c.task = task;
   c.chat_limits.vocab_size = static_cast<int64_t>(engine->tokenizer().vocab_size());  // ids that are tokens
   c.chat_limits.video_budget = engine->info().video_budget;
   c.engine = std::move(engine);
   c.scheduler = std::make_unique<Scheduler>(*c.engine, c.options.scheduler);
+  if (page_window > 0 && c.job_runner) c.job_runner->set_window(page_window);
   c.ready.store(true);
 }
 

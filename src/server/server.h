@@ -27,8 +27,9 @@ class Server {
   MemoryAdmission& memory();
   // The model is loaded: requests are accepted from now on, for `task`
   // (chat: the generation routes; embed: /v1/embeddings; rerank: /v1/rerank;
-  // the others answer 400 saying what is served).
-  void attach(std::unique_ptr<Engine> engine, ModelTask task = ModelTask::Chat);
+  // the others answer 400 saying what is served). page_window: pages of one
+  // per-page job run at once (JobRunner::set_window); 0 keeps the default.
+  void attach(std::unique_ptr<Engine> engine, ModelTask task = ModelTask::Chat, int page_window = 0);
   // Stops accepting new work, gives running work the grace period, cancels
   // the rest, waits for open responses to end, closes the port. False when
   // cancelled work did not stop in time (the caller should then just exit).

@@ -85,6 +85,26 @@ TEST(BenchCli, NamesKernelsUnitsAndPeaks) {
     EXPECT_DOUBLE_EQ(q8["decode_streams_" + n + "_vs_1"].get<double>(),
                      q8["decode_tok_s_" + n + "_streams"].get<double>() / q8["decode_tok_s_1_stream"].get<double>());
   }
+  // The same widths through the engine as serve runs them: 16 steps each
+  // (max(16, --decode-tokens / 2)), every part of a step's split measured,
+  // "other" what the parts leave of it.
+  for (const char* name : {"engine_decode_1_stream", "engine_decode_8_streams"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(q8.contains(name));
+    const json& e = q8[name];
+    EXPECT_EQ(e["steps"], 16);
+    EXPECT_GT(e["tok_s"].get<double>(), 0);
+    for (const char* part : {"weights_matmul_ms", "weights_lm_head_ms", "attention_ms", "sampling_grammar_ms"})
+      EXPECT_GT(e[part].get<double>(), 0) << part;
+    EXPECT_NEAR(e["other_ms"].get<double>(),
+                e["step_ms"].get<double>() - e["weights_matmul_ms"].get<double>() -
+                    e["weights_lm_head_ms"].get<double>() - e["attention_ms"].get<double>() -
+                    e["sampling_grammar_ms"].get<double>(),
+                1e-9 * e["step_ms"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(q8["engine_decode_streams_8_vs_1"].get<double>(),
+                   q8["engine_decode_8_streams"]["tok_s"].get<double>() /
+                       q8["engine_decode_1_stream"]["tok_s"].get<double>());
   // The figures are the median round's: within the rounds' range.
   const json& range = q8["decode_bandwidth_fraction_range"];
   ASSERT_EQ(range.size(), 2u);
@@ -124,12 +144,18 @@ TEST(BenchCli, ReportsTheDocumentPage) {
             j["page_vision_ms"].get<double>() + j["page_prefill_ms"].get<double>() - 1e-6);
   EXPECT_GE(j["page_answer_s"].get<double>() * 1e3, j["page_first_token_ms"].get<double>());
   EXPECT_EQ(j["vision_unit_page"], j["vision_unit_448x448"]);
+  // A stream decoded while the page went in beside it, in pieces between its
+  // tokens: some of its gaps fell while the page was encoded.
+  EXPECT_GT(j["page_beside_stream_tokens_meanwhile"].get<int>(), 0);
+  EXPECT_GT(j["page_beside_stream_longest_token_gap_ms"].get<double>(), 0);
+  EXPECT_GT(j["page_beside_stream_first_token_ms"].get<double>(), 0);
 
   const test::QvlResult skipped = run_qvl(
       {"bench", "--model", kTiny, "--weights", "q8", "--threads", "1", "--decode-tokens", "6", "--skip-page", "--skip-video"});
   ASSERT_EQ(skipped.code, 0) << skipped.err;
   const json s = json::parse(skipped.out);
   EXPECT_FALSE(s.contains("page_first_token_ms"));
+  EXPECT_FALSE(s.contains("page_beside_stream_longest_token_gap_ms"));
   EXPECT_FALSE(s.contains("video_first_token_ms"));
   EXPECT_TRUE(s.contains("vision_ms_448x448"));
 }

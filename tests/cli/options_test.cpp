@@ -238,9 +238,10 @@ TEST(Options, EnvironmentVariablesAreCheckedLikeFlags) {
 }
 
 TEST(Options, CommandsOwnDefaultsShowInTheirHelp) {
-  // run caches no image embeddings; bench's context is 4096 tokens (its clip takes 2.3k).
+  // run caches no image embeddings; bench's context is 8 slots of 4096 tokens (its clip takes
+  // 2.3k; 8 streams decode together).
   EXPECT_NE(run_qvl({"run", "--help"}).out.find("integer in [0, 1048576]; default: 0;"), std::string::npos);
-  EXPECT_NE(run_qvl({"bench", "--help"}).out.find("integer in [16, 16777216]; default: 4096;"), std::string::npos);
+  EXPECT_NE(run_qvl({"bench", "--help"}).out.find("integer in [16, 16777216]; default: 32768;"), std::string::npos);
 }
 
 // docs/api.md lists serve's options as `qvl serve --help-markdown` prints them.

@@ -274,3 +274,71 @@ TEST(Attention, RejectsBadHeadCounts) {
 
 }  // namespace
 }  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// A batched decode step's attention (attention_batch): streams of different
+// lengths, a jump-forward piece of several queries, f32 and f16 K/V, and a
+// prompt piece among them (the tiled kernel, alone), each equal bit for bit
+// to attention() on that job alone, on 1, 2 and 3 threads.
+TEST(Attention, ABatchOfStreamsGivesEachItsBitsAlone) {
+  struct Stream {
+    int64_t nq, nkv;
+    bool f16, prompt;
+  };
+  const Stream streams[] = {{1, 1, false, false},   {1, 77, true, false},   {1, 300, false, false},
+                            {3, 129, true, false},  {1, 1000, true, false}, {5, 64, false, false},
+                            {20, 40, false, true},  {1, 513, false, false}};
+  AttentionParams base;
+  base.q_heads = 8, base.kv_heads = 2, base.head_dim = 64;
+  base.q_stride = base.out_stride = 8 * 64, base.kv_stride = 2 * 64;
+  base.scale = 0.125f, base.causal = true;
+  std::vector<std::vector<float>> qs, ks, vs;
+  std::vector<std::vector<uint16_t>> k16s, v16s;
+  uint32_t seed = 70;
+  for (const Stream& s : streams) {
+    qs.push_back(testing::random_floats(s.nq * base.q_stride, ++seed, -3, 3));
+    ks.push_back(testing::random_floats(s.nkv * base.kv_stride, ++seed, -3, 3));
+    vs.push_back(testing::random_floats(s.nkv * base.kv_stride, ++seed));
+    k16s.push_back(to_f16(ks.back()));
+    v16s.push_back(to_f16(vs.back()));
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (bool with_prompt : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads" << (with_prompt ? ", a prompt piece" : ""));
+      std::vector<AttentionJob> jobs;
+      std::vector<std::vector<float>> batched, alone;
+      for (size_t i = 0; i < std::size(streams); ++i) {
+        const Stream& s = streams[i];
+        if (s.prompt && !with_prompt) continue;
+        AttentionParams p = base;
+        p.nq = s.nq, p.nkv = s.nkv, p.q_pos0 = s.nkv - s.nq, p.prompt = s.prompt;
+        batched.push_back(qs[i]);  // in place, as the decoder calls it
+        alone.push_back(qs[i]);
+        if (s.f16) attention(alone.back().data(), k16s[i].data(), v16s[i].data(), alone.back().data(), p, pool);
+        else attention(alone.back().data(), ks[i].data(), vs[i].data(), alone.back().data(), p, pool);
+        AttentionJob j;
+        j.p = p;
+        if (s.f16) j.k16 = k16s[i].data(), j.v16 = v16s[i].data();
+        else j.k = ks[i].data(), j.v = vs[i].data();
+        jobs.push_back(j);
+      }
+      for (size_t i = 0; i < jobs.size(); ++i) jobs[i].q = jobs[i].out = batched[i].data();
+      attention_batch(jobs, pool);
+      for (size_t i = 0; i < jobs.size(); ++i)
+        for (size_t c = 0; c < alone[i].size(); ++c) ASSERT_EQ(batched[i][c], alone[i][c]) << "job " << i << " at " << c;
+    }
+  }
+  ThreadPool pool(1);
+  AttentionJob neither;  // K/V neither f32 nor f16
+  neither.p = base;
+  neither.p.nq = neither.p.nkv = 1;
+  std::vector<float> q(base.q_stride);
+  neither.q = neither.out = q.data();
+  EXPECT_THROW(attention_batch({&neither, 1}, pool), Error);
+}
+
+}  // namespace
+}  // namespace qvl

@@ -132,8 +132,9 @@ TEST(PageBatch, PagesRunAsSinglePageJobsWithResultsInOrder) {
 }
 
 TEST(PageBatch, ABatchLongerThanTheQueueRunsToItsEndWhileOthersAreServed) {
-  // One slot and two queue places: a batch of 12 pages holds at most two.
-  ServerProcess s({"--queue-size", "2", "--max-pdf-pages", "40"});
+  // One slot and two queue places: a batch of 12 pages holds at most two
+  // (the slot's page and the next one waiting).
+  ServerProcess s({"--parallel", "1", "--queue-size", "2", "--max-pdf-pages", "40"});
   auto c = s.client();
   const std::string pdf = pdf_of_pages(std::vector<PdfPageSpec>(12, box_page(320, 240)));
   auto r = post_json(c, "/v1/jobs", batch_body(file_part(pdf), 24));
