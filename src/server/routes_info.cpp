@@ -67,7 +67,7 @@ void ServerCore::register_info_routes() {
     reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
   });
   // A repo id has a slash ("Qwen/Qwen3-VL-2B-Instruct"), so the id is the rest of the path.
-  router.get(R"(/v1/models/(.+))", [this](HttpRequest& req, HttpResponse& res) {
+  router.get("/v1/models/{id}", R"(/v1/models/(.+))", [this](HttpRequest& req, HttpResponse& res) {
     const std::string id = req.matches[1];
     if (!serves_model(id))
       return reply_error(res, ApiError(404, "model_not_found",

@@ -232,7 +232,6 @@ void ServerCore::register_responses_routes() {
 
   router.post("/v1/responses", [this, store](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
-    rec->route = "/v1/responses";
     try {
       const ojson body = parse_body(req);
       ResponsesRequest rr = translate_responses_request(body, *store);
@@ -303,15 +302,13 @@ void ServerCore::register_responses_routes() {
                                   "' (the server keeps its last ", ResponseStore::kMaxEntries, " responses)"),
                               "response_id"));
   };
-  router.get(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
-    record(req)->route = "/v1/responses/{id}";
+  router.get("/v1/responses/{id}", path, [store, not_found](HttpRequest& req, HttpResponse& res) {
     auto e = store->get(req.matches[1]);
     if (!e) return not_found(res, req.matches[1]);
     res.status = 200;
     res.set_content(dump_ordered(e->response), "application/json");
   });
-  router.del(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
-    record(req)->route = "/v1/responses/{id}";
+  router.del("/v1/responses/{id}", path, [store, not_found](HttpRequest& req, HttpResponse& res) {
     if (!store->erase(req.matches[1])) return not_found(res, req.matches[1]);
     reply_json(res, 200, {{"id", req.matches[1]}, {"object", "response.deleted"}, {"deleted", true}});
   });

@@ -17,28 +17,16 @@ using json = nlohmann::json;
 
 namespace {
 
-// Route patterns for logs and metrics: raw paths would let clients grow the
-// label set without bound.
-std::string route_of(const HttpRequest& req) {
-  static const char* kRoutes[] = {"/health",        "/health/live", "/metrics",        "/v1/models", "/v1/chat/completions",
-                                  "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
-                                  "/v1/qvl/videos/frames", "/tokenize", "/detokenize", "/v1/embeddings",
-                                  "/v1/rerank", "/rerank", "/v2/rerank"};
-  for (const char* r : kRoutes)
-    if (req.path == r) return r;
-  if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
-  if (req.path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
-  if (req.path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
+// Route names for logs and metrics (the router's): raw paths would let
+// clients grow the label set without bound.
+std::string route_of(const HttpRouter& router, const HttpRequest& req) {
+  if (const std::string* name = router.name_of(req.path)) return *name;
   if (req.method == "GET" || req.method == "HEAD") return "/ (page)";
   return "other";
 }
 
-// The routes whose POST body is JSON.
-bool takes_json(const std::string& route) {
-  return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
-         route == "/detokenize" || route == "/v1/qvl/documents/pages" || route == "/v1/qvl/videos/frames" ||
-         route == "/v1/embeddings" || route == "/v1/rerank" || route == "/rerank" || route == "/v2/rerank";
-}
+// Every POST route of the API takes a JSON body.
+bool takes_json(const HttpRouter& router, const std::string& route) { return router.has("POST", route); }
 
 // Compares in time that depends only on the lengths, so response timing does
 // not reveal how much of a guessed key was right.
@@ -91,7 +79,7 @@ std::shared_ptr<RequestRecord> ServerCore::record(const HttpRequest& req) {
   if (!r) {  // a request the pre-routing handler never saw (e.g. refused while reading the body)
     r = std::make_shared<RequestRecord>();
     r->id = new_request_id();
-    r->route = route_of(req);
+    r->route = route_of(router, req);
   }
   return r;
 }
@@ -145,7 +133,7 @@ struct Server::Impl {
   void handle(HttpRequest& req, HttpResponse& res) {
     auto rec = std::make_shared<RequestRecord>();
     rec->id = core.new_request_id();
-    rec->route = route_of(req);
+    rec->route = route_of(core.router, req);
     {
       std::lock_guard lock(core.records_mutex);
       core.records[&req] = rec;
@@ -235,7 +223,7 @@ struct Server::Impl {
         return refuse(ApiError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'"));
       }
     }
-    if (req.method == "POST" && takes_json(rec.route)) {
+    if (req.method == "POST" && takes_json(core.router, rec.route)) {
       if (std::string why = content_type_refusal(req.header("Content-Type")); !why.empty())
         return refuse(ApiError(415, "unsupported_media_type", why));
     }
@@ -285,7 +273,7 @@ struct Server::Impl {
     }
     if (!rec) {
       rec = std::make_shared<RequestRecord>();
-      rec->route = route_of(req);
+      rec->route = route_of(core.router, req);
     }
     core.metrics.request(rec->route, res.status);
     log->write(req, res, *rec);
