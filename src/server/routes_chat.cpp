@@ -265,15 +265,6 @@ void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std
   if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();
 }
 
-void ServerCore::refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e) {
-  if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
-  {
-    std::lock_guard lock(rec.mutex);
-    rec.fields["error"] = e.code();
-  }
-  reply_error(res, e);
-}
-
 ApiError ServerCore::task_error(const Task& t, const std::string& request_id) const {
   switch (t.outcome()) {
     case TaskOutcome::TimedOut:
@@ -290,7 +281,7 @@ ApiError ServerCore::task_error(const Task& t, const std::string& request_id) co
   }
 }
 
-void ServerCore::register_chat_routes() {
+void ServerCore::register_chat_routes(HttpRouter& router) {
   router.post("/v1/chat/completions", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     try {

@@ -1,6 +1,6 @@
 // Everything that is not a generation: health, model list, the page's config,
 // metrics, tokenize/detokenize, and the embedded web page.
-#include "server/server_core.h"
+#include "server/route_groups.h"
 #include "server/web_assets.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,7 +20,7 @@ constexpr const char* kPageCsp =
 
 // OpenAI's model object plus what clients read to know what the model takes
 // (OpenRouter's architecture and supported_parameters, context_length).
-json ServerCore::model_entry() const {
+json InfoRoutes::model_entry() const {
   json params = json::array();
   for (std::string_view f : chat_fields()) params.push_back(std::string(f));
   return {{"id", model_name},
@@ -37,13 +37,13 @@ json ServerCore::model_entry() const {
           {"supported_parameters", std::move(params)}};
 }
 
-bool ServerCore::serves_model(const std::string& id) const {
+bool InfoRoutes::serves_model(const std::string& id) const {
   if (id == model_name) return true;
   const size_t slash = model_name.rfind('/');
   return slash != std::string::npos && id == model_name.substr(slash + 1);
 }
 
-void ServerCore::register_info_routes() {
+void InfoRoutes::register_routes(HttpRouter& router) const {
   router.get("/health", [this](HttpRequest&, HttpResponse& res) {
     if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
     if (!ready.load()) {
@@ -146,7 +146,7 @@ void ServerCore::register_info_routes() {
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
   router.post("/tokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_body(req);
+      const auto body = kit.parse_body(req);
       if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
         bad_request("content", "'content' must be a string", "invalid_type");
       const std::string& text = body["content"].get_ref<const std::string&>();
@@ -160,7 +160,7 @@ void ServerCore::register_info_routes() {
   });
   router.post("/detokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_body(req);
+      const auto body = kit.parse_body(req);
       if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
         bad_request("tokens", "'tokens' must be an array of token ids", "invalid_type");
       std::vector<int32_t> ids;
@@ -179,7 +179,7 @@ void ServerCore::register_info_routes() {
 }
 
 // The page, from the embedded assets only: nothing on disk is reachable.
-void ServerCore::serve_page(const HttpRequest& req, HttpResponse& res) {
+void serve_page(const HttpRequest& req, HttpResponse& res) {
   const WebAsset* a = find_web_asset(req.path);
   if (!a) return reply_error(res, ApiError(404, "not_found", "no route for GET " + req.path.substr(0, 200)));
   res.set_header("Content-Security-Policy", kPageCsp);

@@ -51,7 +51,7 @@ json ServerCore::job_status(const std::string& id) {
   return job_status_json(*job, job_runner->live(id));
 }
 
-void ServerCore::register_job_routes() {
+void ServerCore::register_job_routes(HttpRouter& router) {
   JobRunnerHooks hooks;
   hooks.prepare = [this](const ojson& body) { return prepare_job(body); };
   hooks.submit = [this](const std::shared_ptr<Task>& task) { return scheduler->submit(task); };

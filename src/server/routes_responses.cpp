@@ -227,7 +227,7 @@ struct ResponsesStream : StreamEvents {
 
 }  // namespace
 
-void ServerCore::register_responses_routes() {
+void ServerCore::register_responses_routes(HttpRouter& router) {
   ResponseStore* store = &jobs->responses();
 
   router.post("/v1/responses", [this, store](HttpRequest& req, HttpResponse& res) {
