@@ -9,7 +9,6 @@
 // arguments piece by piece), each chunk with the logprobs of the tokens it
 // holds, then each choice's finish reason, the usage chunk if asked, [DONE].
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include "engine/reasoning.h"
@@ -21,7 +20,6 @@
 namespace qvl {
 
 using json = nlohmann::json;
-using namespace std::chrono_literals;
 
 namespace {
 

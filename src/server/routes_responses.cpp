@@ -4,7 +4,6 @@
 // Response object or as the Responses stream of typed events. GET and DELETE
 // /v1/responses/{id} read and drop the responses kept for
 // previous_response_id (response_store.h).
-#include <chrono>
 #include <optional>
 
 #include "engine/reasoning.h"
@@ -20,7 +19,6 @@
 namespace qvl {
 
 using ojson = nlohmann::ordered_json;
-using namespace std::chrono_literals;
 
 namespace {
 
