@@ -43,6 +43,7 @@ struct InfoRoutes {
   // (its name and, for a Hugging Face repo id, the part after the owner).
   nlohmann::json model_entry() const;
   bool serves_model(const std::string& id) const;
+  Gauges gauges() const;
 };
 
 // A GET no route took: the embedded web page's files (routes_info.cpp).

@@ -43,6 +43,51 @@ bool InfoRoutes::serves_model(const std::string& id) const {
   return slash != std::string::npos && id == model_name.substr(slash + 1);
 }
 
+// What /metrics reports of the moment: readiness, the queue and slots, the
+// job store, the image cache and the loaded model.
+Gauges InfoRoutes::gauges() const {
+  Gauges g;
+  g.ready = ready.load() && !draining.load();
+  if (scheduler) {
+    const SchedulerStats s = scheduler->stats();
+    g.queue_depth = s.queued;
+    g.queue_capacity = s.queue_size;
+    g.slots_busy = s.running;
+    g.slots_total = s.parallel;
+  }
+  g.job_store = jobs->name();
+  try {
+    const JobCounts counts = jobs->counts();
+    for (const auto& [state, n] : counts.jobs) {
+      g.jobs_by_state[job_state_name(state)] = n;
+      g.jobs_stored += static_cast<int>(n);
+    }
+    g.job_store_bytes = counts.bytes;
+    g.job_leases_taken_over = counts.leases_taken_over;
+  } catch (const StoreUnavailable&) {
+    g.job_store_up = false;  // the process's own figures are still worth scraping
+  }
+  if (ready.load()) {  // set after the engine is attached (release/acquire)
+    const ImageCacheStats c = engine->image_cache_stats();
+    g.image_cache_hits = c.hits;
+    g.image_cache_misses = c.misses;
+    g.image_cache_evictions = c.evictions;
+    g.image_cache_bytes = c.bytes;
+    g.image_cache_entries = c.entries;
+    g.image_cache_capacity = c.capacity;
+    const EngineInfo& info = engine->info();
+    g.model_loaded = true;
+    g.weights = weight_format_name(info.weights);
+    g.kv_type = kv_type_name(info.kv_type);
+    g.fast_matmul = info.fast_matmul;
+    g.threads = info.threads;
+    g.context_tokens = info.ctx_size;
+    g.kv_cache_bytes = info.kv_cache_bytes;
+    g.weights_bytes = info.weights_bytes;
+  }
+  return g;
+}
+
 void InfoRoutes::register_routes(HttpRouter& router) const {
   router.get("/health", [this](HttpRequest&, HttpResponse& res) {
     if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
@@ -101,46 +146,7 @@ void InfoRoutes::register_routes(HttpRouter& router) const {
   });
 
   router.get("/metrics", [this](HttpRequest&, HttpResponse& res) {
-    Gauges g;
-    g.ready = ready.load() && !draining.load();
-    if (scheduler) {
-      const SchedulerStats s = scheduler->stats();
-      g.queue_depth = s.queued;
-      g.queue_capacity = s.queue_size;
-      g.slots_busy = s.running;
-      g.slots_total = s.parallel;
-    }
-    g.job_store = jobs->name();
-    try {
-      const JobCounts counts = jobs->counts();
-      for (const auto& [state, n] : counts.jobs) {
-        g.jobs_by_state[job_state_name(state)] = n;
-        g.jobs_stored += static_cast<int>(n);
-      }
-      g.job_store_bytes = counts.bytes;
-      g.job_leases_taken_over = counts.leases_taken_over;
-    } catch (const StoreUnavailable&) {
-      g.job_store_up = false;  // the process's own figures are still worth scraping
-    }
-    if (ready.load()) {  // set after the engine is attached (release/acquire)
-      const ImageCacheStats c = engine->image_cache_stats();
-      g.image_cache_hits = c.hits;
-      g.image_cache_misses = c.misses;
-      g.image_cache_evictions = c.evictions;
-      g.image_cache_bytes = c.bytes;
-      g.image_cache_entries = c.entries;
-      g.image_cache_capacity = c.capacity;
-      const EngineInfo& info = engine->info();
-      g.model_loaded = true;
-      g.weights = weight_format_name(info.weights);
-      g.kv_type = kv_type_name(info.kv_type);
-      g.fast_matmul = info.fast_matmul;
-      g.threads = info.threads;
-      g.context_tokens = info.ctx_size;
-      g.kv_cache_bytes = info.kv_cache_bytes;
-      g.weights_bytes = info.weights_bytes;
-    }
-    res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics.render(gauges()), "text/plain; version=0.0.4; charset=utf-8");
   });
 
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
