@@ -5,150 +5,22 @@
 // A folder with config.json and no weights (a model not downloaded, or too
 // big for this machine) is summarised from config.json alone: parameters,
 // the bytes of each weight format and what the default rule would load.
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "io/checkpoint_layout.h"
-#include "io/model_config.h"
+#include "engine/model_summary.h"
 #include "io/model_source.h"
-#include "io/safetensors.h"
-#include "engine/engine.h"
-#include "model/default_weights.h"
-#include "model/fp8_weights.h"
-#include "model/weight_footprint.h"
 #include "util/args.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
 
 namespace qvl::cli {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-
-struct Summary {
-  std::string dir;
-  ModelConfig config;
-  std::optional<PreprocessorConfig> preprocessor;  // absent only without weights (config.json alone)
-  std::vector<int> eos_token_ids;
-  std::string chat_template_path;
-  bool has_weights = true;  // false: the figures come from config.json alone
-  ParameterCounts params;
-  std::set<std::string> dtypes;
-  std::vector<std::string> weight_files;
-  size_t weight_bytes = 0, folder_bytes = 0;
-  size_t tensors = 0;
-  std::vector<std::string> unexpected;  // in the checkpoint, not implied by config.json
-  ExpertLayout experts = ExpertLayout::Fused;
-  size_t fp8_tensors = 0;               // F8_E4M3 weights (each with a _scale_inv)
-  std::set<std::string> scale_dtypes;   // of their block scales
-  WeightFormat default_format = WeightFormat::BF16;
-  uint64_t memory_bytes = 0;            // this machine's, for the default rule
-};
-
-// Every tensor config.json implies must be present with its shape.
-// An FP8 weight needs config.json's quantization_config and its block scales
-// (model/fp8_weights.h checks their values when the model loads).
-void check_checkpoint(const ModelConfig& config, const SafeTensors& st, Summary& s) {
-  std::set<std::string> expected;
-  s.experts = expert_layout(config.text, [&](const std::string& n) { return st.find(n) != nullptr; });
-  for (const TensorInfo& t : qwen3vl_checkpoint_tensors(config, DType::BF16, s.experts)) {
-    expected.insert(t.name);
-    const TensorView* v = st.find(t.name);
-    if (!v)
-      fail(st.files().front(), ": tensor '", t.name, "' is missing (config.json implies it",
-           t.name == "lm_head.weight" ? "; tie_word_embeddings is false" : "", ")");
-    if (v->shape != t.shape) {
-      std::ostringstream got, want;
-      for (int64_t d : v->shape) got << (got.tellp() ? "," : "") << d;
-      for (int64_t d : t.shape) want << (want.tellp() ? "," : "") << d;
-      fail(*v->file, ": tensor '", t.name, "' has shape [", got.str(), "] but config.json implies [", want.str(), "]");
-    }
-    if (v->dtype == DType::F8_E4M3) {
-      const TensorView* scale = st.find(fp8_scale_name(t.name));
-      if (!config.fp8)
-        fail(*v->file, ": tensor '", t.name, "' is F8_E4M3 but config.json has no quantization_config");
-      if (!scale) fail(*v->file, ": tensor '", t.name, "' is F8_E4M3 but has no ", fp8_scale_name(t.name));
-      expected.insert(scale->name);
-      s.scale_dtypes.insert(dtype_name(scale->dtype));
-      ++s.fp8_tensors;
-    }
-  }
-  for (const auto& [name, v] : st.tensors())
-    if (!expected.count(name)) s.unexpected.push_back(name);
-}
-
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
-// A folder with weights: the checkpoint checked and counted.
-Summary summarize_checkpoint(const std::string& dir) {
-  const ModelFolder folder = ModelFolder::open(dir);
-  Summary s;
-  s.dir = folder.dir;
-  s.config = folder.config;
-  s.preprocessor = folder.preprocessor;
-  s.eos_token_ids = folder.generation.eos_token_ids;
-  s.chat_template_path = folder.chat_template_path;
-  SafeTensors st = SafeTensors::open(folder.weights_path);
-  check_checkpoint(s.config, st, s);
-  for (const auto& [name, v] : st.tensors()) {
-    if (name.size() > 10 && name.compare(name.size() - 10, 10, "_scale_inv") == 0) continue;  // not parameters
-    (name.rfind("model.visual.", 0) == 0 ? s.params.vision : s.params.text) += v.numel();
-    s.dtypes.insert(dtype_name(v.dtype));
-  }
-  // A token runs num_experts_per_tok of each sparse layer's experts (the
-  // same count whether they are fused or stored one by one).
-  const ParameterCounts implied = parameter_counts(s.config);
-  s.params.text_active = s.params.text - (implied.text - implied.text_active);
-  s.tensors = st.tensors().size();
-  s.weight_files = st.files();
-  s.weight_bytes = st.total_bytes();
-  s.memory_bytes = machine_memory_bytes();
-  s.default_format = default_weight_format(s.weight_bytes, s.memory_bytes, s.config.fp8.has_value());
-  return s;
-}
-
-// A folder with config.json and no weights: what its checkpoint would hold
-// and take. The other files are read when present.
-Summary summarize_config(const std::string& dir) {
-  Summary s;
-  s.dir = dir;
-  s.has_weights = false;
-  const fs::path d(dir);
-  const std::string config_path = (d / "config.json").string();
-  if (!is_file(config_path)) fail(config_path, ": missing (is ", dir, " a Qwen3-VL model folder?)");
-  s.config = parse_model_config(read_file(config_path), config_path);
-  if (const fs::path p = d / "preprocessor_config.json"; is_file(p))
-    s.preprocessor = parse_preprocessor_config(read_file(p.string()), p.string());
-  if (const fs::path p = d / "generation_config.json"; is_file(p))
-    s.eos_token_ids = parse_generation_config(read_file(p.string()), p.string()).eos_token_ids;
-  if (s.eos_token_ids.empty()) s.eos_token_ids = s.config.eos_token_ids;
-  s.params = parameter_counts(s.config);
-  s.tensors = qwen3vl_checkpoint_tensors(s.config).size();
-  s.memory_bytes = machine_memory_bytes();
-  s.default_format =
-      default_weight_format(published_checkpoint_bytes(s.config), s.memory_bytes, s.config.fp8.has_value());
-  return s;
-}
-
-Summary summarize(const std::string& dir) {
-  const fs::path d(dir);
-  std::error_code ec;
-  const bool weights = is_file(d / "model.safetensors") || is_file(d / "model.safetensors.index.json");
-  Summary s = weights || !fs::is_directory(d, ec) ? summarize_checkpoint(dir) : summarize_config(dir);
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) s.folder_bytes += e.file_size(ec);
-  return s;
-}
 
 std::string millions(int64_t n) {
   std::ostringstream o;
@@ -180,7 +52,7 @@ int64_t image_tokens(int64_t pixels, const PreprocessorConfig& p) {
 }
 
 // What config.json's quantization_config says and the checkpoint holds.
-std::string quantization_text(const Summary& s) {
+std::string quantization_text(const ModelSummary& s) {
   const std::optional<Fp8Quantization>& q = s.config.fp8;
   if (!q) return cat("none (loads as ", weight_format_name(s.default_format), " unless --weights says)");
   std::string scales;
@@ -193,7 +65,7 @@ std::string quantization_text(const Summary& s) {
              s.experts == ExpertLayout::PerExpert ? "; experts stored one by one" : "");
 }
 
-json quantization_json(const Summary& s) {
+json quantization_json(const ModelSummary& s) {
   const std::optional<Fp8Quantization>& q = s.config.fp8;
   if (!q) return nullptr;
   return {{"quant_method", "fp8"},
@@ -206,20 +78,7 @@ json quantization_json(const Summary& s) {
           {"experts", s.experts == ExpertLayout::PerExpert ? "per_expert" : "fused"}};
 }
 
-// Per weight format, what the matrices take, what one decode step reads and
-// the weights in memory (model/weight_footprint.h, from config.json).
-struct FormatRow {
-  WeightFormat format;
-  FormatFootprint fp;
-};
-
-std::vector<FormatRow> format_rows(const ModelConfig& c) {
-  std::vector<FormatRow> rows;
-  for (WeightFormat f : {WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4}) rows.push_back({f, weight_footprint(c, f)});
-  return rows;
-}
-
-void print_text(const Summary& s) {
+void print_text(const ModelSummary& s) {
   const ModelConfig& c = s.config;
   const TextConfig& t = c.text;
   const VisionConfig& v = c.vision;
@@ -235,7 +94,7 @@ void print_text(const Summary& s) {
     row("weights", cat(dtypes, "; ", s.tensors, " tensors in ", s.weight_files.size(), " file(s), ",
                        bytes(s.weight_bytes), " (", s.weight_bytes, " bytes); folder ", bytes(s.folder_bytes)));
   } else {
-    const uint64_t published = published_checkpoint_bytes(c);
+    const uint64_t published = s.checkpoint_bytes_from_config;
     row("weights", cat("none in the folder (config.json only): the checkpoint would be ", s.tensors, " tensors, ",
                        bytes(published), " (", published, " bytes)"));
   }
@@ -253,10 +112,10 @@ void print_text(const Summary& s) {
                        t.norm_topk_prob ? ", weights renormalised" : ", raw softmax weights"));
     row("active", cat(millions(s.params.text_active), " text parameters per token (the chosen experts only)"));
   }
-  for (const FormatRow& r : format_rows(c))
+  for (const ModelSummary::Format& r : s.formats)
     row(r.format == WeightFormat::BF16 ? "formats" : "",
-        cat(weight_format_name(r.format), ": matrices ", bytes(r.fp.matrix_bytes), ", weights in memory ",
-            bytes(r.fp.memory_bytes), ", a decode step reads ", bytes(r.fp.decode_bytes)));
+        cat(weight_format_name(r.format), ": matrices ", bytes(r.footprint.matrix_bytes), ", weights in memory ",
+            bytes(r.footprint.memory_bytes), ", a decode step reads ", bytes(r.footprint.decode_bytes)));
   row("default", cat(weight_format_name(s.default_format), " on this machine (", bytes(s.memory_bytes),
                      " of memory: the most exact format whose weights take at most half of it)"));
   row("context", cat(t.max_position_embeddings, " tokens (max_position_embeddings)"));
@@ -282,7 +141,7 @@ void print_text(const Summary& s) {
     row("chat template", s.chat_template_path.empty() ? std::string("none") : s.chat_template_path);
 }
 
-void print_json(const Summary& s) {
+void print_json(const ModelSummary& s) {
   const ModelConfig& c = s.config;
   const TextConfig& t = c.text;
   const VisionConfig& v = c.vision;
@@ -301,16 +160,16 @@ void print_json(const Summary& s) {
   j["default_weights"] = weight_format_name(s.default_format);
   j["machine_memory_bytes"] = s.memory_bytes;
   json formats = json::object();
-  for (const FormatRow& r : format_rows(c))
-    formats[weight_format_name(r.format)] = {{"matrix_bytes", r.fp.matrix_bytes},
-                                             {"memory_bytes", r.fp.memory_bytes},
-                                             {"decode_bytes", r.fp.decode_bytes}};
+  for (const ModelSummary::Format& r : s.formats)
+    formats[weight_format_name(r.format)] = {{"matrix_bytes", r.footprint.matrix_bytes},
+                                             {"memory_bytes", r.footprint.memory_bytes},
+                                             {"decode_bytes", r.footprint.decode_bytes}};
   j["formats"] = formats;
   j["tensors"] = s.tensors;
   j["unused_tensors"] = s.unexpected;
   j["weight_files"] = s.weight_files;
   j["weight_bytes"] = s.weight_bytes;
-  j["checkpoint_bytes_from_config"] = published_checkpoint_bytes(c);
+  j["checkpoint_bytes_from_config"] = s.checkpoint_bytes_from_config;
   j["folder_bytes"] = s.folder_bytes;
   j["context_length"] = t.max_position_embeddings;
   j["text"] = {{"num_hidden_layers", t.num_hidden_layers},   {"hidden_size", t.hidden_size},
@@ -374,7 +233,7 @@ int cmd_info(int argc, char** argv) {
     throw UsageError(cat("info: unexpected argument '", args.positional()[0], "' (see qvl info --help)"));
   if (!args.has("model")) throw UsageError("info: --model is required (see qvl info --help)");
   std::string dir = resolve_model(model.model, model.source);
-  Summary s = summarize(dir);
+  ModelSummary s = summarize_model_folder(dir);
   if (as_json)
     print_json(s);
   else

@@ -1,6 +1,6 @@
 // `qvl models`: the models in the Hugging Face cache, with revisions, sizes
 // and whether each snapshot holds everything qvl needs; then the q8/q4 files
-// of the weight cache (model/weight_cache.h).
+// of the weight cache (engine/weight_cache_files.h).
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
@@ -8,9 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "engine/weight_cache_files.h"
 #include "io/hub_cache.h"
 #include "io/hub_progress.h"
-#include "model/weight_cache.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -45,11 +45,11 @@ void list_hub_models(const std::string& dir) {
   std::cout << "cache: " << dir << "\n";
 }
 
-void list_weight_cache(const WeightCache& cache) {
-  std::vector<WeightCacheFile> files = cache.list();
+void print_weight_cache(const WeightCacheListing& cache) {
+  const std::vector<WeightCacheFile>& files = cache.files;
   std::cout << "\n";
   if (files.empty()) {
-    std::cout << "no q8/q4 weights in " << cache.dir() << "\n";
+    std::cout << "no q8/q4 weights in " << cache.dir << "\n";
     return;
   }
   std::cout << std::left << std::setw(14) << "WEIGHTS" << std::setw(8) << "FORMAT" << std::setw(10) << "SIZE"
@@ -65,7 +65,7 @@ void list_weight_cache(const WeightCache& cache) {
               << hub::format_bytes(f.bytes) << std::setw(18) << used
               << (f.valid ? f.source : "unusable (" + f.problem + "), rebuilt at next use") << "\n";
   }
-  std::cout << "weight cache: " << cache.dir() << " (" << hub::format_bytes(total) << ")\n";
+  std::cout << "weight cache: " << cache.dir << " (" << hub::format_bytes(total) << ")\n";
 }
 
 }  // namespace
@@ -83,7 +83,7 @@ int cmd_models(int argc, char** argv) {
   if (!args.positional().empty()) throw UsageError("models: takes no arguments (see qvl models --help)");
   if (!args.has("cache-dir")) dir = hub::default_cache_dir();
   list_hub_models(dir);
-  list_weight_cache(WeightCache(weight_cache));
+  print_weight_cache(list_weight_cache(weight_cache));
   return 0;
 }
 

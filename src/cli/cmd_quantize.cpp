@@ -9,9 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "engine/weight_cache_files.h"
 #include "io/model_source.h"
-#include "model/model.h"
-#include "ops/thread_pool.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -36,22 +35,16 @@ int cmd_quantize(int argc, char** argv) {
   if (!weights) throw UsageError("quantize: --weights q8 or q4 is required");
 
   const std::string dir = resolve_model(model.model, model.source);
-  ThreadPool pool(threads > 0 ? threads : physical_cores());
-  ModelLoadOptions mo;
-  mo.format = *weights;
-  mo.weight_cache = cache;
-  mo.progress = conversion_progress(*weights);
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> m = Model::load(dir, mo, pool);
+  const CacheFill fill = quantize_into_cache(dir, *weights, cache, threads, conversion_progress(*weights));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const WeightCacheUse& use = m->weight_cache_use();
-  if (use.outcome == WeightCacheUse::Outcome::WriteFailed)
-    fail("quantize: converted ", dir, " but could not write the weight cache file ", use.path, " (see the warning above)");
+  if (fill.outcome == CacheFill::Outcome::WriteFailed)
+    fail("quantize: converted ", dir, " but could not write the weight cache file ", fill.path, " (see the warning above)");
   nlohmann::ordered_json j = {{"model", dir},
                               {"weights", weight_format_name(*weights)},
-                              {"cache_file", use.path},
-                              {"status", use.outcome == WeightCacheUse::Outcome::Written ? "written" : "already cached"},
-                              {"matrix_bytes", m->weights().matrix_bytes},
+                              {"cache_file", fill.path},
+                              {"status", fill.outcome == CacheFill::Outcome::Written ? "written" : "already cached"},
+                              {"matrix_bytes", fill.matrix_bytes},
                               {"seconds", seconds}};
   std::cout << j.dump() << "\n";
   return 0;

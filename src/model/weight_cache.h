@@ -71,17 +71,6 @@ std::string default_weight_cache_dir();
 std::string weight_cache_key_text(const ModelFolder& folder, const SafeTensors& st, WeightFormat format);
 std::string weight_cache_key(const ModelFolder& folder, const SafeTensors& st, WeightFormat format);  // hex SHA-256
 
-// A cache file as `qvl models` lists it (its header and table only).
-struct WeightCacheFile {
-  std::string path;
-  uint64_t bytes = 0;
-  std::time_t last_used = 0;  // the file's mtime: set when written and at each use
-  bool valid = false;         // header and table check (data checksums are not read)
-  std::string problem;        // why not, when !valid
-  std::string key, format, source;
-  size_t matrices = 0;
-};
-
 class WeightCache {
  public:
   explicit WeightCache(WeightCacheOptions options);

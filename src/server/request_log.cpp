@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "server/completion_json.h"
-#include "server/server_core.h"
+#include "server/request_records.h"
 
 namespace qvl {
 

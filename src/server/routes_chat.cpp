@@ -9,26 +9,19 @@
 // arguments piece by piece), each chunk with the logprobs of the tokens it
 // holds, then each choice's finish reason, the usage chunk if asked, [DONE].
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include "engine/reasoning.h"
 #include "engine/tool_calls.h"
 #include "server/server_core.h"
+#include "server/stream_pump.h"
 #include "util/error.h"
 
 namespace qvl {
 
 using json = nlohmann::json;
-using namespace std::chrono_literals;
 
 namespace {
-
-// How often a waiting handler looks for a vanished client.
-constexpr auto kPollPeriod = 20ms;
-// SSE comment lines keep idle proxies from closing a stream that is waiting
-// in the queue or in a long prefill.
-constexpr auto kHeartbeat = 10s;
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
@@ -106,19 +99,74 @@ struct ChoiceChunks {
   }
 };
 
-struct StreamState {
-  std::shared_ptr<Task> task;
-  ResponseMeta meta;
-  bool include_usage = false;
-  bool logprobs = false;
-  std::vector<ChoiceStream> choices;
-  std::function<bool()> client_gone;  // the request's: true once the client has gone
-  std::shared_ptr<RequestRecord> rec;
-  std::string request_id;
-  const ServerCore* core = nullptr;
-  bool started = false;
-  bool finished = false;
-  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+// The chunks of one chat completion's stream (StreamPump writes them).
+class ChatStream : public StreamEvents {
+ public:
+  ChatStream(ResponseMeta meta, int n, bool may_call, bool thinking, bool include_usage, bool logprobs,
+             std::function<ApiError(const Task&)> error)
+      : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs), choices_(n), error_(std::move(error)) {
+    for (ChoiceStream& cs : choices_) {
+      if (may_call) cs.parser.emplace();
+      if (thinking) cs.splitter.emplace();
+    }
+  }
+
+  std::string opening() override {
+    std::string first;
+    for (size_t i = 0; i < choices_.size(); ++i)
+      first += sse(chunk_json(meta_, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}}));
+    return first;
+  }
+
+  std::string pieces(std::vector<TaskDelta> deltas, bool last) override {
+    std::string out;
+    std::vector<ChoiceChunks> chunks(choices_.size());
+    for (const TaskDelta& d : deltas) {
+      if (d.choice < 0 || d.choice >= static_cast<int>(choices_.size())) continue;
+      ChoiceStream& cs = choices_[d.choice];
+      chunks[d.choice].piece(cs, d.text);
+      if (logprobs_ && d.logprob) cs.logprobs.push_back(logprob_json(*d.logprob, *meta_.tokenizer));
+    }
+    if (last)  // what a splitter or parser held back (a block that never closed is content)
+      for (size_t i = 0; i < choices_.size(); ++i) chunks[i].finish(choices_[i]);
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      ChoiceStream& cs = choices_[i];
+      for (json& delta : chunks[i].deltas) {
+        json lp = nullptr;
+        if (logprobs_ && !cs.logprobs.empty()) {
+          lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
+          cs.logprobs = json::array();
+        }
+        out += sse(chunk_json(meta_, static_cast<int>(i), std::move(delta), std::move(lp)));
+      }
+    }
+    return out;
+  }
+
+  std::string closing(const Task& t) override {
+    std::string tail;
+    if (t.outcome() == TaskOutcome::Succeeded) {
+      const GenerateResult& r = t.result();
+      for (size_t i = 0; i < choices_.size() && i < r.choices(); ++i) {
+        ChoiceStream& cs = choices_[i];
+        // Tokens that showed no text (a held-back stop string's) keep their logprobs here.
+        json lp = nullptr;
+        if (logprobs_ && !cs.logprobs.empty()) lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
+        tail += sse(chunk_json(meta_, static_cast<int>(i), json::object(), std::move(lp), finish_reason(r.choice(i))));
+      }
+      if (include_usage_) tail += sse(usage_chunk_json(t, meta_));
+    } else {
+      tail = sse(error_(t).to_json());
+    }
+    return tail + "data: [DONE]\n\n";
+  }
+
+ private:
+  ResponseMeta meta_;
+  bool include_usage_ = false;
+  bool logprobs_ = false;
+  std::vector<ChoiceStream> choices_;
+  std::function<ApiError(const Task&)> error_;  // what a task that did not succeed reports
 };
 
 }  // namespace
@@ -219,15 +267,6 @@ void ServerCore::on_task_done(const Task& t, const ResponseMeta& meta, const std
   if (t.outcome() == TaskOutcome::Failed) rec->fields["error"] = t.error();
 }
 
-void ServerCore::refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e) {
-  if (e.status() == 429) res.set_header("Retry-After", std::to_string(scheduler->retry_after_s()));
-  {
-    std::lock_guard lock(rec.mutex);
-    rec.fields["error"] = e.code();
-  }
-  reply_error(res, e);
-}
-
 ApiError ServerCore::task_error(const Task& t, const std::string& request_id) const {
   switch (t.outcome()) {
     case TaskOutcome::TimedOut:
@@ -244,7 +283,7 @@ ApiError ServerCore::task_error(const Task& t, const std::string& request_id) co
   }
 }
 
-void ServerCore::register_chat_routes() {
+void ServerCore::register_chat_routes(HttpRouter& router) {
   router.post("/v1/chat/completions", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     try {
@@ -267,109 +306,16 @@ void ServerCore::register_chat_routes() {
       submit(task);
 
       if (!cr.stream) {
-        while (!task->wait_done(kPollPeriod))
-          if (req.gone()) task->cancel(TaskOutcome::Cancelled);
+        await_answer(*task, req);
         if (task->outcome() == TaskOutcome::Succeeded) reply_json(res, 200, completion_json(*task, meta));
         else reply_error(res, task_error(*task, rec->id));
         return;
       }
 
-      auto st = std::make_shared<StreamState>();
-      st->task = task;
-      st->meta = meta;
-      st->include_usage = cr.include_usage;
-      st->logprobs = cr.logprobs && meta.tokenizer;
-      st->choices.resize(n);
-      for (ChoiceStream& cs : st->choices) {
-        if (may_call) cs.parser.emplace();
-        if (engine->info().thinking) cs.splitter.emplace();
-      }
-      st->client_gone = req.client_gone;
-      st->rec = rec;
-      st->request_id = rec->id;
-      st->core = this;
-      res.set_header("Cache-Control", "no-cache");
-      res.set_header("X-Accel-Buffering", "no");
-      res.set_provider(
-          "text/event-stream; charset=utf-8",  // SSE is UTF-8 by definition; some clients need telling
-          [st](ChunkSink& sink) {
-            auto write = [&](const std::string& s) {
-              st->last_write = std::chrono::steady_clock::now();
-              return sink.write(s.data(), s.size());
-            };
-            Task& t = *st->task;
-            if (!st->started) {
-              st->started = true;
-              std::string first;
-              for (size_t i = 0; i < st->choices.size(); ++i)
-                first += sse(chunk_json(st->meta, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}}));
-              if (!write(first)) return false;
-            }
-            std::vector<TaskDelta> deltas = t.wait_deltas(kPollPeriod);
-            const bool done = t.done();
-            if (done)  // what arrived between the two calls
-              for (TaskDelta& d : t.wait_deltas(std::chrono::milliseconds(0))) deltas.push_back(std::move(d));
-            const bool succeeded = done && t.outcome() == TaskOutcome::Succeeded;
-            std::string out;
-            std::vector<ChoiceChunks> chunks(st->choices.size());
-            for (const TaskDelta& d : deltas) {
-              if (d.choice < 0 || d.choice >= static_cast<int>(st->choices.size())) continue;
-              ChoiceStream& cs = st->choices[d.choice];
-              chunks[d.choice].piece(cs, d.text);
-              if (st->logprobs && d.logprob) cs.logprobs.push_back(logprob_json(*d.logprob, *st->meta.tokenizer));
-            }
-            if (succeeded)  // what a splitter or parser held back (a block that never closed is content)
-              for (size_t i = 0; i < st->choices.size(); ++i) chunks[i].finish(st->choices[i]);
-            for (size_t i = 0; i < st->choices.size(); ++i) {
-              ChoiceStream& cs = st->choices[i];
-              for (json& delta : chunks[i].deltas) {
-                json lp = nullptr;
-                if (st->logprobs && !cs.logprobs.empty()) {
-                  lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
-                  cs.logprobs = json::array();
-                }
-                out += sse(chunk_json(st->meta, static_cast<int>(i), std::move(delta), std::move(lp)));
-              }
-            }
-            if (!out.empty() && !write(out)) {
-              t.cancel(TaskOutcome::Cancelled);
-              return false;
-            }
-            if (!done) {
-              if (st->client_gone()) {
-                t.cancel(TaskOutcome::Cancelled);
-                return false;
-              }
-              if (std::chrono::steady_clock::now() - st->last_write > kHeartbeat && !write(": keep-alive\n\n")) {
-                t.cancel(TaskOutcome::Cancelled);
-                return false;
-              }
-              return true;
-            }
-            std::string tail;
-            if (succeeded) {
-              const GenerateResult& r = t.result();
-              for (size_t i = 0; i < st->choices.size() && i < r.choices(); ++i) {
-                ChoiceStream& cs = st->choices[i];
-                // Tokens that showed no text (a held-back stop string's) keep their logprobs here.
-                json lp = nullptr;
-                if (st->logprobs && !cs.logprobs.empty()) lp = {{"content", std::move(cs.logprobs)}, {"refusal", nullptr}};
-                tail += sse(chunk_json(st->meta, static_cast<int>(i), json::object(), std::move(lp), finish_reason(r.choice(i))));
-              }
-              if (st->include_usage) tail += sse(usage_chunk_json(t, st->meta));
-            } else {
-              tail = sse(st->core->task_error(t, st->request_id).to_json());
-            }
-            tail += "data: [DONE]\n\n";
-            write(tail);
-            sink.done();
-            return true;
-          },
-          [st](bool success) {
-            // The response ended without the provider finishing (client gone,
-            // server stopping): nothing will read the rest, so stop computing it.
-            if (!success) st->task->cancel(TaskOutcome::Cancelled);
-          });
+      auto events = std::make_unique<ChatStream>(meta, n, may_call, engine->info().thinking, cr.include_usage,
+                                                 cr.logprobs && meta.tokenizer,
+                                                 [this, id = rec->id](const Task& t) { return task_error(t, id); });
+      StreamPump::serve(res, std::make_shared<StreamPump>(task, std::move(events), req.client_gone));
     } catch (const ApiError& e) {
       refuse(res, *rec, e);
     }

@@ -1,7 +1,7 @@
 // POST /v1/qvl/documents/pages (document_pages.h): a PDF's pages, their
 // sizes and token costs, and thumbnails, for a client choosing pages.
 #include "server/document_pages.h"
-#include "server/server_core.h"
+#include "server/route_groups.h"
 
 namespace qvl {
 
@@ -33,11 +33,11 @@ int64_t page_image_tokens(Engine& engine, int64_t width, int64_t height, int64_t
 
 }  // namespace
 
-void ServerCore::register_document_routes() {
+void MediaPreviewRoutes::register_document_routes(HttpRouter& router) const {
   router.post("/v1/qvl/documents/pages", [this](HttpRequest& req, HttpResponse& res) {
-    auto rec = record(req);
+    auto rec = kit.record(req);
     try {
-      const DocumentPagesRequest r = parse_document_pages_request(parse_body(req), chat_limits.media.pdf);
+      const DocumentPagesRequest r = parse_document_pages_request(kit.parse_body(req), chat_limits.media.pdf);
       const nlohmann::json out =
           document_pages_json(r, chat_limits, &memory_admission, [&](int64_t width, int64_t height) {
             return page_image_tokens(*engine, width, height, r.min_pixels, r.max_pixels);
@@ -48,7 +48,7 @@ void ServerCore::register_document_routes() {
       }
       reply_json(res, 200, out);
     } catch (const ApiError& e) {
-      refuse(res, *rec, e);
+      kit.refuse(res, *rec, e);
     }
   });
 }

@@ -1,7 +1,7 @@
 // Everything that is not a generation: health, model list, the page's config,
 // metrics, tokenize/detokenize, and the embedded web page.
 #include "server/request_fields.h"
-#include "server/server_core.h"
+#include "server/route_groups.h"
 #include "server/web_assets.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,7 +21,7 @@ constexpr const char* kPageCsp =
 
 // OpenAI's model object plus what clients read to know what the model takes
 // (OpenRouter's architecture and supported_parameters, context_length).
-json ServerCore::model_entry() const {
+json InfoRoutes::model_entry() const {
   json params = json::array();
   for (std::string_view f : chat_fields()) params.push_back(std::string(f));
   return {{"id", model_name},
@@ -38,13 +38,58 @@ json ServerCore::model_entry() const {
           {"supported_parameters", std::move(params)}};
 }
 
-bool ServerCore::serves_model(const std::string& id) const {
+bool InfoRoutes::serves_model(const std::string& id) const {
   if (id == model_name) return true;
   const size_t slash = model_name.rfind('/');
   return slash != std::string::npos && id == model_name.substr(slash + 1);
 }
 
-void ServerCore::register_info_routes() {
+// What /metrics reports of the moment: readiness, the queue and slots, the
+// job store, the image cache and the loaded model.
+Gauges InfoRoutes::gauges() const {
+  Gauges g;
+  g.ready = ready.load() && !draining.load();
+  if (scheduler) {
+    const SchedulerStats s = scheduler->stats();
+    g.queue_depth = s.queued;
+    g.queue_capacity = s.queue_size;
+    g.slots_busy = s.running;
+    g.slots_total = s.parallel;
+  }
+  g.job_store = jobs->name();
+  try {
+    const JobCounts counts = jobs->counts();
+    for (const auto& [state, n] : counts.jobs) {
+      g.jobs_by_state[job_state_name(state)] = n;
+      g.jobs_stored += static_cast<int>(n);
+    }
+    g.job_store_bytes = counts.bytes;
+    g.job_leases_taken_over = counts.leases_taken_over;
+  } catch (const StoreUnavailable&) {
+    g.job_store_up = false;  // the process's own figures are still worth scraping
+  }
+  if (ready.load()) {  // set after the engine is attached (release/acquire)
+    const ImageCacheStats c = engine->image_cache_stats();
+    g.image_cache_hits = c.hits;
+    g.image_cache_misses = c.misses;
+    g.image_cache_evictions = c.evictions;
+    g.image_cache_bytes = c.bytes;
+    g.image_cache_entries = c.entries;
+    g.image_cache_capacity = c.capacity;
+    const EngineInfo& info = engine->info();
+    g.model_loaded = true;
+    g.weights = weight_format_name(info.weights);
+    g.kv_type = kv_type_name(info.kv_type);
+    g.fast_matmul = info.fast_matmul;
+    g.threads = info.threads;
+    g.context_tokens = info.ctx_size;
+    g.kv_cache_bytes = info.kv_cache_bytes;
+    g.weights_bytes = info.weights_bytes;
+  }
+  return g;
+}
+
+void InfoRoutes::register_routes(HttpRouter& router) const {
   router.get("/health", [this](HttpRequest&, HttpResponse& res) {
     if (draining.load()) return reply_json(res, 503, {{"status", "shutting_down"}});
     if (!ready.load()) {
@@ -68,7 +113,7 @@ void ServerCore::register_info_routes() {
     reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_entry()})}});
   });
   // A repo id has a slash ("Qwen/Qwen3-VL-2B-Instruct"), so the id is the rest of the path.
-  router.get(R"(/v1/models/(.+))", [this](HttpRequest& req, HttpResponse& res) {
+  router.get("/v1/models/{id}", R"(/v1/models/(.+))", [this](HttpRequest& req, HttpResponse& res) {
     const std::string id = req.matches[1];
     if (!serves_model(id))
       return reply_error(res, ApiError(404, "model_not_found",
@@ -102,52 +147,13 @@ void ServerCore::register_info_routes() {
   });
 
   router.get("/metrics", [this](HttpRequest&, HttpResponse& res) {
-    Gauges g;
-    g.ready = ready.load() && !draining.load();
-    if (scheduler) {
-      const SchedulerStats s = scheduler->stats();
-      g.queue_depth = s.queued;
-      g.queue_capacity = s.queue_size;
-      g.slots_busy = s.running;
-      g.slots_total = s.parallel;
-    }
-    g.job_store = jobs->name();
-    try {
-      const JobCounts counts = jobs->counts();
-      for (const auto& [state, n] : counts.jobs) {
-        g.jobs_by_state[job_state_name(state)] = n;
-        g.jobs_stored += static_cast<int>(n);
-      }
-      g.job_store_bytes = counts.bytes;
-      g.job_leases_taken_over = counts.leases_taken_over;
-    } catch (const StoreUnavailable&) {
-      g.job_store_up = false;  // the process's own figures are still worth scraping
-    }
-    if (ready.load()) {  // set after the engine is attached (release/acquire)
-      const ImageCacheStats c = engine->image_cache_stats();
-      g.image_cache_hits = c.hits;
-      g.image_cache_misses = c.misses;
-      g.image_cache_evictions = c.evictions;
-      g.image_cache_bytes = c.bytes;
-      g.image_cache_entries = c.entries;
-      g.image_cache_capacity = c.capacity;
-      const EngineInfo& info = engine->info();
-      g.model_loaded = true;
-      g.weights = weight_format_name(info.weights);
-      g.kv_type = kv_type_name(info.kv_type);
-      g.fast_matmul = info.fast_matmul;
-      g.threads = info.threads;
-      g.context_tokens = info.ctx_size;
-      g.kv_cache_bytes = info.kv_cache_bytes;
-      g.weights_bytes = info.weights_bytes;
-    }
-    res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics.render(gauges()), "text/plain; version=0.0.4; charset=utf-8");
   });
 
   // llama.cpp's shapes: {"content": text} -> {"tokens": [...]}, and back.
   router.post("/tokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_body(req);
+      const auto body = kit.parse_body(req);
       const std::string& text = RequestField(body).object().string("content");
       if (static_cast<int64_t>(text.size()) > chat_limits.max_text_bytes)
         bad_request("content", cat("'content' is over the limit of ", chat_limits.max_text_bytes, " bytes"),
@@ -159,7 +165,7 @@ void ServerCore::register_info_routes() {
   });
   router.post("/detokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
-      const auto body = parse_body(req);
+      const auto body = kit.parse_body(req);
       const RequestField tokens = RequestField(body).object().at("tokens");
       std::vector<int32_t> ids;
       const int64_t vocab = static_cast<int64_t>(engine->tokenizer().vocab_size());
@@ -172,7 +178,7 @@ void ServerCore::register_info_routes() {
 }
 
 // The page, from the embedded assets only: nothing on disk is reachable.
-void ServerCore::serve_page(const HttpRequest& req, HttpResponse& res) {
+void serve_page(const HttpRequest& req, HttpResponse& res) {
   const WebAsset* a = find_web_asset(req.path);
   if (!a) return reply_error(res, ApiError(404, "not_found", "no route for GET " + req.path.substr(0, 200)));
   res.set_header("Content-Security-Policy", kPageCsp);

@@ -51,7 +51,7 @@ json ServerCore::job_status(const std::string& id) {
   return job_status_json(*job, job_runner->live(id));
 }
 
-void ServerCore::register_job_routes() {
+void ServerCore::register_job_routes(HttpRouter& router) {
   JobRunnerHooks hooks;
   hooks.prepare = [this](const ojson& body) { return prepare_job(body); };
   hooks.submit = [this](const std::shared_ptr<Task>& task) { return scheduler->submit(task); };
@@ -149,14 +149,14 @@ void ServerCore::register_job_routes() {
     }
     return job;
   };
-  router.get(job_path, [this, not_found, batch_status](HttpRequest& req, HttpResponse& res) {
+  router.get("/v1/jobs/{id}", job_path, [this, not_found, batch_status](HttpRequest& req, HttpResponse& res) {
     if (std::optional<BatchRecord> batch = jobs->batch(req.matches[1]))
       return reply_json(res, 200, batch_status(*batch));
     json j = job_status(req.matches[1]);
     if (j.is_null()) return not_found(res);
     reply_json(res, 200, j);
   });
-  router.del(job_path, [this, not_found, batch_status, cancel_job](HttpRequest& req, HttpResponse& res) {
+  router.del("/v1/jobs/{id}", job_path, [this, not_found, batch_status, cancel_job](HttpRequest& req, HttpResponse& res) {
     const std::string id = req.matches[1];
     // Running jobs stop within one decode step; the answer reports their final state.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -4,7 +4,6 @@
 // Response object or as the Responses stream of typed events. GET and DELETE
 // /v1/responses/{id} read and drop the responses kept for
 // previous_response_id (response_store.h).
-#include <chrono>
 #include <optional>
 
 #include "engine/reasoning.h"
@@ -13,18 +12,15 @@
 #include "server/responses_json.h"
 #include "server/responses_request.h"
 #include "server/server_core.h"
+#include "server/stream_pump.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace qvl {
 
 using ojson = nlohmann::ordered_json;
-using namespace std::chrono_literals;
 
 namespace {
-
-constexpr auto kPollPeriod = 20ms;  // as routes_chat.cpp
-constexpr auto kHeartbeat = 10s;
 
 // The store entry of a finished response: the conversation it ends.
 ResponseStore::Entry store_entry(const ResponsesMeta& meta, const ojson& items, const ojson& response) {
@@ -54,23 +50,18 @@ void keep_response(ResponseStore& store, ResponseStore::Entry e, RequestRecord& 
 // reasoning item's reasoning_text deltas; the rest, with tools through
 // ToolCallParser, a message item's output_text deltas and each <tool_call>
 // block a function_call item whose arguments stream as they are written.
-struct ResponsesStream {
-  std::shared_ptr<Task> task;
+struct ResponsesStream : StreamEvents {
   ResponsesMeta meta;
   ojson items;  // the request's conversation, for the store
   bool keep = true;
   bool parse_calls = false;
-  std::function<bool()> client_gone;  // the request's: true once the client has gone
   std::shared_ptr<RequestRecord> rec;
-  std::string request_id;
-  const ServerCore* core = nullptr;
+  std::function<ApiError(const Task&)> error;  // what a task that did not succeed reports
   ResponseStore* store = nullptr;  // the job store's (outlives every request)
   OutputIds ids;
   std::optional<ReasoningSplitter> splitter;  // a Thinking model's
   ToolCallParser parser;
 
-  bool started = false;
-  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
   int64_t sequence = 0;
   std::string pending;             // events not written yet
   ojson output = ojson::array();   // the items so far, as streamed
@@ -210,16 +201,35 @@ struct ResponsesStream {
     ojson response = response_json(meta, "failed", output, nullptr, nullptr, {{"code", e.code()}, {"message", e.what()}});
     event({{"type", "response.failed"}, {"response", response}});
   }
+
+  // StreamEvents: the events queued since the previous call.
+  std::string opening() override {
+    const ojson r = response_json(meta, "in_progress", ojson::array());
+    event({{"type", "response.created"}, {"response", r}});
+    event({{"type", "response.in_progress"}, {"response", r}});
+    return std::exchange(pending, {});
+  }
+  std::string pieces(std::vector<TaskDelta> deltas, bool /*last: finish() empties the splitter and parser*/) override {
+    std::string text;
+    for (const TaskDelta& d : deltas)
+      if (d.choice == 0) text += d.text;
+    push(text);
+    return std::exchange(pending, {});
+  }
+  std::string closing(const Task& t) override {
+    if (t.outcome() == TaskOutcome::Succeeded) finish(t.result());
+    else fail(error(t));
+    return std::exchange(pending, {});
+  }
 };
 
 }  // namespace
 
-void ServerCore::register_responses_routes() {
+void ServerCore::register_responses_routes(HttpRouter& router) {
   ResponseStore* store = &jobs->responses();
 
   router.post("/v1/responses", [this, store](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
-    rec->route = "/v1/responses";
     try {
       const ojson body = parse_body(req);
       require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
@@ -242,14 +252,13 @@ void ServerCore::register_responses_routes() {
         rec->fields["images"] = cr.images;
       }
       const bool parse_calls = !cr.generate.tools.empty();
-      auto task = std::make_shared<Task>(std::move(cr.generate));
+      auto task = std::make_shared<Task>(std::move(cr.generate), /*stream_deltas=*/rr.stream);
       task->set_on_done([this, chat_meta, rec](const Task& t) { on_task_done(t, chat_meta, rec); });
       submit(task);
       auto make_id = [this] { return new_request_id() + new_request_id(); };
 
       if (!rr.stream) {
-        while (!task->wait_done(kPollPeriod))
-          if (req.gone()) task->cancel(TaskOutcome::Cancelled);
+        await_answer(*task, req);
         if (task->outcome() != TaskOutcome::Succeeded) {
           reply_error(res, task_error(*task, rec->id));
           return;
@@ -267,63 +276,17 @@ void ServerCore::register_responses_routes() {
         return;
       }
 
-      auto st = std::make_shared<ResponsesStream>();
-      st->task = task;
+      auto st = std::make_unique<ResponsesStream>();
       st->meta = std::move(meta);
       st->items = std::move(rr.items);
       st->keep = rr.store;
       st->parse_calls = parse_calls;
-      st->client_gone = req.client_gone;
       st->rec = rec;
-      st->request_id = rec->id;
-      st->core = this;
+      st->error = [this, id = rec->id](const Task& t) { return task_error(t, id); };
       st->store = store;
       st->ids = OutputIds{make_id, "msg_" + make_id(), "rs_" + make_id(), {}};
       if (engine->info().thinking) st->splitter.emplace();
-      res.set_header("Cache-Control", "no-cache");
-      res.set_header("X-Accel-Buffering", "no");
-      res.set_provider(
-          "text/event-stream; charset=utf-8",
-          [st](ChunkSink& sink) {
-            auto flush = [&] {
-              if (st->pending.empty()) return true;
-              st->last_write = std::chrono::steady_clock::now();
-              const bool ok = sink.write(st->pending.data(), st->pending.size());
-              st->pending.clear();
-              return ok;
-            };
-            Task& t = *st->task;
-            if (!st->started) {
-              st->started = true;
-              const ojson r = response_json(st->meta, "in_progress", ojson::array());
-              st->event({{"type", "response.created"}, {"response", r}});
-              st->event({{"type", "response.in_progress"}, {"response", r}});
-            }
-            std::string text = t.wait_text(kPollPeriod);
-            const bool done = t.done();
-            if (done) text += t.wait_text(0ms);  // what arrived between the two calls
-            st->push(text);
-            if (!flush()) {
-              t.cancel(TaskOutcome::Cancelled);
-              return false;
-            }
-            if (!done) {
-              if (st->client_gone() ||
-                  (std::chrono::steady_clock::now() - st->last_write > kHeartbeat && !sink.write(": keep-alive\n\n", 14))) {
-                t.cancel(TaskOutcome::Cancelled);
-                return false;
-              }
-              return true;
-            }
-            if (t.outcome() == TaskOutcome::Succeeded) st->finish(t.result());
-            else st->fail(st->core->task_error(t, st->request_id));
-            flush();
-            sink.done();
-            return true;
-          },
-          [st](bool success) {
-            if (!success) st->task->cancel(TaskOutcome::Cancelled);
-          });
+      StreamPump::serve(res, std::make_shared<StreamPump>(task, std::move(st), req.client_gone));
     } catch (const ApiError& e) {
       refuse(res, *rec, e);
     }
@@ -336,15 +299,13 @@ void ServerCore::register_responses_routes() {
                                   "' (the server keeps its last ", ResponseStore::kMaxEntries, " responses)"),
                               "response_id"));
   };
-  router.get(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
-    record(req)->route = "/v1/responses/{id}";
+  router.get("/v1/responses/{id}", path, [store, not_found](HttpRequest& req, HttpResponse& res) {
     auto e = store->get(req.matches[1]);
     if (!e) return not_found(res, req.matches[1]);
     res.status = 200;
     res.set_content(dump_ordered(e->response), "application/json");
   });
-  router.del(path, [this, store, not_found](HttpRequest& req, HttpResponse& res) {
-    record(req)->route = "/v1/responses/{id}";
+  router.del("/v1/responses/{id}", path, [store, not_found](HttpRequest& req, HttpResponse& res) {
     if (!store->erase(req.matches[1])) return not_found(res, req.matches[1]);
     reply_json(res, 200, {{"id", req.matches[1]}, {"object", "response.deleted"}, {"deleted", true}});
   });

@@ -179,7 +179,7 @@ void ServerCore::require_task(ModelTask wanted) const {
                      " model for that"));
 }
 
-void ServerCore::register_retrieval_routes() {
+void ServerCore::register_retrieval_routes(HttpRouter& router) {
   router.post("/v1/embeddings", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     const ojson body_json = parse_body(req);

@@ -1,7 +1,7 @@
 // POST /v1/qvl/videos/frames (video_frames.h): a clip's sampled frames, their
 // times and thumbnails, and its token cost, for a client showing what the
 // model will see.
-#include "server/server_core.h"
+#include "server/route_groups.h"
 #include "server/video_frames.h"
 
 namespace qvl {
@@ -23,11 +23,11 @@ int64_t video_tokens(Engine& engine, const std::shared_ptr<const Video>& video) 
 
 }  // namespace
 
-void ServerCore::register_video_routes() {
+void MediaPreviewRoutes::register_video_routes(HttpRouter& router) const {
   router.post("/v1/qvl/videos/frames", [this](HttpRequest& req, HttpResponse& res) {
-    auto rec = record(req);
+    auto rec = kit.record(req);
     try {
-      const VideoFramesRequest r = parse_video_frames_request(parse_body(req));
+      const VideoFramesRequest r = parse_video_frames_request(kit.parse_body(req));
       const nlohmann::json out = video_frames_json(r, chat_limits, &memory_admission,
                                                    [&](const auto& video) { return video_tokens(*engine, video); });
       {
@@ -37,7 +37,7 @@ void ServerCore::register_video_routes() {
       }
       reply_json(res, 200, out);
     } catch (const ApiError& e) {
-      refuse(res, *rec, e);
+      kit.refuse(res, *rec, e);
     }
   });
 }

@@ -1,12 +1,12 @@
 #include "server/server.h"
 
-#include <random>
 #include <thread>
 
 #include "http/http_server.h"
 #include "server/job_store_open.h"
 #include "server/request_log.h"
 #include "server/request_policy.h"
+#include "server/route_groups.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -17,28 +17,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// Route patterns for logs and metrics: raw paths would let clients grow the
-// label set without bound.
-std::string route_of(const HttpRequest& req) {
-  static const char* kRoutes[] = {"/health",        "/health/live", "/metrics",        "/v1/models", "/v1/chat/completions",
-                                  "/v1/jobs",       "/v1/responses",   "/v1/qvl/config", "/v1/qvl/documents/pages",
-                                  "/v1/qvl/videos/frames", "/tokenize", "/detokenize", "/v1/embeddings",
-                                  "/v1/rerank", "/rerank", "/v2/rerank"};
-  for (const char* r : kRoutes)
-    if (req.path == r) return r;
-  if (req.path.rfind("/v1/jobs/", 0) == 0) return "/v1/jobs/{id}";
-  if (req.path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
-  if (req.path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
-  if (req.method == "GET" || req.method == "HEAD") return "/ (page)";
-  return "other";
-}
-
-// The routes whose POST body is JSON.
-bool takes_json(const std::string& route) {
-  return route == "/v1/chat/completions" || route == "/v1/jobs" || route == "/v1/responses" || route == "/tokenize" ||
-         route == "/detokenize" || route == "/v1/qvl/documents/pages" || route == "/v1/qvl/videos/frames" ||
-         route == "/v1/embeddings" || route == "/v1/rerank" || route == "/rerank" || route == "/v2/rerank";
-}
+// Every POST route of the API takes a JSON body.
+bool takes_json(const HttpRouter& router, const std::string& route) { return router.has("POST", route); }
 
 // Compares in time that depends only on the lengths, so response timing does
 // not reveal how much of a guessed key was right.
@@ -50,60 +30,46 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void reply_json(HttpResponse& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump(body), "application/json");
-}
-
-void reply_error(HttpResponse& res, const ApiError& e) { reply_json(res, e.status(), e.to_json()); }
-
-void reply_store_unavailable(HttpResponse& res) {
-  res.set_header("Retry-After", std::to_string(kStoreRetryAfterS));
-  reply_error(res, ApiError(503, "store_unavailable",
-                            "the job store's database cannot be reached right now (jobs and stored responses wait "
-                            "for it); retry shortly. Chat completions are still served"));
-}
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-ServerCore::ServerCore(const ServerOptions& o, std::string name)
-    : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(open_job_store(o.jobs)), id_rng_(std::random_device{}()) {
+ServerCore::ServerCore(const ServerOptions& o, std::string name, RequestRecords& records)
+    : options(o), model_name(std::move(name)), jobs(open_job_store(o.jobs)), kit(records, json_limits, draining, scheduler) {
   json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
   chat_limits = request_chat_limits(o.media, o.repetition_guard);
 }
 
-nlohmann::ordered_json ServerCore::parse_body(const HttpRequest& req, std::string_view body) const {
-  return parse_json_body(body, json_limits, [this, &req] { return req.gone() || draining.load(); });
-}
-
-std::string ServerCore::new_request_id() {
-  std::lock_guard lock(id_mutex_);
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id_rng_()));
-  return buf;
-}
-
-std::shared_ptr<RequestRecord> ServerCore::record(const HttpRequest& req) {
-  std::lock_guard lock(records_mutex);
-  auto& r = records[&req];
-  if (!r) {  // a request the pre-routing handler never saw (e.g. refused while reading the body)
-    r = std::make_shared<RequestRecord>();
-    r->id = new_request_id();
-    r->route = route_of(req);
-  }
-  return r;
-}
-
 struct Server::Impl {
+  HttpRouter router;
+  RequestRecords records{router};
   ServerCore core;
+  // The groups that generate nothing, each with what it reads (route_groups.h).
+  InfoRoutes info;
+  MediaPreviewRoutes media_previews;
   HostPolicy hosts;
   std::unique_ptr<HttpServer> http;
   std::thread listener;
   std::unique_ptr<RequestLog> log;
 
-  Impl(const ServerOptions& o, std::string name) : core(o, std::move(name)), hosts(o.allowed_hosts, o.host) {
+  Impl(const ServerOptions& o, std::string name)
+      : core(o, std::move(name), records),
+        info{.kit = core.kit,
+             .options = core.options,
+             .model_name = core.model_name,
+             .started_at = unix_now(),
+             .ready = core.ready,
+             .draining = core.draining,
+             .jobs = core.jobs,
+             .engine = core.engine,
+             .scheduler = core.scheduler,
+             .metrics = core.metrics,
+             .chat_limits = core.chat_limits},
+        media_previews{.kit = core.kit,
+                       .chat_limits = core.chat_limits,
+                       .memory_admission = core.memory_admission,
+                       .engine = core.engine},
+        hosts(o.allowed_hosts, o.host) {
     log = std::make_unique<RequestLog>(o.log_format == "json");
     HttpServerOptions h;
     h.host = o.host;
@@ -121,13 +87,13 @@ struct Server::Impl {
         h, [this](HttpRequest& req, HttpResponse& res) { handle(req, res); },
         [this](int status, const std::string& message) { return refused_early(status, message); },
         [this](const HttpRequest& req, const HttpResponse& res) { on_logged(req, res); });
-    core.register_info_routes();
-    core.register_chat_routes();
-    core.register_job_routes();
-    core.register_responses_routes();
-    core.register_document_routes();
-    core.register_video_routes();
-    core.register_retrieval_routes();
+    info.register_routes(router);
+    core.register_chat_routes(router);
+    core.register_job_routes(router);
+    core.register_responses_routes(router);
+    media_previews.register_document_routes(router);
+    media_previews.register_video_routes(router);
+    core.register_retrieval_routes(router);
   }
 
   void cors(const HttpRequest& req, HttpResponse& res) {
@@ -143,21 +109,15 @@ struct Server::Impl {
   }
 
   void handle(HttpRequest& req, HttpResponse& res) {
-    auto rec = std::make_shared<RequestRecord>();
-    rec->id = core.new_request_id();
-    rec->route = route_of(req);
-    {
-      std::lock_guard lock(core.records_mutex);
-      core.records[&req] = rec;
-    }
+    const std::shared_ptr<RequestRecord> rec = records.open(req);
     res.set_header("X-Request-Id", rec->id);
     try {
       if (pre_route(req, res, *rec)) return;
-      switch (core.router.dispatch(req, res)) {
+      switch (router.dispatch(req, res)) {
         case HttpRouter::Match::Found:
           return;
         case HttpRouter::Match::NoPath:
-          if (req.method == "GET" || req.method == "HEAD") return core.serve_page(req, res);
+          if (req.method == "GET" || req.method == "HEAD") return serve_page(req, res);
           [[fallthrough]];
         case HttpRouter::Match::NoMethod:  // 404 as before, the method and path named
           return reply_error(res, ApiError(404, "not_found",
@@ -235,7 +195,7 @@ struct Server::Impl {
         return refuse(ApiError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'"));
       }
     }
-    if (req.method == "POST" && takes_json(rec.route)) {
+    if (req.method == "POST" && takes_json(router, rec.route)) {
       if (std::string why = content_type_refusal(req.header("Content-Type")); !why.empty())
         return refuse(ApiError(415, "unsupported_media_type", why));
     }
@@ -274,22 +234,14 @@ struct Server::Impl {
   }
 
   void on_logged(const HttpRequest& req, const HttpResponse& res) {
-    std::shared_ptr<RequestRecord> rec;
-    {
-      std::lock_guard lock(core.records_mutex);
-      auto it = core.records.find(&req);
-      if (it != core.records.end()) {
-        rec = it->second;
-        core.records.erase(it);
-      }
-    }
+    std::shared_ptr<RequestRecord> rec = records.find(req);
     if (!rec) {
       rec = std::make_shared<RequestRecord>();
-      rec->route = route_of(req);
+      rec->route = records.route_of(req);
     }
     core.metrics.request(rec->route, res.status);
     log->write(req, res, *rec);
-    core.records_cv.notify_all();
+    records.close(req);
   }
 };
 
@@ -337,14 +289,7 @@ bool Server::shutdown() {
   if (c.job_runner) c.job_runner->stop();
   // Streams end shortly after their tasks; stopping the listener earlier
   // would cut them off mid-event.
-  {
-    std::unique_lock lock(c.records_mutex);
-    c.records_cv.wait_for(lock, std::chrono::seconds(5), [&] {
-      for (const auto& [req, rec] : c.records)
-        if (rec->route != "/health" && rec->route != "/metrics") return false;
-      return true;
-    });
-  }
+  impl_->records.wait_until_idle(std::chrono::seconds(5));
   impl_->http->stop();
   return clean;
 }

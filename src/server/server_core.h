@@ -1,15 +1,15 @@
-// Internals shared by the server's route files: the state one server holds,
-// and helpers for replies. Not part of the server's public interface.
+// The generation side of one server, which the route groups that generate
+// share (routes_chat.cpp, routes_responses.cpp, routes_jobs.cpp,
+// routes_retrieval.cpp): the engine and its scheduler, the limits requests
+// are checked against, the job store, and a task's preparation, submission
+// and accounting. The groups that only read or preview (route_groups.h) get
+// views of their own. Not part of the server's public interface.
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 
 #include "engine/engine.h"
@@ -26,26 +26,15 @@
 #include "server/json_limits.h"
 #include "server/metrics.h"
 #include "server/page_batch.h"
+#include "server/request_kit.h"
 #include "server/server_options.h"
 #include "util/error.h"
 
 namespace qvl {
 
-// What the log line and metrics of one HTTP request need, filled in by the
-// handler (and by a stream's content provider) as the request goes.
-struct RequestRecord {
-  std::string id;
-  std::string route;  // pattern, bounded cardinality
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  std::mutex mutex;  // a stream's provider writes while the logger may read
-  nlohmann::ordered_json fields = nlohmann::ordered_json::object();  // tokens, timings, outcome, error
-};
-
 struct ServerCore {
   ServerOptions options;
   std::string model_name;
-  int64_t started_at = 0;  // Unix seconds: /v1/models' "created"
-  HttpRouter router;
   Metrics metrics;
   std::unique_ptr<JobStore> jobs;  // --jobs-db: jobs, batches, stored responses
   ChatLimits chat_limits;
@@ -59,38 +48,24 @@ struct ServerCore {
   std::mutex retrieval_mutex;         // routes_retrieval.cpp: one embedding or rerank call on the engine at a time
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
+  RequestKit kit;  // over the server's records and the members above
 
-  std::mutex records_mutex;
-  std::condition_variable records_cv;
-  std::map<const HttpRequest*, std::shared_ptr<RequestRecord>> records;
+  // `records` (the server's) outlives the core.
+  ServerCore(const ServerOptions& o, std::string name, RequestRecords& records);
 
-  ServerCore(const ServerOptions& o, std::string name);
+  // The kit's, under the names the generation routes call them by.
+  std::shared_ptr<RequestRecord> record(const HttpRequest& req) const { return kit.record(req); }
+  std::string new_request_id() const { return kit.new_request_id(); }
+  nlohmann::ordered_json parse_body(const HttpRequest& req, std::string_view body) const { return kit.parse_body(req, body); }
+  nlohmann::ordered_json parse_body(const HttpRequest& req) const { return kit.parse_body(req); }
+  void refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e) const { kit.refuse(res, rec, e); }
 
-  std::shared_ptr<RequestRecord> record(const HttpRequest& req);
-  std::string new_request_id();
-
-  void register_chat_routes();
-  void register_job_routes();
-  void register_info_routes();
-  void register_responses_routes();  // routes_responses.cpp: the Responses API (POST /v1/responses)
-  void register_document_routes();   // routes_documents.cpp: POST /v1/qvl/documents/pages
-  void register_video_routes();      // routes_videos.cpp: POST /v1/qvl/videos/frames
-  void register_retrieval_routes();  // routes_retrieval.cpp: POST /v1/embeddings, /v1/rerank
+  void register_chat_routes(HttpRouter& router);       // routes_chat.cpp: POST /v1/chat/completions
+  void register_job_routes(HttpRouter& router);        // routes_jobs.cpp: /v1/jobs
+  void register_responses_routes(HttpRouter& router);  // routes_responses.cpp: the Responses API (/v1/responses)
+  void register_retrieval_routes(HttpRouter& router);  // routes_retrieval.cpp: POST /v1/embeddings, /v1/rerank
   // Throws 400 wrong_task saying what this server serves unless it is `wanted`.
   void require_task(ModelTask wanted) const;
-  // A GET no route took: the embedded web page's files.
-  void serve_page(const HttpRequest& req, HttpResponse& res);
-
-  // The /v1/models entry of the served model, and the ids it answers to
-  // (its name and, for a Hugging Face repo id, the part after the owner).
-  nlohmann::json model_entry() const;
-  bool serves_model(const std::string& id) const;
-
-  // A request body as JSON under the server's limits (json_limits). The parse
-  // stops (503) once the client has gone or the server drains, so a large body
-  // does not hold a core for nobody.
-  nlohmann::ordered_json parse_body(const HttpRequest& req, std::string_view body) const;
-  nlohmann::ordered_json parse_body(const HttpRequest& req) const { return parse_body(req, req.body); }
   // Parses and validates a chat body, fetches and decodes its images, checks
   // the prompt fits the context. Throws ApiError.
   ChatRequest prepare_chat(const HttpRequest& req, std::string_view body, int64_t& prompt_tokens,
@@ -109,23 +84,10 @@ struct ServerCore {
   nlohmann::json job_status(const std::string& id);
   // Records the generation in the metrics and the request's log fields.
   void on_task_done(const Task& task, const ResponseMeta& meta, const std::shared_ptr<RequestRecord>& rec);
-  // Answers a request the handler refused: the error in the request's log
-  // fields, and Retry-After with a 429.
-  void refuse(HttpResponse& res, RequestRecord& rec, const ApiError& e);
   // The error a finished-but-unsuccessful task reports.
   ApiError task_error(const Task& task, const std::string& request_id) const;
-
- private:
-  std::mutex id_mutex_;
-  std::mt19937_64 id_rng_;
 };
 
-void reply_json(HttpResponse& res, int status, const nlohmann::json& body);
-void reply_error(HttpResponse& res, const ApiError& e);
-// 503 store_unavailable with Retry-After: what a request that needs the job
-// store (StoreUnavailable) gets while its database is away. The cause goes
-// to the log, not the client.
-void reply_store_unavailable(HttpResponse& res);
 int64_t unix_now();
 
 }  // namespace qvl
