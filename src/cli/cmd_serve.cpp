@@ -14,11 +14,11 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "engine/compute_threads.h"
 #include "engine/engine.h"
 #include "engine/parallelism.h"
 #include "engine/retrieval.h"
 #include "media/admission.h"
-#include "ops/thread_pool.h"
 #include "server/server.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -111,7 +111,7 @@ int cmd_serve(int argc, char** argv) {
     ParallelismAsked asked;
     if (parallel_given) asked.sequences = options.scheduler.parallel;
     if (args.has("ctx-size")) asked.ctx_size = params.ctx_size;
-    const Parallelism chosen = choose_parallelism(facts, params.threads > 0 ? params.threads : physical_cores(), asked);
+    const Parallelism chosen = choose_parallelism(facts, compute_threads(params.threads), asked);
     params.slots = chosen.sequences;
     params.ctx_size = chosen.ctx_size;
     params.memory = &server.memory();           // the KV caches counted in --memory-budget
