@@ -1,10 +1,11 @@
-// Media once: the durable job stores keep a job's images and PDFs (its
-// data: URLs) apart from its body, once per content (SHA-256), however many
-// jobs, pages or replicas send the same file. A body is stored with each
-// large data: URL cut out (its place left as ""), and where each one was (a
-// JSON pointer) with its hash; the runner gets the body whole again when it
-// claims the job, and decodes the media then, through the same image
-// admission as any request. Polls never read the media.
+// Media once: the durable job stores keep a job's images, videos and PDFs
+// (its data: URLs) apart from its body, once per content (SHA-256), however
+// many jobs, pages or replicas send the same file. A body is stored with
+// each large data: URL cut out (its place left as ""), and where each one
+// was (a JSON pointer) with its hash; the runner gets the body whole again
+// when it claims the job, and decodes the media then, through the same
+// memory admission (media/admission.h) as any request. Polls never read the
+// media.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ struct DetachedMedia {
 // error on bad JSON.
 DetachedMedia detach_media(const std::string& json_text);
 
-// Puts them back: `blob(hash)` gives a data: URL. Keys keep their order.
+// Puts them back: `blobs` gives each ref's data: URL by its hash (Error
+// naming a ref whose media is missing). Keys keep their order.
 std::string attach_media(const std::string& json_text, const std::vector<MediaRef>& refs,
                          const std::map<std::string, std::string>& blobs);
 

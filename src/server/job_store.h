@@ -7,7 +7,8 @@
 // Backends (open_job_store, job_store_open.h): "memory" (one process, gone
 // with it), "sqlite:PATH" (the default, job_store_sqlite.h: survives
 // restarts and kill -9), "postgresql://…" (job_store_postgres.h: one queue
-// shared by replicas).
+// shared by replicas). The two durable ones are one SqlJobStore
+// (sql_job_store.h) over each database's connection and SQL.
 //
 // Lifecycle of one job: queued -> running (claimed by a runner, which holds
 // a lease it renews with heartbeats) -> succeeded | failed | cancelled |
@@ -92,7 +93,7 @@ struct BatchRecord {
   std::string id;  // "batch-" + 32 hex digits
   int64_t created = 0;
   std::string model;
-  std::string plan;                  // page_batch_plan_json(): the body, where its PDF is, the pages
+  std::string plan;                  // page_batch_plan_text(): the body, where its PDF is, the pages
   std::vector<std::string> job_ids;  // in page order
 };
 
@@ -101,7 +102,7 @@ struct JobStoreOptions {
   std::string state_dir;                 // empty: default_state_dir()
   double ttl_s = 600;                    // a finished job's result is kept this long
   int max_jobs = 256;                    // jobs kept at once, any state
-  int64_t max_bytes = int64_t{1} << 30;  // bodies and results kept at once
+  int64_t max_bytes = int64_t{1} << 30;  // bodies, results and plans kept at once (each media file once)
   double lease_s = 30;                   // a running job's lease; heartbeats renew it every lease_s / 3
   int max_attempts = 3;                  // claims before a job whose runners keep dying fails
 };
@@ -122,7 +123,7 @@ struct JobCounts {
 class JobStore {
  public:
   virtual ~JobStore() = default;
-  virtual std::string name() const = 0;  // "memory" | "sqlite" (metrics, logs)
+  virtual std::string name() const = 0;  // "memory" | "sqlite" | "postgresql" (metrics, logs)
   // Whether jobs outlive the process: a runner that stops hands its running
   // jobs back (release) instead of failing them.
   virtual bool durable() const = 0;
@@ -152,7 +153,8 @@ class JobStore {
   // The batch while any of its jobs is kept (its plan as stored, as get()'s body).
   virtual std::optional<BatchRecord> batch(const std::string& id) = 0;
   virtual JobCounts counts() = 0;
-  // The responses kept for previous_response_id, in the same store.
+  // The responses kept for previous_response_id (response_store.h), in the
+  // same database as the jobs (the memory store: in this process).
   virtual ResponseStore& responses() = 0;
   // Has the store call `changed`, from a thread of its own, whenever any
   // process adds, cancels, releases or ends a job (a runner may then have

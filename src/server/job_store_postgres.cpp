@@ -17,13 +17,10 @@
 #include <regex>
 #include <thread>
 
-#include "server/job_media.h"
+#include "server/sql_job_store.h"
 #include "util/error.h"
 
 namespace qvl {
-
-using json = nlohmann::json;
-using ojson = nlohmann::ordered_json;
 
 namespace {
 
@@ -92,54 +89,49 @@ CREATE INDEX qvl_media_refs_by_hash ON qvl_media_refs (hash);
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 
-// Advisory lock keys (pg_advisory_xact_lock): one for migrations, one that
-// serialises add() across replicas so the store's bounds hold.
-constexpr const char* kMigrateLock = "7415166061";
-constexpr const char* kAddLock = "7415166062";
-constexpr const char* kResponsesLock = "7415166063";
 constexpr const char* kChannel = "qvl_jobs";
 
-// The database's clock in Unix ms: every replica reads the same one.
-#define NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
-#define ENDED "('succeeded','failed','cancelled','expired')"
-
-// Jobs kept, and the bytes of bodies, results, plans and media (each file once).
-constexpr const char* kStoredJobsAndBytes =
-    "SELECT (SELECT count(*) FROM qvl_jobs), (SELECT coalesce(sum(bytes), 0) FROM qvl_jobs) + "
-    "(SELECT coalesce(sum(bytes), 0) FROM qvl_batches) + (SELECT coalesce(sum(bytes), 0) FROM qvl_media)";
-
-std::string i64s(int64_t v) { return std::to_string(v); }
+// PostgreSQL's SQL (sql_database.h).
+const SqlDialect kPostgres{
+    .table_prefix = "qvl_",
+    .param_mark = '$',
+    // The database's clock in Unix ms: every replica reads the same one.
+    .now_ms = "(extract(epoch from clock_timestamp()) * 1000)::bigint",
+    .true_value = "true",
+    // A row another replica is claiming right now is not waited for, nor taken twice.
+    .skip_locked = " FOR UPDATE SKIP LOCKED",
+    .ref_seq = "seq",
+    .begin = "BEGIN",
+    .relaxed_commit = "SET LOCAL synchronous_commit = off",
+    .serialize = "SELECT pg_advisory_xact_lock($1)",
+    .notify = std::string("SELECT pg_notify('") + kChannel + "', $1)",
+};
 
 // One result; PQclear when it goes.
 class Result {
  public:
   explicit Result(PGresult* r) : r_(r) {}
   ~Result() { PQclear(r_); }
-  Result(Result&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
   Result(const Result&) = delete;
   Result& operator=(const Result&) = delete;
 
   const PGresult* raw() const { return r_; }
   ExecStatusType status() const { return PQresultStatus(r_); }
-  int rows() const { return PQntuples(r_); }
-  bool null(int row, int col) const { return PQgetisnull(r_, row, col); }
-  std::string text(int row, int col) const {
-    return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
-  }
-  int64_t i64(int row, int col) const { return null(row, col) ? 0 : std::stoll(text(row, col)); }
-  bool boolean(int row, int col) const { return text(row, col) == "t"; }
-  json json_at(int row, int col) const { return null(row, col) ? json() : json::parse(text(row, col)); }
-  int64_t affected() const {
+  // Its rows, copied out.
+  SqlRows rows() const {
+    SqlRows rows(PQnfields(r_));
+    for (int row = 0; row < PQntuples(r_); ++row)
+      for (int col = 0; col < PQnfields(r_); ++col)
+        if (PQgetisnull(r_, row, col)) rows.add(std::nullopt);
+        else rows.add(std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col))));
     const char* n = PQcmdTuples(r_);
-    return n && *n ? std::stoll(n) : 0;
+    rows.set_affected(n && *n ? std::stoll(n) : 0);
+    return rows;
   }
 
  private:
   PGresult* r_;
 };
-
-// A parameter: text, or NULL.
-using Param = std::optional<std::string>;
 
 // Lost the server (as opposed to a statement it refused): worth one retry
 // on a fresh connection, then the store is unavailable (StoreUnavailable).
@@ -167,31 +159,36 @@ std::string first_line(const char* message) {
   return s;
 }
 
-// One connection. Not thread-safe: the store's mutex guards it.
-class Connection {
+// One connection.
+class PostgresConnection final : public SqlConnection {
  public:
-  Connection(const std::string& url, std::string shown) : url_(url), shown_(std::move(shown)) { connect(); }
-  ~Connection() { PQfinish(conn_); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  PostgresConnection(const std::string& url, std::string shown)
+      : SqlConnection(kPostgres), url_(url), shown_(std::move(shown)) {
+    connect();
+  }
+  ~PostgresConnection() override { PQfinish(conn_); }
 
   PGconn* raw() { return conn_; }
-  const std::string& shown() const { return shown_; }
 
-  // Runs one statement with text parameters ($1, $2, …).
-  Result exec(const char* sql, std::initializer_list<Param> params = {}) {
+  // Without parameters, PQexec: it takes several statements at once (the
+  // migrations). With them, a statement prepared once per connection: the
+  // server plans it once, not on every call.
+  SqlRows exec_native(const std::string& sql, std::initializer_list<SqlParam> params) override {
+    std::vector<std::string> numbers;  // the integers' text
+    numbers.reserve(params.size());
     std::vector<const char*> values;
-    for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
-    // Without parameters, PQexec: it takes several statements at once (the
-    // migrations). With them, a statement prepared once per connection: the
-    // server plans it once, not on every call.
-    Result r(values.empty() ? PQexec(conn_, sql) : exec_prepared(sql, values));
+    for (const SqlParam& p : params) {
+      if (const auto* v = std::get_if<int64_t>(&p)) values.push_back(numbers.emplace_back(std::to_string(*v)).c_str());
+      else if (const auto* t = std::get_if<std::string>(&p)) values.push_back(t->c_str());
+      else values.push_back(nullptr);
+    }
+    const Result r(values.empty() ? PQexec(conn_, sql.c_str()) : exec_prepared(sql, values));
     const ExecStatusType s = r.status();
-    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r.rows();
     const std::string why = first_line(PQerrorMessage(conn_));
     if (PQstatus(conn_) != CONNECTION_OK || connection_gone(r.raw()))
       throw ConnectionLost(cat("job store ", shown_, ": connection lost: ", why));
-    throw Error(cat("job store ", shown_, ": ", why, " (in: ", std::string(sql).substr(0, 80), ")"));
+    throw Error(cat("job store ", shown_, ": ", why, " (in: ", sql.substr(0, 80), ")"));
   }
 
  private:
@@ -234,53 +231,6 @@ class Connection {
   PGconn* conn_ = nullptr;
   std::map<std::string, std::string> prepared_;  // statement text -> its name on this connection
 };
-
-// BEGIN … COMMIT, or ROLLBACK when left by an exception.
-class Transaction {
- public:
-  explicit Transaction(Connection& c) : c_(c) { c_.exec("BEGIN"); }
-  ~Transaction() {
-    if (!done_) {
-      try {
-        c_.exec("ROLLBACK");
-      } catch (...) {  // the connection is gone: the server rolled back
-      }
-    }
-  }
-  void commit() {
-    c_.exec("COMMIT");
-    done_ = true;
-  }
-
- private:
-  Connection& c_;
-  bool done_ = false;
-};
-
-constexpr const char* kJobColumns =
-    "id, created, model, body, batch, page, state, attempts, owner, lease_until_ms, cancel_requested, "
-    "progress_tokens, progress_text, result, error, finished_ms";
-
-JobRecord job_at(const Result& r, int row) {
-  JobRecord j;
-  j.id = r.text(row, 0);
-  j.created = r.i64(row, 1);
-  j.model = r.text(row, 2);
-  j.body = r.text(row, 3);
-  j.batch = r.text(row, 4);
-  j.page = static_cast<int>(r.i64(row, 5));
-  j.state = job_state_named(r.text(row, 6)).value_or(JobState::Failed);
-  j.attempts = static_cast<int>(r.i64(row, 7));
-  j.owner = r.text(row, 8);
-  j.lease_until_ms = r.i64(row, 9);
-  j.cancel_requested = r.boolean(row, 10);
-  j.progress_tokens = r.i64(row, 11);
-  j.progress_text = r.text(row, 12);
-  j.result = r.json_at(row, 13);
-  j.error = r.json_at(row, 14);
-  j.finished_ms = r.i64(row, 15);
-  return j;
-}
 
 // How long to wait before the next attempt to reach a database that is
 // away: 100 ms, doubling to 2 s (a restart or a failover is seen within 2 s
@@ -342,10 +292,10 @@ class Listener {
   void run() {
     Backoff backoff;
     while (true) {
-      std::optional<Connection> c;
+      std::optional<PostgresConnection> c;
       try {
         c.emplace(url_, shown_);
-        c->exec(cat("LISTEN ", kChannel).c_str());
+        c->exec_native(cat("LISTEN ", kChannel), {});
       } catch (const Error& e) {
         lost_(e.what());
         backoff.failed();
@@ -375,42 +325,27 @@ class Listener {
   std::thread thread_;
 };
 
-class PostgresResponseStore;
-
-class PostgresJobStore final : public JobStore {
+// The server, connected to again with backoff while it is away.
+class PostgresDatabase final : public SqlDatabase {
  public:
-  PostgresJobStore(const std::string& url, const JobStoreOptions& options);
-  ~PostgresJobStore() override;
+  explicit PostgresDatabase(const std::string& url);
+  ~PostgresDatabase() override { listener_.reset(); }
 
   std::string name() const override { return "postgresql"; }
-  bool durable() const override { return true; }
-  bool add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) override;
-  std::optional<ClaimedJob> claim(const std::string& owner, int window) override;
-  bool heartbeat(const std::string& id, const std::string& owner, int64_t tokens, const std::string& text) override;
-  bool finish(const std::string& id, const std::string& owner, JobState state, const json& result,
-              const json& error) override;
-  void release(const std::string& id, const std::string& owner) override;
-  std::optional<JobRecord> cancel(const std::string& id) override;
-  std::optional<JobRecord> get(const std::string& id) override;
-  std::optional<BatchRecord> batch(const std::string& id) override;
-  JobCounts counts() override;
-  ResponseStore& responses() override;
   bool watch(std::function<void()> changed) override;
+  std::string unavailable() const override;
 
-  // Runs f(connection) under the mutex. A connection the database dropped
-  // while idle (it restarted) is made again and f run once more (f is one
-  // transaction: it either committed or not; add() tells a commit whose
-  // reply was lost by its job's id). When the database cannot be reached,
+  // A connection the database dropped while idle (it restarted) is made
+  // again and `work` run once more. When the database cannot be reached,
   // StoreUnavailable, at once while the backoff lasts.
-  template <typename F>
-  auto locked(F&& f) {
+  void run(const std::function<void(SqlConnection&)>& work) override {
     std::lock_guard lock(mutex_);
     for (int attempt = 0;; ++attempt) {
       const bool had_connection = conn_.has_value();
       try {
-        auto r = f(connected());
+        work(connected());
         reached();
-        return r;
+        return;
       } catch (const ConnectionLost& e) {
         conn_.reset();
         if (attempt == 0 && had_connection) continue;
@@ -420,112 +355,30 @@ class PostgresJobStore final : public JobStore {
       }
     }
   }
-  std::string unavailable() const override;
 
  private:
   // The connection, made (and the schema migrated) if there is none; throws
   // ConnectionLost when the database cannot be reached. Under mutex_.
-  Connection& connected();
+  PostgresConnection& connected();
   // The database answered, or it could not be reached (`why`): /health's
   // view (unavailable()) and one log line at each change.
   void reached();
   void lost(const std::string& why);
-  void migrate(Connection& c);
-  void purge(Connection& c);
-  // Batches without jobs, and media no job or batch refers to, go.
-  static void drop_unowned(Connection& c);
-  static void store_media(Connection& c, const std::string& owner, const DetachedMedia& d);
-  // `text` (owner's body or plan as stored) with its media put back.
-  static std::string attached(Connection& c, const std::string& owner, const std::string& text);
-  std::optional<JobRecord> get_in(Connection& c, const std::string& id);
-  std::optional<BatchRecord> batch_in(Connection& c, const std::string& id);
-  std::string ttl_ms() const { return i64s(static_cast<int64_t>(options_.ttl_s * 1000)); }
-  std::string lease_ms() const { return i64s(static_cast<int64_t>(options_.lease_s * 1000)); }
+  void migrate(PostgresConnection& c);
 
-  JobStoreOptions options_;
   std::string url_, shown_;
   std::mutex mutex_;
-  std::optional<Connection> conn_;  // under mutex_; empty while the database cannot be reached
-  bool migrated_ = false;           // under mutex_
-  Backoff backoff_;                 // under mutex_: when to try connecting again
+  std::optional<PostgresConnection> conn_;  // under mutex_; empty while the database cannot be reached
+  bool migrated_ = false;                   // under mutex_
+  Backoff backoff_;                         // under mutex_: when to try connecting again
   mutable std::mutex state_mutex_;
   std::string unavailable_;  // under state_mutex_: why the database cannot be reached, or empty
   std::chrono::steady_clock::time_point lost_at_{};  // under state_mutex_
-  std::atomic<bool> down_{false};                     // !unavailable_.empty(), read without the lock
-  std::atomic<int64_t> taken_over_{0};
-  int64_t last_purge_ms_ = 0;  // under mutex_, this process's clock
-  std::unique_ptr<PostgresResponseStore> responses_;
+  std::atomic<bool> down_{false};                    // !unavailable_.empty(), read without the lock
   std::unique_ptr<Listener> listener_;
 };
 
-class PostgresResponseStore final : public ResponseStore {
- public:
-  explicit PostgresResponseStore(PostgresJobStore& store) : store_(store) {}
-
-  void put(Entry entry) override {
-    const std::string items = entry.items.dump(), response = entry.response.dump();
-    const auto bytes = static_cast<int64_t>(items.size() + response.size());
-    if (bytes > static_cast<int64_t>(kMaxBytes)) return;  // could never be held
-    store_.locked([&](Connection& c) {
-      Transaction t(c);
-      c.exec(cat("SELECT pg_advisory_xact_lock(", kResponsesLock, ")").c_str());  // the bounds hold across replicas
-      c.exec("DELETE FROM qvl_responses WHERE id = $1", {entry.id});
-      const Result r =
-          c.exec("INSERT INTO qvl_responses (id, items, response, bytes) VALUES ($1, $2, $3, $4) RETURNING seq",
-                 {entry.id, items, response, i64s(bytes)});
-      const std::string seq = r.text(0, 0);
-      for (const ojson& item : entry.items)
-        if (auto id = item.find("id"); id != item.end() && id->is_string())
-          c.exec("INSERT INTO qvl_response_items (item_id, response_seq) VALUES ($1, $2)",
-                 {id->get<std::string>(), seq});
-      // The oldest go first, past either bound.
-      for (;;) {
-        const Result q = c.exec("SELECT count(*), coalesce(sum(bytes), 0), min(seq) FROM qvl_responses");
-        if (q.i64(0, 0) <= static_cast<int64_t>(kMaxEntries) && q.i64(0, 1) <= static_cast<int64_t>(kMaxBytes)) break;
-        c.exec("DELETE FROM qvl_responses WHERE seq = $1", {q.text(0, 2)});  // its items go by cascade
-      }
-      t.commit();
-      return 0;
-    });
-  }
-  std::shared_ptr<const Entry> get(const std::string& id) const override {
-    return store_.locked([&](Connection& c) -> std::shared_ptr<const Entry> {
-      const Result r = c.exec("SELECT items, response FROM qvl_responses WHERE id = $1", {id});
-      if (r.rows() == 0) return nullptr;
-      auto e = std::make_shared<Entry>();
-      e->id = id;
-      e->items = ojson::parse(r.text(0, 0));
-      e->response = ojson::parse(r.text(0, 1));
-      return e;
-    });
-  }
-  std::optional<ojson> find_item(const std::string& item_id) const override {
-    return store_.locked([&](Connection& c) -> std::optional<ojson> {
-      const Result r = c.exec(
-          "SELECT r.items FROM qvl_response_items i JOIN qvl_responses r ON r.seq = i.response_seq "
-          "WHERE i.item_id = $1 ORDER BY r.seq DESC LIMIT 1",
-          {item_id});
-      if (r.rows() == 0) return std::nullopt;
-      for (const ojson& item : ojson::parse(r.text(0, 0)))
-        if (auto id = item.find("id"); id != item.end() && id->is_string() && *id == item_id) return item;
-      return std::nullopt;
-    });
-  }
-  bool erase(const std::string& id) override {
-    return store_.locked(
-        [&](Connection& c) { return c.exec("DELETE FROM qvl_responses WHERE id = $1", {id}).affected() > 0; });
-  }
-  size_t size() const override {
-    return store_.locked(
-        [&](Connection& c) { return static_cast<size_t>(c.exec("SELECT count(*) FROM qvl_responses").i64(0, 0)); });
-  }
-
- private:
-  PostgresJobStore& store_;
-};
-
-PostgresJobStore::PostgresJobStore(const std::string& url, const JobStoreOptions& options)
-    : options_(options), url_(url), shown_(redact_postgres_url(url)) {
+PostgresDatabase::PostgresDatabase(const std::string& url) : url_(url), shown_(redact_postgres_url(url)) {
   char* bad = nullptr;
   if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &bad)) PQconninfoFree(parsed);
   if (bad) {
@@ -543,21 +396,16 @@ PostgresJobStore::PostgresJobStore(const std::string& url, const JobStoreOptions
   } catch (const ConnectionLost& e) {
     lost(e.what());
   }
-  responses_ = std::make_unique<PostgresResponseStore>(*this);
 }
 
-PostgresJobStore::~PostgresJobStore() { listener_.reset(); }
-
-ResponseStore& PostgresJobStore::responses() { return *responses_; }
-
-bool PostgresJobStore::watch(std::function<void()> changed) {
+bool PostgresDatabase::watch(std::function<void()> changed) {
   std::lock_guard lock(mutex_);
   listener_ =
       std::make_unique<Listener>(url_, shown_, std::move(changed), [this](const std::string& why) { lost(why); });
   return true;
 }
 
-Connection& PostgresJobStore::connected() {
+PostgresConnection& PostgresDatabase::connected() {
   if (conn_) return *conn_;
   if (backoff_.waiting()) {
     std::lock_guard lock(state_mutex_);
@@ -576,7 +424,7 @@ Connection& PostgresJobStore::connected() {
   }
 }
 
-void PostgresJobStore::reached() {
+void PostgresDatabase::reached() {
   if (!down_.load()) return;
   std::lock_guard lock(state_mutex_);
   if (unavailable_.empty()) return;
@@ -586,7 +434,7 @@ void PostgresJobStore::reached() {
   down_.store(false);
 }
 
-void PostgresJobStore::lost(const std::string& why) {
+void PostgresDatabase::lost(const std::string& why) {
   std::lock_guard lock(state_mutex_);
   if (unavailable_.empty()) {
     lost_at_ = std::chrono::steady_clock::now();
@@ -597,250 +445,25 @@ void PostgresJobStore::lost(const std::string& why) {
   down_.store(true);
 }
 
-std::string PostgresJobStore::unavailable() const {
+std::string PostgresDatabase::unavailable() const {
   if (!down_.load()) return {};
   std::lock_guard lock(state_mutex_);
   return unavailable_;
 }
 
-void PostgresJobStore::migrate(Connection& c) {
-  Transaction t(c);
-  c.exec(cat("SELECT pg_advisory_xact_lock(", kMigrateLock, ")").c_str());
-  c.exec("CREATE TABLE IF NOT EXISTS qvl_schema (version integer NOT NULL)");
-  const Result r = c.exec("SELECT version FROM qvl_schema");
-  const int version = r.rows() ? static_cast<int>(r.i64(0, 0)) : 0;
+void PostgresDatabase::migrate(PostgresConnection& c) {
+  SqlTransaction t(c);
+  c.serialize(SqlLock::Migrate);  // replicas starting together migrate once
+  c.exec_native("CREATE TABLE IF NOT EXISTS qvl_schema (version integer NOT NULL)", {});
+  const SqlRows r = c.exec_native("SELECT version FROM qvl_schema", {});
+  const int version = r.empty() ? 0 : static_cast<int>(r.i64(0, 0));
   if (version > kPostgresSchemaVersion)
     throw Error(cat("job store ", shown_, ": schema version ", version, " is newer than this qvl's (",
                     kPostgresSchemaVersion, "): run the newer qvl, or point --jobs-db elsewhere"));
-  for (int v = version; v < kPostgresSchemaVersion; ++v) c.exec(kMigrations[v]);
-  if (r.rows() == 0) c.exec("INSERT INTO qvl_schema (version) VALUES ($1)", {i64s(kPostgresSchemaVersion)});
-  else c.exec("UPDATE qvl_schema SET version = $1", {i64s(kPostgresSchemaVersion)});
+  for (int v = version; v < kPostgresSchemaVersion; ++v) c.exec_native(kMigrations[v], {});
+  if (r.empty()) c.exec_native("INSERT INTO qvl_schema (version) VALUES ($1)", {int64_t{kPostgresSchemaVersion}});
+  else c.exec_native("UPDATE qvl_schema SET version = $1", {int64_t{kPostgresSchemaVersion}});
   t.commit();
-}
-
-void PostgresJobStore::purge(Connection& c) {
-  const Result r =
-      c.exec("DELETE FROM qvl_jobs WHERE state IN " ENDED " AND finished_ms <= " NOW_MS " - $1", {ttl_ms()});
-  if (r.affected() > 0) drop_unowned(c);
-  last_purge_ms_ = unix_ms();
-}
-
-void PostgresJobStore::drop_unowned(Connection& c) {
-  c.exec("DELETE FROM qvl_batches b WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.batch = b.id)");
-  c.exec(
-      "DELETE FROM qvl_media_refs r WHERE NOT EXISTS (SELECT 1 FROM qvl_jobs WHERE qvl_jobs.id = r.owner) "
-      "AND NOT EXISTS (SELECT 1 FROM qvl_batches WHERE qvl_batches.id = r.owner)");
-  c.exec("DELETE FROM qvl_media m WHERE NOT EXISTS (SELECT 1 FROM qvl_media_refs r WHERE r.hash = m.hash)");
-}
-
-void PostgresJobStore::store_media(Connection& c, const std::string& owner, const DetachedMedia& d) {
-  for (const auto& [hash, data] : d.blobs)
-    c.exec("INSERT INTO qvl_media (hash, data, bytes) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
-           {hash, data, i64s(static_cast<int64_t>(data.size()))});
-  for (const MediaRef& r : d.refs)
-    c.exec("INSERT INTO qvl_media_refs (owner, pointer, hash) VALUES ($1, $2, $3)", {owner, r.pointer, r.hash});
-}
-
-std::string PostgresJobStore::attached(Connection& c, const std::string& owner, const std::string& text) {
-  const Result r = c.exec(
-      "SELECT r.pointer, r.hash, m.data FROM qvl_media_refs r JOIN qvl_media m ON m.hash = r.hash "
-      "WHERE r.owner = $1 ORDER BY r.seq",
-      {owner});
-  std::vector<MediaRef> refs;
-  std::map<std::string, std::string> blobs;
-  for (int i = 0; i < r.rows(); ++i) {
-    refs.push_back({r.text(i, 0), r.text(i, 1)});
-    blobs.try_emplace(r.text(i, 1), r.text(i, 2));
-  }
-  return attach_media(text, refs, blobs);
-}
-
-bool PostgresJobStore::add(const std::vector<JobRecord>& jobs, const BatchRecord* batch) {
-  const DetachedAdd detached = detach_add(jobs, batch);
-  const int64_t bytes = detached.bytes;
-  if (static_cast<int64_t>(jobs.size()) > options_.max_jobs || bytes > options_.max_bytes) return false;
-  return locked([&](Connection& c) {
-    // Run again after a commit whose reply was lost: the jobs are in (ids are random, 128 bits).
-    if (!jobs.empty() && c.exec("SELECT 1 FROM qvl_jobs WHERE id = $1", {jobs.front().id}).rows() > 0) return true;
-    Transaction t(c);
-    c.exec(cat("SELECT pg_advisory_xact_lock(", kAddLock, ")").c_str());
-    purge(c);
-    for (;;) {
-      const Result q = c.exec(kStoredJobsAndBytes);
-      if (q.i64(0, 0) + static_cast<int64_t>(jobs.size()) <= options_.max_jobs &&
-          q.i64(0, 1) + bytes <= options_.max_bytes)
-        break;
-      const Result o = c.exec("SELECT seq FROM qvl_jobs WHERE state IN " ENDED " ORDER BY finished_ms LIMIT 1");
-      if (o.rows() == 0) return false;  // full of unfinished jobs (the transaction rolls back)
-      c.exec("DELETE FROM qvl_jobs WHERE seq = $1", {o.text(0, 0)});
-      drop_unowned(c);
-    }
-    if (batch) {
-      const std::string& plan = detached.plan->text;
-      c.exec("INSERT INTO qvl_batches (id, created, model, plan, job_ids, bytes) VALUES ($1, $2, $3, $4, $5, $6)",
-             {batch->id, i64s(batch->created), batch->model, plan, json(batch->job_ids).dump(),
-              i64s(static_cast<int64_t>(plan.size()))});
-      store_media(c, batch->id, *detached.plan);
-    }
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const JobRecord& j = jobs[i];
-      const std::string& body = detached.bodies[i].text;
-      c.exec(
-          "INSERT INTO qvl_jobs (id, created, model, body, batch, page, state, bytes) "
-          "VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)",
-          {j.id, i64s(j.created), j.model, body, j.batch.empty() ? Param() : Param(j.batch), i64s(j.page),
-           i64s(static_cast<int64_t>(body.size()))});
-      store_media(c, j.id, detached.bodies[i]);
-    }
-    c.exec("SELECT pg_notify($1, 'added')", {std::string(kChannel)});
-    t.commit();
-    return true;
-  });
-}
-
-std::optional<ClaimedJob> PostgresJobStore::claim(const std::string& owner, int window) {
-  return locked([&](Connection& c) -> std::optional<ClaimedJob> {
-    Transaction t(c);
-    // A claim lost to a crash of the database leaves the job queued (or its
-    // lease to run out): harmless, so its commit waits for no disk flush.
-    c.exec("SET LOCAL synchronous_commit = off");
-    if (unix_ms() - last_purge_ms_ >= 1000) purge(c);
-    c.exec("UPDATE qvl_jobs SET state = 'failed', error = $1, finished_ms = " NOW_MS
-           ", owner = NULL "
-           "WHERE state = 'running' AND lease_until_ms < " NOW_MS " AND attempts >= $2",
-           {attempts_exhausted_error(options_.max_attempts).dump(), i64s(options_.max_attempts)});
-    // SKIP LOCKED: a row another replica is claiming right now is not waited for, nor taken twice.
-    const Result pick = c.exec(
-        "SELECT id, state FROM qvl_jobs j WHERE "
-        "(state = 'queued' AND (batch IS NULL OR "
-        "  (SELECT count(*) FROM qvl_jobs r WHERE r.batch = j.batch AND r.state = 'running') < $1)) "
-        "OR (state = 'running' AND lease_until_ms < " NOW_MS ") ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-        {i64s(window)});
-    if (pick.rows() == 0) {
-      t.commit();
-      return std::nullopt;
-    }
-    const std::string id = pick.text(0, 0);
-    const bool taken_over = pick.text(0, 1) == "running";
-    const Result r = c.exec(cat("UPDATE qvl_jobs SET state = 'running', owner = $2, lease_until_ms = " NOW_MS
-                                " + $3, attempts = attempts + 1, progress_tokens = 0, progress_text = '' "
-                                "WHERE id = $1 RETURNING ",
-                                kJobColumns)
-                                .c_str(),
-                            {id, owner, lease_ms()});
-    ClaimedJob claimed{job_at(r, 0), std::nullopt, taken_over};
-    claimed.job.body = attached(c, id, claimed.job.body);
-    if (!claimed.job.batch.empty() && (claimed.batch = batch_in(c, claimed.job.batch)))
-      claimed.batch->plan = attached(c, claimed.batch->id, claimed.batch->plan);
-    t.commit();
-    if (taken_over) ++taken_over_;
-    return claimed;
-  });
-}
-
-bool PostgresJobStore::heartbeat(const std::string& id, const std::string& owner, int64_t tokens,
-                                 const std::string& text) {
-  return locked([&](Connection& c) {
-    Transaction t(c);
-    c.exec("SET LOCAL synchronous_commit = off");  // a lost heartbeat costs nothing: the next one renews
-    const bool mine = c.exec("UPDATE qvl_jobs SET lease_until_ms = " NOW_MS
-                             " + $3, progress_tokens = $4, progress_text = $5 "
-                             "WHERE id = $1 AND owner = $2 AND state = 'running' AND NOT cancel_requested",
-                             {id, owner, lease_ms(), i64s(tokens), text})
-                          .affected() > 0;
-    t.commit();
-    return mine;
-  });
-}
-
-bool PostgresJobStore::finish(const std::string& id, const std::string& owner, JobState state, const json& result,
-                              const json& error) {
-  const Param result_text = result.is_null() ? Param() : Param(result.dump());
-  const Param error_text = error.is_null() ? Param() : Param(error.dump());
-  const int64_t result_bytes = result_text ? static_cast<int64_t>(result_text->size()) : 0;
-  return locked([&](Connection& c) {
-    Transaction t(c);
-    const bool mine = c.exec(
-                           "UPDATE qvl_jobs SET state = $3, result = $4, error = $5, owner = NULL, progress_text = '', "
-                           "finished_ms = " NOW_MS
-                           ", bytes = bytes + $6 "
-                           "WHERE id = $1 AND owner = $2 AND state = 'running'",
-                           {id, owner, std::string(job_state_name(state)), result_text, error_text, i64s(result_bytes)})
-                          .affected() > 0;
-    // A batch's next page may be claimable now.
-    if (mine) c.exec("SELECT pg_notify($1, 'ended')", {std::string(kChannel)});
-    t.commit();
-    return mine;
-  });
-}
-
-void PostgresJobStore::release(const std::string& id, const std::string& owner) {
-  locked([&](Connection& c) {
-    Transaction t(c);
-    c.exec(
-        "UPDATE qvl_jobs SET state = 'queued', owner = NULL, attempts = attempts - 1 "
-        "WHERE id = $1 AND owner = $2 AND state = 'running'",
-        {id, owner});
-    c.exec("SELECT pg_notify($1, 'released')", {std::string(kChannel)});
-    t.commit();
-    return 0;
-  });
-}
-
-std::optional<JobRecord> PostgresJobStore::cancel(const std::string& id) {
-  return locked([&](Connection& c) {
-    Transaction t(c);
-    c.exec("UPDATE qvl_jobs SET state = 'cancelled', finished_ms = " NOW_MS " WHERE id = $1 AND state = 'queued'",
-           {id});
-    // The replica running it sees this at its next heartbeat.
-    c.exec("UPDATE qvl_jobs SET cancel_requested = true WHERE id = $1 AND state = 'running'", {id});
-    c.exec("SELECT pg_notify($1, 'cancelled')", {std::string(kChannel)});
-    std::optional<JobRecord> j = get_in(c, id);
-    t.commit();
-    return j;
-  });
-}
-
-std::optional<JobRecord> PostgresJobStore::get_in(Connection& c, const std::string& id) {
-  const Result r = c.exec(
-      cat("SELECT ", kJobColumns, " FROM qvl_jobs WHERE id = $1 AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2)")
-          .c_str(),
-      {id, ttl_ms()});
-  if (r.rows() == 0) return std::nullopt;
-  return job_at(r, 0);
-}
-
-std::optional<JobRecord> PostgresJobStore::get(const std::string& id) {
-  return locked([&](Connection& c) { return get_in(c, id); });
-}
-
-std::optional<BatchRecord> PostgresJobStore::batch_in(Connection& c, const std::string& id) {
-  const Result r = c.exec(
-      "SELECT id, created, model, plan, job_ids FROM qvl_batches b WHERE id = $1 AND EXISTS (SELECT 1 FROM qvl_jobs "
-      "WHERE qvl_jobs.batch = b.id AND (finished_ms = 0 OR finished_ms > " NOW_MS " - $2))",
-      {id, ttl_ms()});
-  if (r.rows() == 0) return std::nullopt;
-  return BatchRecord{r.text(0, 0), r.i64(0, 1), r.text(0, 2), r.text(0, 3),
-                     json::parse(r.text(0, 4)).get<std::vector<std::string>>()};
-}
-
-std::optional<BatchRecord> PostgresJobStore::batch(const std::string& id) {
-  return locked([&](Connection& c) { return batch_in(c, id); });
-}
-
-JobCounts PostgresJobStore::counts() {
-  return locked([&](Connection& c) {
-    JobCounts counts;
-    for (JobState s : kJobStates) counts.jobs[s] = 0;
-    const Result r = c.exec("SELECT state, count(*) FROM qvl_jobs WHERE finished_ms = 0 OR finished_ms > " NOW_MS
-                            " - $1 GROUP BY state",
-                            {ttl_ms()});
-    for (int i = 0; i < r.rows(); ++i)
-      if (auto s = job_state_named(r.text(i, 0))) counts.jobs[*s] = r.i64(i, 1);
-    counts.bytes = c.exec(kStoredJobsAndBytes).i64(0, 1);
-    counts.leases_taken_over = taken_over_;
-    return counts;
-  });
 }
 
 }  // namespace
@@ -853,7 +476,7 @@ std::string redact_postgres_url(const std::string& url) {
 }
 
 std::unique_ptr<JobStore> open_postgres_job_store(const std::string& url, const JobStoreOptions& options) {
-  return std::make_unique<PostgresJobStore>(url, options);
+  return std::make_unique<SqlJobStore>(std::make_shared<PostgresDatabase>(url), options);
 }
 
 }  // namespace qvl

@@ -1,11 +1,14 @@
 // The "postgresql://…" job store: one queue that any number of replicas
-// share (Debian's libpq). Any replica accepts a job and answers any poll or
-// cancel; a replica claims a queued job only when its scheduler has a free
-// place (SELECT … FOR UPDATE SKIP LOCKED, so two replicas never take the
-// same row and neither waits on the other); NOTIFY on every change a runner
-// may act on wakes the idle replicas' LISTEN connections instead of having
-// them poll; a running job whose replica died is claimed again once its
-// lease (renewed by heartbeats) runs out.
+// share (Debian's libpq). Its lifecycle is sql_job_store.h's; this file
+// keeps the connection, the schema and PostgreSQL's SQL (sql_database.h).
+//
+// Any replica accepts a job and answers any poll or cancel; a replica
+// claims a queued job only when its scheduler has a free place (SELECT …
+// FOR UPDATE SKIP LOCKED, so two replicas never take the same row and
+// neither waits on the other); NOTIFY on every change a runner may act on
+// wakes the idle replicas' LISTEN connections instead of having them poll;
+// a running job whose replica died is claimed again once its lease (renewed
+// by heartbeats) runs out.
 //
 // Leases, TTLs and finish times are read from the database's clock, so
 // replicas whose clocks disagree still agree on whose lease ran out.

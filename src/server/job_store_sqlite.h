@@ -1,6 +1,8 @@
 // The "sqlite:PATH" job store, qvl's default (PATH: --state-dir's jobs.db):
 // Debian's libsqlite3, WAL, every state change one transaction, so jobs,
-// batches and stored responses survive a restart, a crash or kill -9.
+// batches and stored responses survive a restart, a crash or kill -9. Its
+// lifecycle is sql_job_store.h's; this file keeps the connection, the schema
+// and SQLite's SQL (sql_database.h). A full disk is JobStoreFull.
 // Several processes may open one file (leases keep a job with one runner),
 // but replicas on several machines want PostgreSQL.
 //

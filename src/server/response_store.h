@@ -2,8 +2,9 @@
 // one with `previous_response_id` (and GET /v1/responses/{id} can return
 // it). Bounded twice: at most `max_entries` responses and about `max_bytes`
 // of JSON text (an input image's data: URI counts in full); the oldest go
-// first. The job store (job_store.h) holds one: MemoryResponseStore here,
-// or its database's table. Safe from any thread.
+// first. The job store (job_store.h) hands one out: MemoryResponseStore
+// here, or SqlResponseStore (sql_response_store.h) in its database. Safe
+// from any thread.
 #pragma once
 
 #include <cstddef>
