@@ -85,7 +85,10 @@ struct Param {
   bool binary = false;
   bool null = false;
 };
-Param bytes_param(std::span<const uint8_t> b) { return {std::string(b.begin(), b.end()), true, b.empty()}; }
+// Bytes (bytea); `empty_is_null`: none given means NULL (an absent file content), not zero bytes.
+Param bytes_param(std::span<const uint8_t> b, bool empty_is_null = false) {
+  return {std::string(b.begin(), b.end()), true, empty_is_null && b.empty()};
+}
 Param text(std::string s) { return {std::move(s)}; }
 Param text(int64_t v) { return {std::to_string(v)}; }
 
@@ -163,7 +166,7 @@ class PostgresSearchStore final : public SearchStore {
         "INSERT INTO qvl_search_documents (collection, path, size, mtime_ns, sha256, pages, indexed_at, content) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
         {text(cid), text(doc.path), text(doc.size), text(doc.mtime_ns), text(doc.sha256),
-         text(static_cast<int64_t>(pages.size())), text(static_cast<int64_t>(std::time(nullptr))), bytes_param(content)});
+         text(static_cast<int64_t>(pages.size())), text(static_cast<int64_t>(std::time(nullptr))), bytes_param(content, true)});
     const int64_t id = r.i64(0, 0);
     for (const SearchPage& p : pages)
       exec("INSERT INTO qvl_search_pages (collection, document, page, width, height, embedding, thumbnail) "
@@ -213,15 +216,17 @@ class PostgresSearchStore final : public SearchStore {
                       query.size()));
     // The collection id is written into the statement (an integer) so the
     // planner matches the partial index's predicate; ORDER BY repeats the
-    // indexed expression exactly.
+    // indexed expression exactly. The query goes twice ($1 scored as
+    // float32, $2 as the index's type): one parameter cast to two types
+    // would be deduced inconsistently.
     const std::string expr = indexed_expression(dims);
     const std::string order =
-        expr.empty() ? "embedding <#> $1::vector" : cat(expr, " <#> $1::", query_cast(dims));
+        expr.empty() ? "embedding <#> $2::vector" : cat(expr, " <#> $2::", query_cast(dims));
     Result r = exec(cat("SELECT p.id, p.document, p.page, d.path, p.score FROM (SELECT id, document, page, "
                         "-(embedding <#> $1::vector) AS score FROM qvl_search_pages WHERE collection = ",
                         cid, " ORDER BY ", order, " LIMIT ", std::max<int64_t>(k, 0),
                         ") p JOIN qvl_search_documents d ON d.id = p.document"),
-                    {text(vector_text(query))});
+                    {text(vector_text(query)), text(vector_text(query))});
     std::vector<SearchHit> out;
     for (int i = 0; i < r.rows(); ++i)
       out.push_back({r.i64(i, 0), r.i64(i, 1), r.text(i, 3), r.i64(i, 2), std::stof(r.text(i, 4))});
