@@ -106,6 +106,8 @@ test('Search view: index a PDF, see its pages ranked as thumbnails, ask in chat 
   assert.deepEqual(shown.map((s) => s.rank), ['#1', '#2']);
   assert.deepEqual(shown.map((s) => s.label).sort(), ['report.pdf · page 1', 'report.pdf · page 2']);
   for (const s of shown) assert.ok(s.width > 0 && s.width <= 256, `a thumbnail of ${s.width} px`);
+  // QVL_SEARCH_SCREENSHOT=FILE.png keeps a picture of the results (docs/screenshots/search-light.png).
+  if (process.env.QVL_SEARCH_SCREENSHOT) await page.screenshot({ path: process.env.QVL_SEARCH_SCREENSHOT });
 
   await page.locator('.search-hit').first().getByRole('button', { name: 'Ask in chat' }).click();
   await page.waitForSelector('#conversation:not([hidden])');
