@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <mutex>
 
 #include "util/error.h"
@@ -113,13 +114,10 @@ std::string query_cast(int64_t dims) { return dims <= kMaxVectorIndexDims ? cat(
 
 class PostgresSearchStore final : public SearchStore {
  public:
-  explicit PostgresSearchStore(const PostgresSearchOptions& options) : options_(options) {
-    conn_ = PQconnectdb(options.url.c_str());
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      const std::string why = first_line(PQerrorMessage(conn_));
-      PQfinish(conn_);
-      throw Error(cat("search index ", options.shown, ": cannot connect: ", why));
-    }
+  explicit PostgresSearchStore(const PostgresSearchOptions& options)
+      : options_(options), owned_(PQconnectdb(options.url.c_str())), conn_(owned_.get()) {
+    if (PQstatus(conn_) != CONNECTION_OK)
+      throw Error(cat("search index ", options.shown, ": cannot connect: ", first_line(PQerrorMessage(conn_))));
     exec("SET client_min_messages = warning");
     Result avail = exec("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'");
     if (avail.rows() == 0)
@@ -133,7 +131,6 @@ class PostgresSearchStore final : public SearchStore {
     exec("COMMIT");
     exec(cat("SET hnsw.ef_search = ", std::clamp(options.ef_search, 1, 1000)));
   }
-  ~PostgresSearchStore() override { PQfinish(conn_); }
 
   std::string name() const override { return "postgresql"; }
 
@@ -341,8 +338,12 @@ class PostgresSearchStore final : public SearchStore {
     return cid;
   }
 
+  struct Finish {
+    void operator()(PGconn* c) const { PQfinish(c); }
+  };
   PostgresSearchOptions options_;
   std::mutex mutex_;
+  std::unique_ptr<PGconn, Finish> owned_;  // closed however the constructor ends
   PGconn* conn_ = nullptr;
 };
 
