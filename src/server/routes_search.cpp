@@ -1,7 +1,7 @@
 // Document search over HTTP, for a server started with --task embed (an
 // embedding model): POST /v1/index adds a PDF or an image to a collection
-// (one vector per page, search/page_indexer.h), GET /v1/index lists what is
-// indexed, DELETE /v1/index/{id} removes a document, POST /v1/search ranks a
+// (one vector per page, search/page_indexer.h), GET /v1/index[?collection=]
+// lists what is indexed, DELETE /v1/index/{id} removes a document, POST /v1/search ranks a
 // collection's pages against a question, and GET
 // /v1/index/pages/{id}/thumbnail and …/image give a page's thumbnail and the
 // page itself (JPEG; the page shows hits with the first and attaches the
@@ -74,6 +74,27 @@ int64_t integer_field(const ojson& body, const char* name, int64_t lo, int64_t h
 int64_t path_id(const std::string& s) {
   if (s.size() > 18) return -1;
   return std::stoll(s);
+}
+
+// GET /v1/index's query: "collection=NAME" or nothing (a name needs no
+// percent-encoding); any other parameter is refused, naming it.
+std::string collection_query(const std::string& query) {
+  std::string collection;
+  size_t at = 0;
+  while (at <= query.size()) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string part = query.substr(at, end - at);
+    at = end + 1;
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string key = part.substr(0, eq);
+    if (key != "collection")
+      bad_request(key.substr(0, 80), cat("unknown query parameter '", key.substr(0, 80), "'; GET /v1/index takes collection"),
+                  "unknown_field");
+    collection = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (!valid_collection_name(collection)) bad_request("collection", "'collection' must be 1-64 of A-Z a-z 0-9 . _ -");
+  }
+  return collection;
 }
 
 json document_json(const SearchDocument& d) {
@@ -167,10 +188,11 @@ void ServerCore::register_search_routes(HttpRouter& router) {
   router.get("/v1/index", [this, index, guarded](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
     require_task(ModelTask::Embed);
+    const std::string only = collection_query(req.query);  // empty: every collection's documents
     SearchStore& store = index();
     json docs = json::array(), collections = json::array();
     guarded([&] {
-      for (const SearchDocument& d : store.documents("")) docs.push_back(document_json(d));
+      for (const SearchDocument& d : store.documents(only)) docs.push_back(document_json(d));
       for (const SearchCollection& c : store.collections())
         collections.push_back({{"name", c.name}, {"dimensions", c.dimensions}, {"model", c.model},
                                {"documents", c.documents}, {"pages", c.pages}});

@@ -73,6 +73,12 @@ TEST_F(Search, IndexListSearchThumbnailsAndDelete) {
   ASSERT_EQ(l["collections"].size(), 1u);
   EXPECT_EQ(l["collections"][0]["pages"], 3);
   EXPECT_EQ(l["collections"][0]["dimensions"], 64);
+  auto only = c.Get("/v1/index?collection=e2e");
+  ASSERT_EQ(only->status, 200) << only->body;
+  EXPECT_EQ(json::parse(only->body)["data"].size(), 2u);
+  auto other = c.Get("/v1/index?collection=elsewhere");
+  ASSERT_EQ(other->status, 200) << other->body;
+  EXPECT_EQ(json::parse(other->body)["data"].size(), 0u);
 
   auto s = post_json(c, "/v1/search", {{"query", "a gradient chart"}, {"collection", "e2e"}, {"top_k", 3}});
   ASSERT_EQ(s->status, 200) << s->body;
@@ -146,6 +152,8 @@ TEST_F(Search, RefusalsNameTheirField) {
                "no collection 'nowhere'");
   expect_error(post_json(c, "/v1/search", {{"query", "q"}, {"filter", 1}}), 400, "filter", "unknown field 'filter'");
   expect_error(c.Get("/v1/index/pages/999999/image"), 404, "", "no indexed page");
+  expect_error(c.Get("/v1/index?limit=3"), 400, "limit", "unknown query parameter 'limit'");
+  expect_error(c.Get("/v1/index?collection=a%2Fb"), 400, "collection", "1-64 of A-Z");
   // The server is still healthy.
   EXPECT_EQ(c.Get("/health")->status, 200);
 }

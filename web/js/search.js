@@ -3,7 +3,7 @@
 //
 //   POST   /v1/index                 {file_data: data URL, filename, collection} -> {id, filename, pages,
 //                                     outcome: "added"|"replaced"|"unchanged", collection}
-//   GET    /v1/index                 {data: [documents], collections: [{name, dimensions, documents, pages}]}
+//   GET    /v1/index?collection=     {data: [documents], collections: [{name, dimensions, documents, pages}]}
 //   DELETE /v1/index/{id}
 //   POST   /v1/search                {query, collection, top_k} -> {data: [{rank, score, filename, page,
 //                                     page_id, thumbnail_url, image_url}]}
@@ -68,7 +68,8 @@ async function call(method, url, apiKey, body) {
 
 export const indexFile = (apiKey, dataUrl, filename, collection) =>
   call('POST', '/v1/index', apiKey, { file_data: dataUrl, filename, collection });
-export const listIndex = (apiKey) => call('GET', '/v1/index', apiKey);
+export const listIndex = (apiKey, collection) =>
+  call('GET', `/v1/index?collection=${encodeURIComponent(collection)}`, apiKey);
 export const deleteDocument = (apiKey, id) => call('DELETE', `/v1/index/${encodeURIComponent(id)}`, apiKey);
 export const searchPages = (apiKey, body) => call('POST', '/v1/search', apiKey, body);
 

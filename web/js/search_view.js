@@ -19,10 +19,10 @@ export function initSearch(root, { apiKey, openInChat, notice }) {
   const coll = () => collection.value.trim() || DEFAULT_COLLECTION;
 
   async function refreshList() {
-    const r = await listIndex(apiKey());
+    const r = await listIndex(apiKey(), coll());
     indexed.replaceChildren();
     if (r.error) { indexed.append(h('li', { class: 'search-error', text: r.error })); return; }
-    const docs = r.data.data.filter((d) => d.collection === coll());
+    const docs = r.data.data;
     if (!docs.length) indexed.append(h('li', { class: 'muted', text: `Nothing indexed in “${coll()}” yet.` }));
     for (const d of docs) {
       indexed.append(h('li', {}, h('span', { text: String(d.filename).split('/').pop() }),
