@@ -146,6 +146,28 @@ TEST_P(StoreTest, SearchRanksEveryStoredPageAsBruteForceDoes) {
   EXPECT_EQ(cs[0].pages, 24);
 }
 
+TEST_P(StoreTest, TheTwoBModelsDimensionSearchesAsBruteForceDoes) {
+  // 2048 > pgvector's 2000 for vector indexes: the HNSW index is over the vectors as halfvec.
+  std::mt19937 rng(5);
+  const int64_t dim = 2048;
+  Known known;
+  for (int d = 0; d < 3; ++d) {
+    const std::string path = "/big/" + std::to_string(d) + ".pdf";
+    std::vector<SearchPage> pages = pages_of(rng, 10, dim);
+    for (const SearchPage& p : pages) known[{path, p.page}] = p.vector;
+    store_->put(doc_at("big", path), pages, {}, "2b");
+  }
+  const std::vector<float> q = unit_vector(rng, dim);
+  const std::vector<SearchHit> hits = store_->search("big", q, 5);
+  const auto want = brute_force(known, q, 5);
+  ASSERT_EQ(hits.size(), 5u);
+  for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(std::make_pair(hits[i].path, hits[i].page), want[i]) << i;
+  if (GetParam() == "pgvector")
+    EXPECT_NE(test::PostgresServer::sql(url_, "SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'qvl_search_hnsw_%'")
+                  .find("(embedding)::halfvec(2048)) halfvec_ip_ops"),
+              std::string::npos);
+}
+
 TEST_P(StoreTest, PutReplacesTheDocumentsPagesAndDeleteRemovesThem) {
   std::mt19937 rng(2);
   const int64_t dim = 16;
