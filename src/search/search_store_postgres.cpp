@@ -49,6 +49,10 @@ constexpr const char* kSchemaLock = "7415166071";  // pg_advisory_xact_lock key
 
 // pgvector's HNSW limits on the indexed type's dimensions.
 constexpr int64_t kMaxVectorIndexDims = 2000, kMaxHalfvecIndexDims = 4000;
+// The graph's build parameters. pgvector's defaults (m 16, ef_construction 64) give recall@10
+// of 0.81 at ef_search 400 on 10k random 2048-d unit vectors (Debian 13, pgvector 0.8.0):
+// a denser graph built with a wider search is what lifts it.
+constexpr int kHnswM = 32, kHnswEfConstruction = 200;
 
 std::string first_line(const char* message) {
   std::string s = message ? message : "";
@@ -334,7 +338,8 @@ class PostgresSearchStore final : public SearchStore {
     const int64_t cid = made.i64(0, 0);
     if (const std::string expr = indexed_expression(dims); !expr.empty())
       exec(cat("CREATE INDEX qvl_search_hnsw_", cid, " ON qvl_search_pages USING hnsw (", expr, " ",
-               dims <= kMaxVectorIndexDims ? "vector_ip_ops" : "halfvec_ip_ops", ") WHERE collection = ", cid));
+               dims <= kMaxVectorIndexDims ? "vector_ip_ops" : "halfvec_ip_ops", ") WITH (m = ", kHnswM,
+               ", ef_construction = ", kHnswEfConstruction, ") WHERE collection = ", cid));
     return cid;
   }
 
