@@ -15,7 +15,7 @@ struct SearchIndexChoice {
   std::string collection = kDefaultCollection;
   std::string index_db;   // empty: sqlite at STATE_DIR/search.db
   std::string state_dir;  // empty: default_state_dir()
-  int ef_search = 100;
+  int ef_search = 400;
 };
 
 void visit_options(SearchIndexChoice& c, Args& v);

@@ -19,7 +19,7 @@ namespace qvl {
 struct PostgresSearchOptions {
   std::string url;    // postgresql://…
   std::string shown;  // the URL as errors show it (without its password)
-  int ef_search = 100;  // hnsw.ef_search: candidates the index walks per query (pgvector's default is 40)
+  int ef_search = 400;  // hnsw.ef_search: candidates the index walks per query (pgvector's default is 40)
 };
 
 // Throws Error naming the server (and the Debian package) when it cannot be
