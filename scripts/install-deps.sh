@@ -26,6 +26,13 @@ command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 packages+=(chromium)                             # headless browser tests of the web page (tests/browser)
 packages+=(nginx python3-yaml)                   # tests/deploy: the replicas test runs nginx in its own prefix; k8s manifests parsed
+# pgvector for the search index's PostgreSQL store and its tests (src/search/search_store_postgres.h),
+# built for the PostgreSQL the `postgresql` package brings: Debian 13 has postgresql-17-pgvector;
+# Debian 12 packages none, and those tests skip saying so.
+pg_server=$(apt-cache depends postgresql 2>/dev/null | grep -o 'postgresql-[0-9][0-9]*' | head -n 1 || true)
+if [ -n "$pg_server" ] && apt-cache show "${pg_server}-pgvector" >/dev/null 2>&1; then
+  packages+=("${pg_server}-pgvector")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -21,5 +21,7 @@ int cmd_models(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_rerank(int argc, char** argv);
+int cmd_index(int argc, char** argv);
+int cmd_search(int argc, char** argv);
 
 }  // namespace qvl::cli

@@ -19,6 +19,8 @@ constexpr Command kCommands[] = {
     {"serve", "serve the web page and the OpenAI-compatible API", qvl::cli::cmd_serve},
     {"embed", "vectors for texts, images, PDF pages and videos (Qwen3-VL-Embedding)", qvl::cli::cmd_embed},
     {"rerank", "score documents against a query (Qwen3-VL-Reranker)", qvl::cli::cmd_rerank},
+    {"index", "add PDFs and images to a search collection, one vector per page", qvl::cli::cmd_index},
+    {"search", "find the pages of a collection that answer a question", qvl::cli::cmd_search},
     {"info", "summarise a model folder", qvl::cli::cmd_info},
     {"tokenize", "text -> token ids (or ids -> text with --decode)", qvl::cli::cmd_tokenize},
     {"bench", "measure load, vision, prefill and decode speed", qvl::cli::cmd_bench},

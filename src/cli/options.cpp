@@ -208,6 +208,11 @@ void visit_options(ServerOptions& o, Args& v) {
       .range(1, 1 << 20);
   v(o.max_rerank_documents, "max-rerank-documents", "N", "documents of one /v1/rerank request; more get 413")
       .range(1, 1 << 20);
+  v(o.index_db, "index-db", "URL",
+    "with --task embed: the search index of /v1/index and /v1/search, a SQLite file (sqlite:PATH) or "
+    "postgresql://USER@HOST/DB with pgvector")
+      .unset("sqlite:STATE_DIR/search.db")
+      .env("QVL_INDEX_DB");
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);

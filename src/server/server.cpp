@@ -94,6 +94,7 @@ struct Server::Impl {
     media_previews.register_document_routes(router);
     media_previews.register_video_routes(router);
     core.register_retrieval_routes(router);
+    core.register_search_routes(router);
   }
 
   void cors(const HttpRequest& req, HttpResponse& res) {

@@ -26,6 +26,7 @@
 #include "server/json_limits.h"
 #include "server/metrics.h"
 #include "server/page_batch.h"
+#include "search/search_store.h"
 #include "server/request_kit.h"
 #include "server/server_options.h"
 #include "util/error.h"
@@ -46,6 +47,8 @@ struct ServerCore {
       job_runner;  // runs stored jobs (routes_jobs.cpp); stops claiming before the scheduler drains
   ModelTask task = ModelTask::Chat;  // what the model serves (Server::attach); other uses are refused (require_task)
   std::mutex retrieval_mutex;         // routes_retrieval.cpp: one embedding or rerank call on the engine at a time
+  std::mutex search_index_mutex;      // routes_search.cpp: the index opened once, at its first use
+  std::unique_ptr<SearchStore> search_index;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
   RequestKit kit;  // over the server's records and the members above
@@ -64,6 +67,7 @@ struct ServerCore {
   void register_job_routes(HttpRouter& router);        // routes_jobs.cpp: /v1/jobs
   void register_responses_routes(HttpRouter& router);  // routes_responses.cpp: the Responses API (/v1/responses)
   void register_retrieval_routes(HttpRouter& router);  // routes_retrieval.cpp: POST /v1/embeddings, /v1/rerank
+  void register_search_routes(HttpRouter& router);     // routes_search.cpp: /v1/index, /v1/search
   // Throws 400 wrong_task saying what this server serves unless it is `wanted`.
   void require_task(ModelTask wanted) const;
   // Parses and validates a chat body, fetches and decodes its images, checks

@@ -29,6 +29,7 @@ struct ServerOptions {
   int json_max_depth = 32;
   int64_t max_embedding_inputs = 256;  // items of one /v1/embeddings request (413 beyond)
   int64_t max_rerank_documents = 256;  // documents of one /v1/rerank request (413 beyond)
+  std::string index_db;                // the search index (routes_search.cpp); empty: sqlite at STATE_DIR/search.db
   MediaOptions media;
   MemoryAdmissionOptions memory;  // decoding's memory budget, places and time (memory_admission.h)
   SchedulerOptions scheduler;

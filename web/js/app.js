@@ -18,6 +18,7 @@ import { docCard, docTurn, batchView, pickedTokens, pageTokens } from './documen
 import { sanitizeHtml } from './safe_html.js';
 import { isVideoFile, checkVideo, videoMime } from './video.js';
 import { videoCard, videoTurn, linkTimes } from './video_view.js';
+import { initSearch } from './search_view.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -362,8 +363,29 @@ window.addEventListener('drop', (e) => {
   e.preventDefault();
   dragDepth = 0;
   els.drop.hidden = true;
-  addFiles(e.dataTransfer.files);
+  if (searchShown()) search.indexFiles(e.dataTransfer.files);
+  else addFiles(e.dataTransfer.files);
 });
+
+// ---------------------------------------------------------------- the Search view
+
+const searchShown = () => !$('search-view').hidden;
+function showView(name) {
+  const searching = name === 'search';
+  $('search-view').hidden = !searching;
+  els.conversation.hidden = searching;
+  document.querySelector('.composer-wrap').hidden = searching;
+  $('tab-chat').setAttribute('aria-selected', String(!searching));
+  $('tab-search').setAttribute('aria-selected', String(searching));
+  if (searching) { search.refreshList(); $('search-query').focus(); } else els.prompt.focus();
+}
+const search = initSearch($('search-view'), {
+  apiKey: () => state.settings.apiKey,
+  notice,
+  openInChat: (file) => { showView('chat'); addFiles([file]); },
+});
+$('tab-chat').addEventListener('click', () => showView('chat'));
+$('tab-search').addEventListener('click', () => showView('search'));
 
 // ---------------------------------------------------------------- conversation
 
