@@ -1,13 +1,15 @@
 // libFuzzer target: a POST /v1/responses body as the route reads it:
 // parse_json_body (server limits), translate_responses_request against an
 // empty store, then the translated chat body dumped, parsed again and read by
-// parse_chat_request, an error translated back to the Responses field names.
+// parse_chat_request (then take_chat_media, as the route), an error
+// translated back to the Responses field names.
 // Only success or an ApiError / qvl::Error is allowed, and a refusal must serialise.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "server/api_error.h"
+#include "server/chat_media.h"
 #include "server/responses_json.h"
 #include "server/responses_request.h"
 #include "server_limits.h"
@@ -22,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         qvl::parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size), json_limits);
     const qvl::ResponsesRequest rr = qvl::translate_responses_request(body, store);
     try {
-      qvl::parse_chat_request(qvl::parse_json_body(qvl::dump_ordered(rr.chat), json_limits), chat_limits);
+      qvl::ChatRequest request =
+          qvl::parse_chat_request(qvl::parse_json_body(qvl::dump_ordered(rr.chat), json_limits), chat_limits);
+      qvl::take_chat_media(request, chat_limits, nullptr);
     } catch (const qvl::ApiError& e) {
       qvl::fuzz::check_reply(rr.translate_error(e));
     }

@@ -172,22 +172,10 @@ void check_bookkeeping(const json& body) {
   }
 }
 
-using Clock = std::chrono::steady_clock;
-
-// An image part whose URL is known and whose pixels are not yet: message
-// `message`'s part `part`.
-struct PendingImage {
-  size_t message, part;
-  std::string url, param;
-};
-
 struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
-  std::vector<PendingImage> pending;
-  VideoOptions video_defaults;  // mm_processor_kwargs
-  std::vector<PendingVideo> videos;
-  std::vector<DocumentSource> documents;  // PDF parts: their pages replace them (document_input.h)
+  const VideoOptions& video_defaults;  // mm_processor_kwargs
 
   std::string text(const json& v, const std::string& param) const {
     if (!v.is_string()) wrong_type(param, "a string", v);
@@ -198,9 +186,10 @@ struct PartParser {
     return s;
   }
 
-  // Only the URL is taken here: images are fetched and decoded once the
-  // whole body is known to be valid (decode_images), so a request refused
-  // for any field costs no image work.
+  // Only the URL is taken here: its bytes are fetched, and what they are
+  // (an image, a PDF, a clip) decided, once the whole body is known to be
+  // valid (take_chat_media), so a request refused for any field costs no
+  // media work.
   MessagePart image(const json& part, const std::string& param, size_t part_index) {
     const json* iu = field(part, "image_url");
     if (!iu) bad_request(param + ".image_url", "an image_url part needs 'image_url'", "missing_field");
@@ -217,30 +206,29 @@ struct PartParser {
     } else {
       wrong_type(url_param, "an object", *iu);
     }
-    if (is_pdf_data_url(url)) {  // a PDF: every page, at the default dpi
-      DocumentSource d;
-      d.message = out.generate.messages.size();
-      d.part = part_index;
-      d.url = std::move(url);
-      d.url_param = d.param = d.pages_param = std::move(url_param);
-      documents.push_back(std::move(d));
-      return {"", nullptr};
-    }
-    ++out.images;
-    pending.push_back({out.generate.messages.size(), part_index, std::move(url), std::move(url_param)});
+    // A PDF in it gives every page, at the default dpi.
+    MediaSource m;
+    m.message = out.generate.messages.size();
+    m.part = part_index;
+    m.url = std::move(url);
+    m.url_param = m.param = m.pages_param = std::move(url_param);
+    ++out.media;
+    out.pending.sources.push_back(std::move(m));
     return {"", nullptr};
   }
 
   // OpenAI's file part, {"type": "file", "file": {"file_data": ...}}: a PDF
-  // whose pages are rendered once the body is known to be valid.
+  // whose pages are rendered once the body is known to be valid (or an
+  // image or a clip, should its bytes be one).
   MessagePart file(const json& part, const std::string& param, size_t part_index) {
     only_keys(part, param, {"type", "file"});
     const json* f = field(part, "file");
     if (!f) bad_request(param + ".file", "a file part needs 'file'", "missing_field");
-    DocumentSource d = parse_file_part(*f, param + ".file", limits.media.pdf);
+    MediaSource d = parse_file_part(*f, param + ".file", limits.media.pdf);
     d.message = out.generate.messages.size();
     d.part = part_index;
-    documents.push_back(std::move(d));
+    ++out.media;
+    out.pending.sources.push_back(std::move(d));
     return {"", nullptr};
   }
 
@@ -268,10 +256,11 @@ struct PartParser {
       } else if (t == "file" && allow_images) {
         parts.push_back(file(part, p, parts.size()));
       } else if ((t == "video_url" || t == "video") && allow_images) {
+        std::vector<PendingVideo>& videos = out.pending.videos;
         videos.push_back(parse_video_part(part, p, video_defaults));
         videos.back().message = out.generate.messages.size();
         videos.back().part = parts.size();
-        ++out.images;
+        ++out.media;
         parts.push_back({"", nullptr, nullptr});
       } else {
         bad_request(p + ".type", cat("unsupported content part type '", t, "' (",
@@ -302,27 +291,6 @@ void check_image_count(const json& messages, const ChatLimits& limits) {
     bad_request("messages", cat("the request has ", images, " images, over the limit of ", limits.max_images,
                                 " per request"),
                 "too_many_images");
-}
-
-// Fetches and decodes the request's images in order, through the request's
-// media intake (its admission, deadline and memory held so far).
-void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, const ChatLimits& limits,
-                   MediaIntake& intake) {
-  if (pending.empty()) return;
-  const Clock::time_point start = Clock::now();
-  for (const PendingImage& p : pending) {
-    const std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);
-    std::shared_ptr<const Image> image;
-    try {
-      image = intake.image(bytes, p.param);
-    } catch (const MediaTimeLimit& e) {
-      refuse_time_limit(e, p.param);
-    } catch (const Error& e) {
-      bad_request(p.param, cat("the image cannot be used: ", e.what()), "invalid_image");
-    }
-    out.generate.messages[p.message].parts[p.part].image = std::move(image);
-  }
-  out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 ResponseFormat response_format(const json& rf) {
@@ -489,12 +457,18 @@ MediaLimits media_limits(const ChatLimits& limits) {
   MediaLimits m;
   m.image = limits.decode;
   m.video.max_encoded_bytes = limits.media.max_video_bytes;
-  m.pdf = limits.media.pdf;
+  m.pdf = limits.media.pdf;  // max_bytes: --max-pdf-bytes, as the CLI and the C API cap a PDF
   return m;
 }
 
 void refuse_time_limit(const MediaTimeLimit& e, const std::string& param) {
   bad_request(param, cat(e.what(), " (--image-time-limit)"), "image_time_limit");
+}
+
+void refuse_too_large(const MediaTooLarge& e, const std::string& param) {
+  // A clip's cap (MediaOptions::max_video_bytes) has no flag.
+  const char* flag = e.kind() == MediaKind::Pdf ? " (--max-pdf-bytes)" : e.kind() == MediaKind::Image ? " (--max-image-bytes)" : "";
+  throw ApiError(413, "image_too_large", cat(e.what(), flag), param);
 }
 
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard) {
@@ -505,7 +479,7 @@ ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardO
   return l;
 }
 
-ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, MemoryAdmission* admission) {
+ChatRequest parse_chat_request(const json& body, const ChatLimits& limits) {
   if (!body.is_object()) bad_request("", cat("the request body must be a JSON object, not ", type_name(body)), "invalid_type");
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find(kAccepted.begin(), kAccepted.end(), it.key()) == kAccepted.end() &&
@@ -604,7 +578,8 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Memor
   if (!messages->is_array()) wrong_type("messages", "an array", *messages);
   if (messages->empty()) bad_request("messages", "'messages' must not be empty");
   check_image_count(*messages, limits);
-  PartParser parts{limits, out, {}, video_defaults, {}};
+  out.pending.video_defaults = video_defaults;
+  PartParser parts{limits, out, out.pending.video_defaults};
   // The ids of the latest assistant turn's calls, which the tool messages
   // after it answer (the template renders results by position, so an id
   // that answers no call is the client's mistake, as OpenAI says too).
@@ -661,16 +636,6 @@ ChatRequest parse_chat_request(const json& body, const ChatLimits& limits, Memor
     }
     g.messages.push_back(std::move(msg));
   }
-  // PDFs are opened and their pages counted and sized before any image is
-  // decoded; their pages are rendered after, through the same admission.
-  RequestDocuments documents(std::move(parts.documents), limits, out.images);
-  // One intake for all of them: one deadline, and each medium reserved
-  // beside what the earlier ones hold.
-  MediaIntake intake(media_limits(limits), admission);
-  decode_images(out, parts.pending, limits, intake);
-  decode_videos(out, parts.videos, limits, intake);
-  documents.render_into(out, intake);
-  out.images += documents.pages();
   return out;
 }
 

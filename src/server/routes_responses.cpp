@@ -235,12 +235,12 @@ void ServerCore::register_responses_routes() {
         throw rr.translate_error(e);
       }
       const std::string id = "resp_" + new_request_id() + new_request_id();
-      const ResponseMeta chat_meta{id, unix_now(), model_name, cr.image_ms, image_tokens};
+      const ResponseMeta chat_meta{id, unix_now(), model_name, cr.media_ms, image_tokens};
       ResponsesMeta meta{id, chat_meta.created, model_name, rr.echo};
       {
         std::lock_guard lock(rec->mutex);
         rec->fields["stream"] = rr.stream;
-        rec->fields["images"] = cr.images;
+        rec->fields["images"] = cr.media;
       }
       const bool parse_calls = !cr.generate.tools.empty();
       auto task = std::make_shared<Task>(std::move(cr.generate));

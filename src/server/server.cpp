@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -70,7 +71,9 @@ int64_t unix_now() {
 
 ServerCore::ServerCore(const ServerOptions& o, std::string name)
     : options(o), model_name(std::move(name)), started_at(unix_now()), jobs(open_job_store(o.jobs)), id_rng_(std::random_device{}()) {
-  json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
+  // A data: URL may carry the largest file of any kind (the kind's own cap is checked once its bytes say which).
+  json_limits = request_json_limits(o.json_max_depth, std::max({o.media.max_image_bytes, o.media.max_video_bytes,
+                                                                o.media.pdf.max_bytes}));
   chat_limits = request_chat_limits(o.media, o.repetition_guard);
 }
 
