@@ -100,7 +100,11 @@ int cmd_chat(int argc, char** argv) {
   const bool tty = isatty(STDIN_FILENO);
   std::string line;
   for (;;) {
-    if (tty) std::cout << (pending.empty() ? "> " : "[" + std::to_string(pending.size()) + " image(s)/video(s)] > ") << std::flush;
+    if (tty) {
+      // Streamed piece by piece: GCC 12 warns (-Wrestrict, falsely) on the concatenated temporaries.
+      if (!pending.empty()) std::cout << "[" << pending.size() << " image(s)/video(s)] ";
+      std::cout << "> " << std::flush;
+    }
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     if (line == "/exit" || line == "/quit") break;
