@@ -37,8 +37,9 @@ std::string data_url(const std::string& mime, const std::string& bytes) {
          base64_encode({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
 }
 
-json with_parts(const json& parts) {
-  json content = parts;
+json with_parts(const std::vector<json>& parts) {
+  json content = json::array();
+  for (const json& p : parts) content.push_back(p);
   content.push_back({{"type", "text"}, {"text", "Read it."}});
   return {{"messages", {{{"role", "user"}, {"content", content}}}}};
 }
