@@ -264,10 +264,18 @@ qvl::PdfRenderRequest pdf_request(const char* pages, double dpi) {
   return r;
 }
 
-// Any medium's bytes through the intake's one entry: what the bytes say (an
-// image, a clip, a PDF's pages), `hint.kind` (the call made) only where they
-// say nothing. `what` names it in errors ("image", "PDF doc.pdf").
+// A medium's bytes through the intake's one entry (the kind decided from
+// the bytes as qvl serve and qvl run decide it). Each call names its kind,
+// so bytes that say another are refused, naming the call that takes them.
+// `what` names it in errors ("image", "PDF doc.pdf").
 void add_medium(qvl_request* r, std::span<const uint8_t> bytes, const qvl::MediaHint& hint, const std::string& what) {
+  if (const qvl::MediaKind kind = qvl::media_kind(bytes, hint.kind); kind != hint.kind) {
+    const char* call = kind == qvl::MediaKind::Pdf     ? "qvl_request_add_pdf"
+                       : kind == qvl::MediaKind::Video ? "qvl_request_add_video"
+                                                       : "qvl_request_add_image";
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat(what, ": the bytes are a ", qvl::media_kind_name(kind), ", not a ",
+                                                 qvl::media_kind_name(hint.kind), " (", call, " takes them)"));
+  }
   qvl::MediaIntake::Medium m = decoded(what, [&] { return r->media.take(bytes, hint, what); });
   for (std::shared_ptr<const qvl::Image>& image : m.images) add_image(r, std::move(image));
   if (m.video) add_video(r, std::move(m.video));
