@@ -1,8 +1,8 @@
 // libFuzzer target: a POST /v1/responses body as the route reads it:
-// parse_json_body (server limits), translate_responses_request against an
-// empty store, then the translated chat body dumped, parsed again and read by
-// parse_chat_request (then take_chat_media, as the route), an error
-// translated back to the Responses field names.
+// parse_json_body (server limits), parse_responses_request against an empty
+// store with the server's default limits (no I/O), then take_chat_media as
+// the route runs it (data: media are decoded; remote and file URLs are
+// refused by default), its refusal renamed to the Responses fields.
 // Only success or an ApiError / qvl::Error is allowed, and a refusal must serialise.
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,6 @@
 
 #include "server/api_error.h"
 #include "server/chat_media.h"
-#include "server/responses_json.h"
 #include "server/responses_request.h"
 #include "server_limits.h"
 #include "util/error.h"
@@ -22,13 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const nlohmann::ordered_json body =
         qvl::parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size), json_limits);
-    const qvl::ResponsesRequest rr = qvl::translate_responses_request(body, store);
+    qvl::ResponsesRequest rr = qvl::parse_responses_request(body, store, chat_limits);
     try {
-      qvl::ChatRequest request =
-          qvl::parse_chat_request(qvl::parse_json_body(qvl::dump_ordered(rr.chat), json_limits), chat_limits);
-      qvl::take_chat_media(request, chat_limits, nullptr);
+      qvl::take_chat_media(rr.chat, chat_limits, nullptr);
     } catch (const qvl::ApiError& e) {
-      qvl::fuzz::check_reply(rr.translate_error(e));
+      qvl::fuzz::check_reply(qvl::responses_error(e));
     }
   } catch (const qvl::ApiError& e) {
     qvl::fuzz::check_reply(e);

@@ -9,60 +9,50 @@
 namespace qvl {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* want) {
-  bad_request(param, cat("'", param, "' must be ", want), "invalid_type");
-}
-
 std::string mpx(int64_t pixels) { return cat(std::round(pixels / 1e5) / 10, " Mpx"); }
 
 }  // namespace
 
-MediaSource parse_file_part(const json& file, const std::string& param, const PdfLimits& limits) {
-  if (!file.is_object()) wrong_type(param, "an object");
-  for (auto it = file.begin(); it != file.end(); ++it) {
+std::string page_selection(const RequestField& pages) {
+  std::string out;
+  // A single page may come as a number.
+  if (pages.value().is_number_integer()) out = std::to_string(pages.value().get<int64_t>());
+  else if (pages.value().is_string()) out = pages.string();
+  else pages.wrong_type("a string of pages like \"1-3,7\"");
+  if (out.size() > 1024) pages.refuse(cat("'", pages.path(), "' is longer than 1024 characters"));
+  return out;
+}
+
+MediaSource parse_file_part(const RequestField& file, const PdfLimits& limits, bool typed_part) {
+  const std::string& param = file.path();
+  for (auto it = file.object().value().begin(); it != file.value().end(); ++it) {
     const std::string& k = it.key();
     if (k == "file_id")
-      bad_request(param + ".file_id",
-                  cat("'", param, ".file_id' is not supported (qvl has no Files API); send the PDF in 'file_data' as "
+      bad_request(file.path_of(k),
+                  cat("'", file.path_of(k), "' is not supported (qvl has no Files API); send the PDF in 'file_data' as "
                       "data:application/pdf;base64,..."),
                   "unsupported_parameter");
-    if (k != "file_data" && k != "filename" && k != "pages" && k != "dpi")
-      bad_request(param + "." + k,
+    if (k != "file_data" && k != "filename" && k != "pages" && k != "dpi" && !(typed_part && k == "type"))
+      bad_request(file.path_of(k),
                   cat("unknown field '", k.substr(0, 80), "' in '", param, "' (file_data, filename, pages and dpi are)"),
                   "unsupported_parameter");
   }
   MediaSource d;
   d.hint = MediaKind::Pdf;
   d.param = param;
-  d.url_param = param + ".file_data";
-  const json* data = field(file, "file_data");
-  if (!data) bad_request(d.url_param, cat("a file part needs '", d.url_param, "' (data:application/pdf;base64,...)"),
+  d.url_param = file.path_of("file_data");
+  const std::optional<RequestField> data = file.find("file_data");
+  if (!data) bad_request(d.url_param, cat("'", d.url_param, "' is required (data:application/pdf;base64,...)"),
                          "missing_field");
-  if (!data->is_string()) wrong_type(d.url_param, "a string");
-  d.url = data->get<std::string>();
-  if (const json* name = field(file, "filename"); name && !name->is_string()) wrong_type(param + ".filename", "a string");
-  d.pages_param = param + ".pages";
-  if (const json* pages = field(file, "pages")) {
-    // A single page may come as a number.
-    if (pages->is_number_integer()) d.pages = std::to_string(pages->get<int64_t>());
-    else if (pages->is_string()) d.pages = pages->get<std::string>();
-    else wrong_type(d.pages_param, "a string of pages like \"1-3,7\"");
-    if (d.pages.size() > 1024) bad_request(d.pages_param, cat("'", d.pages_param, "' is longer than 1024 characters"));
+  d.url = data->string();
+  file.optional_string("filename");
+  d.pages_param = file.path_of("pages");
+  if (const std::optional<RequestField> pages = file.find("pages")) {
+    d.pages = page_selection(*pages);
     d.pdf_fields = true;
   }
-  if (const json* dpi = field(file, "dpi")) {
-    const std::string p = param + ".dpi";
-    if (!dpi->is_number()) wrong_type(p, "a number");
-    d.dpi = dpi->get<double>();
-    if (!std::isfinite(d.dpi) || d.dpi < limits.min_dpi || d.dpi > limits.max_dpi)
-      bad_request(p, cat("'", p, "' must be in [", limits.min_dpi, ", ", limits.max_dpi, "], got ", dpi->dump()));
+  if (auto dpi = file.number("dpi", limits.min_dpi, limits.max_dpi)) {
+    d.dpi = *dpi;
     d.pdf_fields = true;
   }
   return d;

@@ -21,14 +21,20 @@
 #include "media/intake.h"
 #include "server/chat_request.h"
 #include "server/media_source.h"
+#include "server/request_fields.h"
 
 namespace qvl {
 
+// A page selection as sent ("1-3,7", or one page as a number), at most 1024
+// characters; the intake reads it against the document.
+std::string page_selection(const RequestField& pages);
+
 // A file part's "file" object: file_data (required), filename (ignored),
 // and qvl's "pages" and "dpi"; file_id and any other key are refused naming
-// them. `param` names the object ("messages[0].content[1].file"). The
-// message and part indices are the caller's. Throws ApiError (400).
-MediaSource parse_file_part(const nlohmann::ordered_json& file, const std::string& param, const PdfLimits& limits);
+// them, by paths below the object's ("messages[0].content[1].file.dpi").
+// typed_part: the object is a Responses input_file part, whose "type" is its
+// own. The message and part indices are the caller's. Throws ApiError (400).
+MediaSource parse_file_part(const RequestField& file, const PdfLimits& limits, bool typed_part = false);
 
 // The source's bytes, fetched as the media options allow, up to the largest
 // file of any kind (max_media_bytes): what they are is decided after.

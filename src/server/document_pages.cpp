@@ -12,8 +12,8 @@
 #include "server/base64.h"
 #include "server/document_input.h"
 #include "server/memory_admission.h"
+#include "server/request_fields.h"
 #include "util/error.h"
-#include "util/json_number.h"
 
 namespace qvl {
 namespace {
@@ -24,27 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 // Thumbnails are for eyes, not the model: 80 keeps text legible at 256 px.
 constexpr int kThumbnailQuality = 80;
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* want) {
-  bad_request(param, cat("'", param, "' must be ", want), "invalid_type");
-}
-
-std::optional<int64_t> integer(const ojson& body, const char* name, int64_t lo, int64_t hi) {
-  const ojson* v = field(body, name);
-  if (!v) return std::nullopt;
-  int64_t x = 0;
-  switch (json_integer(*v, lo, hi, x)) {
-    case NumberCheck::ok: return x;
-    case NumberCheck::not_a_number:
-    case NumberCheck::not_an_integer: wrong_type(name, "an integer");
-    default: bad_request(name, cat("'", name, "' must be in [", lo, ", ", hi, "], got ", v->dump()));
-  }
-}
 
 // The thumbnail of one page: rendered at the dpi whose longest side is
 // `size` px, held only while it is encoded.
@@ -69,9 +48,9 @@ std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail&
 
 }  // namespace
 
-DocumentPagesRequest parse_document_pages_request(const ojson& body, const PdfLimits& limits) {
-  if (!body.is_object()) bad_request("", "the request body must be a JSON object", "invalid_type");
-  for (auto it = body.begin(); it != body.end(); ++it) {
+DocumentPagesRequest parse_document_pages_request(const ojson& json_body, const PdfLimits& limits) {
+  const RequestField body(json_body);
+  for (auto it = body.object().value().begin(); it != json_body.end(); ++it) {
     const std::string& k = it.key();
     if (k != "file_data" && k != "dpi" && k != "thumbnail_size" && k != "pages" && k != "min_pixels" &&
         k != "max_pixels")
@@ -81,26 +60,15 @@ DocumentPagesRequest parse_document_pages_request(const ojson& body, const PdfLi
                   "unsupported_parameter");
   }
   DocumentPagesRequest r;
-  const ojson* data = field(body, "file_data");
-  if (!data) bad_request("file_data", "'file_data' is required (data:application/pdf;base64,...)", "missing_field");
-  if (!data->is_string()) wrong_type("file_data", "a string");
-  r.file_data = data->get<std::string>();
-  if (const ojson* dpi = field(body, "dpi")) {
-    if (json_double(*dpi, limits.min_dpi, limits.max_dpi, r.dpi) == NumberCheck::not_a_number)
-      wrong_type("dpi", "a number");
-    if (!std::isfinite(r.dpi) || r.dpi < limits.min_dpi || r.dpi > limits.max_dpi)
-      bad_request("dpi", cat("'dpi' must be in [", limits.min_dpi, ", ", limits.max_dpi, "], got ", dpi->dump()));
-  }
-  if (auto size = integer(body, "thumbnail_size", kMinThumbnailSize, kMaxThumbnailSize))
+  if (!body.has("file_data"))
+    bad_request("file_data", "'file_data' is required (data:application/pdf;base64,...)", "missing_field");
+  r.file_data = body.string("file_data");
+  if (auto dpi = body.number("dpi", limits.min_dpi, limits.max_dpi)) r.dpi = *dpi;
+  if (auto size = body.integer("thumbnail_size", kMinThumbnailSize, kMaxThumbnailSize))
     r.thumbnail_size = static_cast<int>(*size);
-  if (const ojson* pages = field(body, "pages")) {
-    if (pages->is_number_integer()) r.thumbnail_pages = std::to_string(pages->get<int64_t>());
-    else if (pages->is_string()) r.thumbnail_pages = pages->get<std::string>();
-    else wrong_type("pages", "a string of pages like \"1-3,7\"");
-    if (r.thumbnail_pages.size() > 1024) bad_request("pages", "'pages' is longer than 1024 characters");
-  }
-  if (auto v = integer(body, "min_pixels", 1, INT64_MAX)) r.min_pixels = *v;
-  if (auto v = integer(body, "max_pixels", 1, INT64_MAX)) r.max_pixels = *v;
+  if (const std::optional<RequestField> pages = body.find("pages")) r.thumbnail_pages = page_selection(*pages);
+  if (auto v = body.integer("min_pixels", 1, INT64_MAX)) r.min_pixels = *v;
+  if (auto v = body.integer("max_pixels", 1, INT64_MAX)) r.max_pixels = *v;
   return r;
 }
 

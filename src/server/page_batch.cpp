@@ -3,6 +3,7 @@
 #include "pdf/pdf_pages.h"
 #include "server/api_error.h"
 #include "server/document_input.h"
+#include "server/request_fields.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -10,11 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
 
 // A part of the body that holds a PDF, as found before anything is parsed.
 struct FoundPdf {
@@ -24,29 +20,28 @@ struct FoundPdf {
   std::vector<uint8_t> bytes;  // an image_url's, fetched to tell
 };
 
-std::optional<std::string> image_url_of(const ojson& part) {
-  const ojson* iu = field(part, "image_url");
-  if (!iu) return std::nullopt;
-  if (iu->is_string()) return iu->get<std::string>();
-  if (const ojson* u = iu->is_object() ? field(*iu, "url") : nullptr; u && u->is_string()) return u->get<std::string>();
-  return std::nullopt;
+std::optional<std::string> image_url_of(const RequestField& part) {
+  std::optional<RequestField> iu = part.find("image_url");
+  if (iu && !iu->value().is_string()) iu = iu->find("url");
+  if (!iu || !iu->value().is_string()) return std::nullopt;
+  return iu->string();
 }
 
 // File parts, and image_url parts whose bytes say PDF (media/kind.h): each
 // image_url is fetched to tell.
-std::vector<FoundPdf> find_pdfs(const ojson& messages, const ChatLimits& limits) {
+std::vector<FoundPdf> find_pdfs(const RequestField& messages, const ChatLimits& limits) {
   std::vector<FoundPdf> found;
   for (size_t i = 0; i < messages.size(); ++i) {
-    const ojson* content = messages[i].is_object() ? field(messages[i], "content") : nullptr;
-    if (!content || !content->is_array()) continue;
+    const std::optional<RequestField> content = messages[i].find("content");
+    if (!content || !content->value().is_array()) continue;
     for (size_t k = 0; k < content->size(); ++k) {
-      const ojson& part = (*content)[k];
-      const ojson* type = part.is_object() ? field(part, "type") : nullptr;
-      if (!type || !type->is_string()) continue;
-      const std::string param = cat("messages[", i, "].content[", k, "]");
-      if (*type == "file") {
+      const RequestField part = (*content)[k];
+      const std::optional<RequestField> type = part.find("type");
+      if (!type || !type->value().is_string()) continue;
+      const std::string& param = part.path();
+      if (type->value() == "file") {
         found.push_back({i, k, param, true});
-      } else if (*type == "image_url" || *type == "input_image") {
+      } else if (type->value() == "image_url" || type->value() == "input_image") {
         const std::optional<std::string> url = image_url_of(part);
         if (!url) continue;  // the chat parser says what is wrong
         MediaSource source;
@@ -69,20 +64,17 @@ std::optional<PageBatchPlan> plan_page_batch(ojson& body, const ChatLimits& limi
   const ojson per_page = *it;
   body.erase(it);
   if (per_page.is_null()) return std::nullopt;
-  if (!per_page.is_boolean()) bad_request("per_page", "'per_page' must be a boolean", "invalid_type");
-  if (!per_page.get<bool>()) return std::nullopt;
+  if (!RequestField(per_page, "per_page").boolean()) return std::nullopt;
 
-  const ojson* messages = field(body, "messages");
-  if (!messages) bad_request("messages", "'messages' is required", "missing_field");
-  if (!messages->is_array()) bad_request("messages", "'messages' must be an array", "invalid_type");
-  std::vector<FoundPdf> found = find_pdfs(*messages, limits);
+  const RequestField messages = RequestField(body).at("messages");
+  std::vector<FoundPdf> found = find_pdfs(messages.array(), limits);
   if (found.size() != 1)
     bad_request("per_page",
                 cat("'per_page' needs exactly one PDF in 'messages' (a file part, or an image_url whose bytes are a PDF) to "
                     "split into pages; the request has ",
                     found.size()));
   FoundPdf& at = found.front();
-  const ojson& part = (*messages)[at.message]["content"][at.part];
+  const RequestField part = messages[at.message].at("content")[at.part];
 
   PageBatchPlan plan;
   plan.message = at.message;
@@ -90,10 +82,9 @@ std::optional<PageBatchPlan> plan_page_batch(ojson& body, const ChatLimits& limi
   MediaSource source;
   std::vector<uint8_t> bytes;
   if (at.file_part) {
-    const ojson* file = field(part, "file");
-    if (!file) bad_request(at.param + ".file", "a file part needs 'file'", "missing_field");
-    source = parse_file_part(*file, at.param + ".file", limits.media.pdf);
-    plan.file = *file;
+    const RequestField file = part.at("file");
+    source = parse_file_part(file, limits.media.pdf);
+    plan.file = file.value();
     plan.file.erase("pages");
     bytes = fetch_source_bytes(source, limits);
   } else {

@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "server/chat_parts.h"
+#include "server/request_fields.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -11,44 +13,14 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const char* type_name(const ojson& v) {
-  switch (v.type()) {
-    case ojson::value_t::null: return "null";
-    case ojson::value_t::boolean: return "a boolean";
-    case ojson::value_t::string: return "a string";
-    case ojson::value_t::array: return "an array";
-    case ojson::value_t::object: return "an object";
-    case ojson::value_t::number_float: return "a number";
-    default: return "an integer";
-  }
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* want, const ojson& got) {
-  bad_request(param, cat("'", param, "' must be ", want, ", not ", type_name(got)), "invalid_type");
-}
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-const std::string& string_field(const ojson& obj, const char* name, const std::string& param, bool required = true) {
-  static const std::string empty;
-  const ojson* v = field(obj, name);
-  if (!v) {
-    if (required) bad_request(param, cat("'", param, "' is required"), "missing_field");
-    return empty;
-  }
-  if (!v->is_string()) wrong_type(param, "a string", *v);
-  return v->get_ref<const std::string&>();
-}
-
-[[noreturn]] void unsupported(const std::string& param, const std::string& why) {
-  bad_request(param, cat("'", param, "' ", why), "unsupported_parameter");
+// "'param' why", code unsupported_parameter.
+[[noreturn]] void unsupported(const RequestField& f, const std::string& why) {
+  f.unsupported(cat("'", f.path(), "' ", why));
 }
 
 // Fields that mean the same on both routes: the Responses ones, and qvl's
-// chat extensions (sampling, image area, the repetition guard).
+// chat extensions (sampling, image area, the repetition guard), read by the
+// chat parser's pieces (chat_parts.h).
 const char* const kSameFields[] = {"model", "temperature", "top_p", "parallel_tool_calls",
                                    "seed", "top_k", "min_p", "repetition_penalty",
                                    "presence_penalty", "frequency_penalty", "stop", "min_pixels",
@@ -59,216 +31,285 @@ const char* const kSameFields[] = {"model", "temperature", "top_p", "parallel_to
 const char* const kHarmless[] = {"service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
                                  "stream_options", "user", "store"};
 
-// Content parts of a message or a function_call_output, Responses -> chat.
-ojson parts(const ojson& content, const std::string& param, bool assistant) {
-  ojson out = ojson::array();
-  for (size_t k = 0; k < content.size(); ++k) {
-    const std::string p = cat(param, "[", k, "]");
-    const ojson& part = content[k];
-    if (!part.is_object()) wrong_type(p, "an object", part);
-    const std::string& type = string_field(part, "type", p + ".type");
-    if (type == "input_text" || type == "output_text" || type == "refusal") {
-      const char* key = type == "refusal" ? "refusal" : "text";
-      out.push_back({{"type", "text"}, {"text", string_field(part, key, cat(p, ".", key))}});
-    } else if (type == "input_image" && !assistant) {
-      if (field(part, "file_id") && !field(part, "image_url"))
-        unsupported(p + ".file_id", "is not supported (qvl has no file store); send 'image_url' with a data: URI or a URL");
-      const std::string& url = string_field(part, "image_url", p + ".image_url");
-      if (const ojson* d = field(part, "detail"); d && !d->is_string()) wrong_type(p + ".detail", "a string", *d);
-      out.push_back({{"type", "image_url"}, {"image_url", {{"url", url}}}});  // detail: the server's pixel range decides
-    } else if (type == "input_file" && !assistant) {
-      // A PDF: the chat file part with the same fields, which the chat
-      // parser checks (file_id and unknown keys refused, named back here).
-      ojson file = ojson::object();
-      for (auto it = part.begin(); it != part.end(); ++it)
-        if (it.key() != "type") file[it.key()] = *it;
-      out.push_back({{"type", "file"}, {"file", std::move(file)}});
-    } else if ((type == "video_url" || type == "video") && !assistant) {
-      // Responses has no video part of its own: chat's two kinds (vLLM's
-      // video_url, Qwen's video) as they are, which the chat parser checks
-      // with their sampling keys, naming them back here.
-      out.push_back(part);
-    } else {
-      bad_request(p + ".type",
-                  cat("unsupported content part type '", type, "' (",
-                      assistant ? "output_text" : "input_text, input_image, input_file, video_url and video",
-                      " are supported", assistant ? " in an assistant message" : "", ")"));
-    }
-  }
-  return out;
-}
-
+// The conversation's items, read into the request's messages in order.
 struct Conversation {
-  ojson messages = ojson::array();
-  std::vector<ResponsesRequest::Source> sources;
+  PartParser& parts;
+  ToolTurns turns;
   bool open_calls = false;  // the last message is an assistant message that function_call items may extend
   // A reasoning item's text, for the assistant message that follows it (a
-  // Thinking model's template renders it as reasoning_content).
+  // Thinking model's template renders it as its reasoning_content).
   std::optional<std::string> reasoning;
 
-  void add(ojson m, std::string path, bool tool_output = false) {
-    if (m["role"] == "assistant" && reasoning) m["reasoning_content"] = *reasoning;
+  std::vector<Message>& messages() { return parts.out.generate.messages; }
+
+  void add(Message m) {
+    if (m.role == "assistant" && reasoning) m.reasoning = std::move(*reasoning);
     reasoning.reset();
-    messages.push_back(std::move(m));
-    sources.push_back({std::move(path), tool_output, {}});
+    messages().push_back(std::move(m));
     open_calls = false;
   }
 
-  void item(const ojson& it, const std::string& p) {
-    if (!it.is_object()) wrong_type(p, "an object", it);
-    const ojson* type = field(it, "type");
-    if (type && !type->is_string()) wrong_type(p + ".type", "a string", *type);
-    const std::string t = type ? type->get<std::string>() : "message";
-    if (t == "message") {
-      const std::string& role = string_field(it, "role", p + ".role");
-      if (role != "user" && role != "system" && role != "developer" && role != "assistant")
-        bad_request(p + ".role", cat("unsupported role '", role, "' (user, system, developer and assistant are supported)"));
-      const bool assistant = role == "assistant";
-      const ojson* c = field(it, "content");
-      if (!c) bad_request(p + ".content", "a message needs 'content'", "missing_field");
-      ojson m = {{"role", role}};
-      if (c->is_string()) m["content"] = *c;
-      else if (c->is_array()) m["content"] = parts(*c, p + ".content", assistant);
-      else wrong_type(p + ".content", "a string or an array of parts", *c);
-      add(std::move(m), p);
-      open_calls = assistant;
-    } else if (t == "function_call") {
-      const std::string& call_id = string_field(it, "call_id", p + ".call_id");
-      const std::string& name = string_field(it, "name", p + ".name");
-      const std::string& args = string_field(it, "arguments", p + ".arguments");
-      if (!open_calls) {
-        add({{"role", "assistant"}, {"content", nullptr}}, p);
-        open_calls = true;
+  // Content parts of a message or a function_call_output; `media`: a user
+  // message's, which may hold images, PDFs and videos.
+  std::vector<MessagePart> content(const RequestField& c, bool media) {
+    return parts.content(c, [&](const RequestField& part, const RequestField& type, size_t index) -> MessagePart {
+      const std::string& t = type.string();
+      if (t == "input_text" || t == "output_text" || t == "refusal")
+        return {parts.text(part.at(t == "refusal" ? "refusal" : "text")), nullptr};
+      if (t == "input_image" && media) {
+        if (part.has("file_id") && !part.has("image_url"))
+          unsupported(part.at("file_id"), "is not supported (qvl has no file store); send 'image_url' with a data: URI or a URL");
+        part.optional_string("detail");  // the server's pixel range decides
+        return parts.image_url(part.at("image_url"), index);
       }
-      ojson& m = messages.back();
-      if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
-      m["tool_calls"].push_back({{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}});
-      sources.back().calls.push_back(p);
-    } else if (t == "reasoning") {
-      // As a response returned it: its reasoning_text parts (the summary is a
-      // rewording, never produced here).
-      std::string text;
-      if (const ojson* c = field(it, "content")) {
-        if (!c->is_array()) wrong_type(p + ".content", "an array of reasoning_text parts", *c);
-        for (size_t k = 0; k < c->size(); ++k) {
-          const std::string pk = cat(p, ".content[", k, "]");
-          if (!(*c)[k].is_object()) wrong_type(pk, "an object", (*c)[k]);
-          if (string_field((*c)[k], "type", pk + ".type") != "reasoning_text")
-            bad_request(pk + ".type", "a reasoning item's content parts must be reasoning_text");
-          text += string_field((*c)[k], "text", pk + ".text");
-        }
-      }
-      reasoning = std::move(text);
-      open_calls = false;
-    } else if (t == "function_call_output") {
-      const std::string& call_id = string_field(it, "call_id", p + ".call_id");
-      const ojson* out = field(it, "output");
-      if (!out) bad_request(p + ".output", "a function_call_output item needs 'output'", "missing_field");
-      ojson m = {{"role", "tool"}, {"tool_call_id", call_id}};
-      if (out->is_string()) m["content"] = *out;
-      else if (out->is_array()) m["content"] = parts(*out, p + ".output", false);
-      else wrong_type(p + ".output", "a string or an array of parts", *out);
-      add(std::move(m), p, true);
-    } else {
-      bad_request(p + ".type", cat("unsupported input item type '", t,
-                                   "' (message, reasoning, function_call, function_call_output and item_reference are supported)"));
+      if (t == "input_file" && media) return parts.file(part, index, true);  // a PDF: the part holds the file's fields
+      // Responses has no video part of its own: chat's two kinds (vLLM's
+      // video_url, Qwen's video) as they are.
+      if ((t == "video_url" || t == "video") && media) return parts.video(part, index);
+      type.refuse(cat("unsupported content part type '", t, "' (",
+                      media ? "input_text, input_image, input_file, video_url and video are" : "input_text and output_text are",
+                      " supported here)"));
+    });
+  }
+
+  void message(const RequestField& it) {
+    const RequestField role = it.at("role");
+    const std::string& r = role.string();
+    if (r != "user" && r != "system" && r != "developer" && r != "assistant")
+      role.refuse(cat("unsupported role '", r, "' (user, system, developer and assistant are supported)"));
+    const bool assistant = r == "assistant";
+    Message m{r == "developer" ? "system" : r, content(it.at("content"), r == "user"), {}};
+    if (assistant) turns.assistant();
+    else turns.other();
+    add(std::move(m));
+    open_calls = assistant;
+  }
+
+  void function_call(const RequestField& it) {
+    ToolCall call{it.string("call_id"), it.string("name"), it.string("arguments")};
+    if (!open_calls) {
+      add(Message{"assistant", {}, {}});
+      turns.assistant();
+      open_calls = true;
     }
+    turns.call(call.id);
+    messages().back().tool_calls.push_back(std::move(call));
+  }
+
+  // As a response returned it: its reasoning_text parts (the summary is a
+  // rewording, never produced here).
+  void reasoning_item(const RequestField& it) {
+    std::string text;
+    if (const std::optional<RequestField> c = it.find("content")) {
+      if (!c->value().is_array()) c->wrong_type("an array of reasoning_text parts");
+      for (size_t k = 0; k < c->size(); ++k) {
+        const RequestField part = (*c)[k];
+        if (part.object().string("type") != "reasoning_text")
+          part.at("type").refuse("a reasoning item's content parts must be reasoning_text");
+        text += part.string("text");
+      }
+    }
+    reasoning = std::move(text);
+    open_calls = false;
+  }
+
+  void function_call_output(const RequestField& it) {
+    turns.answer(it.at("call_id"), it.path());
+    add(Message{"tool", content(it.at("output"), false), {}});
+  }
+
+  void item(const RequestField& it) {
+    it.object();
+    const std::string* type = it.optional_string("type");
+    const std::string t = type ? *type : "message";
+    if (t == "message") message(it);
+    else if (t == "function_call") function_call(it);
+    else if (t == "reasoning") reasoning_item(it);
+    else if (t == "function_call_output") function_call_output(it);
+    else
+      it.at("type").refuse(cat("unsupported input item type '", t,
+                               "' (message, reasoning, function_call, function_call_output and item_reference are "
+                               "supported)"));
   }
 };
 
 // `input` as a list of items with their "type", item references replaced
 // by the items they name.
-ojson input_items(const ojson& input, const ResponseStore& store) {
-  if (input.is_string()) return ojson::array({{{"type", "message"}, {"role", "user"}, {"content", input}}});
-  if (!input.is_array()) wrong_type("input", "a string or an array of items", input);
+ojson input_items(const RequestField& input, const ResponseStore& store) {
+  if (input.value().is_string())
+    return ojson::array({{{"type", "message"}, {"role", "user"}, {"content", input.value()}}});
+  if (!input.value().is_array()) input.wrong_type("a string or an array of items");
   ojson items = ojson::array();
   for (size_t j = 0; j < input.size(); ++j) {
-    const std::string p = cat("input[", j, "]");
-    ojson it = input[j];
-    if (!it.is_object()) wrong_type(p, "an object", it);
-    const ojson* type = field(it, "type");
-    if (type && type->is_string() && type->get_ref<const std::string&>() == "item_reference") {
-      const std::string& id = string_field(it, "id", p + ".id");
-      auto found = store.find_item(id);
-      if (!found) bad_request(p + ".id", cat("no stored item has id '", id, "' (the server keeps its last responses only)"),
-                              "item_not_found");
-      it = std::move(*found);
-    } else if (!type && it.contains("role")) {
-      it["type"] = "message";
+    const RequestField it = input[j];
+    const std::optional<RequestField> type = it.object().find("type");
+    if (type && type->value() == "item_reference") {
+      const RequestField id = it.at("id");
+      auto found = store.find_item(id.string());
+      if (!found)
+        id.refuse(cat("no stored item has id '", id.string(), "' (the server keeps its last responses only)"),
+                  "item_not_found");
+      items.push_back(std::move(*found));
+    } else {
+      items.push_back(it.value());
+      if (!type && it.has("role")) items.back()["type"] = "message";
     }
-    items.push_back(std::move(it));
   }
   return items;
 }
 
-void check_metadata(const ojson& m) {
-  if (!m.is_object()) wrong_type("metadata", "an object", m);
-  if (m.size() > 16) bad_request("metadata", "'metadata' holds at most 16 keys");
-  for (auto it = m.begin(); it != m.end(); ++it) {
-    const std::string p = "metadata." + it.key();
-    if (it.key().size() > 64) bad_request(p, "a metadata key is at most 64 characters");
-    if (!it->is_string()) wrong_type(p, "a string", *it);
-    if (it->get_ref<const std::string&>().size() > 512) bad_request(p, "a metadata value is at most 512 characters");
+void check_metadata(const RequestField& m) {
+  if (m.object().size() > 16) m.refuse("'metadata' holds at most 16 keys");
+  for (auto it = m.value().begin(); it != m.value().end(); ++it) {
+    const RequestField v(*it, m.path_of(it.key()));
+    if (it.key().size() > 64) v.refuse("a metadata key is at most 64 characters");
+    if (v.string().size() > 512) v.refuse("a metadata value is at most 512 characters");
   }
 }
 
-// text.format -> response_format.
-ojson response_format(const ojson& text) {
-  if (!text.is_object()) wrong_type("text", "an object", text);
-  for (auto it = text.begin(); it != text.end(); ++it)
-    if (it.key() != "format" && it.key() != "verbosity") unsupported("text." + it.key(), "is not supported");
-  if (const ojson* v = field(text, "verbosity"); v && !v->is_string()) wrong_type("text.verbosity", "a string", *v);
-  const ojson* f = field(text, "format");
-  if (!f) return nullptr;
-  if (!f->is_object()) wrong_type("text.format", "an object", *f);
-  const std::string& type = string_field(*f, "type", "text.format.type");
-  if (type == "text" || type == "json_object") return {{"type", type}};
-  if (type != "json_schema")
-    bad_request("text.format.type", cat("unsupported text format '", type, "' (text, json_object and json_schema are supported)"));
-  ojson js = ojson::object();
-  js["name"] = field(*f, "name") ? string_field(*f, "name", "text.format.name") : "response";
-  if (const ojson* d = field(*f, "description")) {
-    if (!d->is_string()) wrong_type("text.format.description", "a string", *d);
-    js["description"] = *d;
+// text.format -> the response format.
+void text_format(const RequestField& text, GenerateRequest& g) {
+  for (auto it = text.object().value().begin(); it != text.value().end(); ++it)
+    if (it.key() != "format" && it.key() != "verbosity") unsupported(RequestField(*it, text.path_of(it.key())), "is not supported");
+  text.optional_string("verbosity");
+  const std::optional<RequestField> f = text.find("format");
+  if (!f) return;
+  const std::string& type = f->object().string("type");
+  if (type == "json_object") {
+    g.response_format.type = ResponseFormat::Type::JsonObject;
+  } else if (type == "json_schema") {
+    if (auto name = f->find("name")) function_name(*name);  // else "response"
+    g.response_format = json_schema_format(*f);
+  } else if (type != "text") {
+    f->at("type").refuse(cat("unsupported text format '", type, "' (text, json_object and json_schema are supported)"));
   }
-  const ojson* schema = field(*f, "schema");
-  if (!schema) bad_request("text.format.schema", "a json_schema format needs 'schema'", "missing_field");
-  js["schema"] = *schema;
-  if (const ojson* s = field(*f, "strict")) js["strict"] = *s;
-  return {{"type", "json_schema"}, {"json_schema", std::move(js)}};
 }
 
-ojson chat_tools(const ojson& tools) {
-  if (!tools.is_array()) wrong_type("tools", "an array", tools);
-  ojson out = ojson::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string p = cat("tools[", i, "]");
-    const ojson& t = tools[i];
-    if (!t.is_object()) wrong_type(p, "an object", t);
-    const std::string& type = string_field(t, "type", p + ".type");
+// Flat function tools; each one's definition is the chat shape the template
+// renders ({"type": "function", "function": {name, description, parameters, strict}}).
+void tools(const RequestField& ts, GenerateRequest& g, const ChatLimits& limits) {
+  if (static_cast<int>(ts.array().size()) > limits.max_tools) ts.refuse(cat("at most ", limits.max_tools, " tools"));
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const RequestField t = ts[i];
+    const std::string& type = t.object().string("type");
     if (type != "function")
-      bad_request(p + ".type", cat("tool type '", type, "' is not supported (only 'function': qvl runs no hosted tools)"),
-                  "unsupported_value");
-    ojson fn = {{"name", string_field(t, "name", p + ".name")}};
+      t.at("type").refuse(cat("tool type '", type, "' is not supported (only 'function': qvl runs no hosted tools)"),
+                          "unsupported_value");
+    Tool tool = function_tool(t);
+    ojson fn = {{"name", tool.name}};
     for (const char* k : {"description", "parameters", "strict"})
-      if (const ojson* v = field(t, k)) fn[k] = *v;
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+      if (auto v = t.find(k)) fn[k] = v->value();
+    tool.definition = ojson{{"type", "function"}, {"function", std::move(fn)}}.dump();
+    add_tool(g, std::move(tool), t.at("name"));
   }
-  return out;
 }
 
-ojson chat_tool_choice(const ojson& tc) {
-  if (tc.is_string()) return tc;  // auto/none/required: parse_chat_request checks the value
-  if (!tc.is_object()) wrong_type("tool_choice", "a string or an object", tc);
-  const std::string& type = string_field(tc, "type", "tool_choice.type");
-  if (type != "function")
-    bad_request("tool_choice.type", cat("tool_choice type '", type, "' is not supported (\"auto\", \"none\", \"required\" "
-                                        "or {\"type\": \"function\", \"name\"})"));
-  return {{"type", "function"}, {"function", {{"name", string_field(tc, "name", "tool_choice.name")}}}};
+void tool_choice(const RequestField& tc, bool has_tools, GenerateRequest& g) {
+  if (tc.value().is_object()) {
+    const std::string& type = tc.string("type");
+    if (type != "function")
+      tc.at("type").refuse(cat("tool_choice type '", type, "' is not supported (\"auto\", \"none\", \"required\" "
+                               "or {\"type\": \"function\", \"name\"})"));
+    tc.string("name");
+  } else if (!tc.value().is_string()) {
+    tc.wrong_type("a string or an object");
+  }
+  if (!has_tools) tc.refuse("'tool_choice' is only allowed when 'tools' are given");
+  if (tc.value().is_string()) tool_choice_mode(tc, g);
+  else tool_choice_function(tc.at("name"), g);
 }
 
-// A prefix rename of a field path: "messages[2]" -> "input[1]" also renames
-// "messages[2].content", not "messages[20]".
+// Every top-level key is one this route reads or accepts; what qvl cannot
+// do is refused unless sent as the default.
+void check_fields(const RequestField& body) {
+  static const std::set<std::string> handled = {
+      "input", "instructions", "max_output_tokens", "text", "tools", "tool_choice", "stream", "previous_response_id",
+      "metadata", "top_logprobs", "include", "reasoning", "truncation", "background", "max_tool_calls", "conversation",
+      "prompt"};
+  for (auto it = body.object().value().begin(); it != body.value().end(); ++it) {
+    const std::string& k = it.key();
+    if (handled.count(k) || std::find(std::begin(kSameFields), std::end(kSameFields), k) != std::end(kSameFields) ||
+        std::find(std::begin(kHarmless), std::end(kHarmless), k) != std::end(kHarmless))
+      continue;
+    unsupported(RequestField(*it, k), "is not a field qvl's /v1/responses supports");
+  }
+  if (const std::optional<RequestField> r = body.find("reasoning")) {
+    for (auto it = r->object().value().begin(); it != r->value().end(); ++it)
+      if (!it->is_null() && !(it.key() == "effort" && *it == "none"))
+        unsupported(RequestField(*it, r->path_of(it.key())),
+                    "is not supported: a Thinking model always reasons; 'reasoning_budget' (tokens) limits how long");
+  }
+  if (auto t = body.find("truncation"); t && t->value() != "disabled")
+    unsupported(*t, "must be \"disabled\" (a prompt over the context is refused, not truncated)");
+  if (auto b = body.find("background"); b && b->value() != false)
+    unsupported(*b, "is not supported; use POST /v1/jobs for asynchronous work");
+  for (const char* k : {"max_tool_calls", "conversation", "prompt"})
+    if (auto f = body.find(k)) unsupported(*f, "is not supported");
+}
+
+// store, stream, include (and user, checked).
+void read_options(const RequestField& body, ResponsesRequest& out) {
+  out.store = body.boolean("store", true);
+  body.optional_string("user");
+  out.stream = body.boolean("stream", false);
+  if (const std::optional<RequestField> inc = body.find("include")) {
+    for (size_t i = 0; i < inc->array().size(); ++i) {
+      const RequestField v = (*inc)[i];
+      if (v.string() == "message.output_text.logprobs") out.output_logprobs = true;
+      else v.unsupported(cat("'", v.path(), "' is '", v.string(), "', which is not supported (only \"message.output_text.logprobs\")"));
+    }
+  }
+}
+
+// The conversation's items into out.items: previous_response_id's stored
+// ones, then input's; returns how many are stored ones.
+size_t read_items(const RequestField& body, const ResponseStore& store, ResponsesRequest& out) {
+  if (const std::optional<RequestField> pr = body.find("previous_response_id")) {
+    auto entry = store.get(pr->string());
+    if (!entry)
+      pr->refuse(cat("no stored response has id '", pr->string(), "' (the server keeps its last responses in memory "
+                     "only, and none with store: false)"),
+                 "previous_response_not_found");
+    out.items = entry->items;
+  }
+  const size_t stored = out.items.size();
+  if (const std::optional<RequestField> input = body.find("input"))
+    for (ojson& it : input_items(*input, store)) out.items.push_back(std::move(it));
+  if (out.items.empty()) bad_request("input", "'input' is required (a string or a list of items)", "missing_field");
+  return stored;
+}
+
+// The request fields a Response object repeats, in OpenAI's order, with
+// their defaults.
+ojson echo_of(const RequestField& body, bool store) {
+  auto echo = [&](const char* k, ojson fallback = nullptr) -> ojson {
+    const std::optional<RequestField> v = body.find(k);
+    return v ? v->value() : fallback;
+  };
+  ojson text = echo("text", {{"format", {{"type", "text"}}}});
+  if (!text.contains("format") || text["format"].is_null()) text["format"] = {{"type", "text"}};
+  ojson e = ojson::object();
+  const std::string* instructions = body.optional_string("instructions");
+  e["instructions"] = instructions && !instructions->empty() ? ojson(*instructions) : ojson(nullptr);
+  e["max_output_tokens"] = echo("max_output_tokens");
+  e["parallel_tool_calls"] = echo("parallel_tool_calls", true);
+  e["previous_response_id"] = echo("previous_response_id");
+  e["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  e["store"] = store;
+  e["temperature"] = echo("temperature");
+  e["text"] = std::move(text);
+  e["tool_choice"] = echo("tool_choice", "auto");
+  e["tools"] = echo("tools", ojson::array());
+  e["top_logprobs"] = echo("top_logprobs");
+  e["top_p"] = echo("top_p");
+  e["truncation"] = "disabled";
+  e["user"] = echo("user");
+  e["metadata"] = echo("metadata", ojson::object());
+  return e;
+}
+
+// A prefix rename of a field path: "messages[2]" -> "input" also renames
+// "messages[2].content", not "messagesx".
 bool rename_prefix(std::string& path, const std::string& from, const std::string& to) {
   if (path.compare(0, from.size(), from) != 0) return false;
   if (path.size() > from.size() && path[from.size()] != '.' && path[from.size()] != '[') return false;
@@ -278,187 +319,53 @@ bool rename_prefix(std::string& path, const std::string& from, const std::string
 
 }  // namespace
 
-ResponsesRequest translate_responses_request(const ojson& body, const ResponseStore& store) {
-  if (!body.is_object()) bad_request("", cat("the request body must be a JSON object, not ", type_name(body)), "invalid_type");
+ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseStore& store, const ChatLimits& limits) {
+  const RequestField body(json_body);
+  check_fields(body);
   ResponsesRequest out;
-  ojson& chat = out.chat;
-  chat = ojson::object();
+  read_options(body, out);
+  const size_t stored = read_items(body, store, out);
 
-  static const std::set<std::string> handled = {
-      "input", "instructions", "max_output_tokens", "text", "tools", "tool_choice", "stream", "previous_response_id",
-      "metadata", "top_logprobs", "include", "reasoning", "truncation", "background", "max_tool_calls", "conversation",
-      "prompt"};
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    const std::string& k = it.key();
-    if (handled.count(k) || std::find(std::begin(kSameFields), std::end(kSameFields), k) != std::end(kSameFields) ||
-        std::find(std::begin(kHarmless), std::end(kHarmless), k) != std::end(kHarmless))
-      continue;
-    unsupported(k, "is not a field qvl's /v1/responses supports");
+  ChatRequest& cr = out.chat;
+  GenerateRequest& g = cr.generate;
+  cr.stream = out.stream;
+  if (const std::string* m = body.optional_string("model")) cr.model = *m;
+  if (const std::optional<RequestField> t = body.find("text")) text_format(*t, g);
+  const std::optional<RequestField> ts = body.find("tools");
+  if (ts) tools(*ts, g, limits);
+  if (const std::optional<RequestField> tc = body.find("tool_choice")) {
+    // "auto" or "none" without tools asks nothing.
+    if (ts || !(tc->value() == "auto" || tc->value() == "none")) tool_choice(*tc, ts.has_value(), g);
   }
+  if (g.tools.empty() && g.tool_choice == ToolChoice::Required)
+    bad_request("tool_choice", "tool_choice \"required\" needs at least one tool");
+  g.parallel_tool_calls = body.boolean("parallel_tool_calls", true);
+  if (const std::optional<RequestField> m = body.find("metadata")) check_metadata(*m);
+  const VideoOptions video_defaults = read_sampling_fields(body, g, limits);
+  if (auto mt = body.integer("max_output_tokens", 1, 1 << 24)) g.max_tokens = *mt;  // else the engine's default
+  const std::optional<int64_t> top = body.integer("top_logprobs", 0, 20);
+  cr.logprobs = top || out.output_logprobs;
+  g.top_logprobs = cr.logprobs ? static_cast<int>(top.value_or(0)) : -1;
 
-  // What qvl cannot do, refused unless sent as the default.
-  if (const ojson* r = field(body, "reasoning")) {
-    if (!r->is_object()) wrong_type("reasoning", "an object", *r);
-    for (auto it = r->begin(); it != r->end(); ++it)
-      if (!it->is_null() && !(it.key() == "effort" && *it == "none"))
-        unsupported("reasoning." + it.key(),
-                    "is not supported: a Thinking model always reasons; 'reasoning_budget' (tokens) limits how long");
+  // The conversation: instructions, the stored items, then input's.
+  check_image_count(out.items, {"input_image", "input_file", "video_url", "video"}, limits, "input");
+  cr.pending.video_defaults = video_defaults;
+  PartParser parts{limits, cr, cr.pending.video_defaults};
+  Conversation conv{parts};
+  if (const std::string* instructions = body.optional_string("instructions"); instructions && !instructions->empty()) {
+    conv.add(Message{"system", {{parts.text(body.at("instructions")), nullptr}}, {}});
+    conv.turns.other();
   }
-  if (const ojson* t = field(body, "truncation"); t && *t != "disabled")
-    unsupported("truncation", "must be \"disabled\" (a prompt over the context is refused, not truncated)");
-  if (const ojson* b = field(body, "background"); b && *b != false)
-    unsupported("background", "is not supported; use POST /v1/jobs for asynchronous work");
-  for (const char* k : {"max_tool_calls", "conversation", "prompt"})
-    if (field(body, k)) unsupported(k, "is not supported");
-  if (const ojson* s = field(body, "store")) {
-    if (!s->is_boolean()) wrong_type("store", "a boolean", *s);
-    out.store = s->get<bool>();
-  }
-  if (const ojson* u = field(body, "user"); u && !u->is_string()) wrong_type("user", "a string", *u);
-  if (const ojson* st = field(body, "stream")) {
-    if (!st->is_boolean()) wrong_type("stream", "a boolean", *st);
-    out.stream = st->get<bool>();
-  }
-  if (const ojson* inc = field(body, "include")) {
-    if (!inc->is_array()) wrong_type("include", "an array", *inc);
-    for (size_t i = 0; i < inc->size(); ++i) {
-      const std::string p = cat("include[", i, "]");
-      if (!(*inc)[i].is_string()) wrong_type(p, "a string", (*inc)[i]);
-      if ((*inc)[i] == "message.output_text.logprobs") out.output_logprobs = true;
-      else unsupported(p, cat("'", (*inc)[i].get<std::string>(), "' is not supported (only \"message.output_text.logprobs\")"));
-    }
-  }
-
-  // The conversation: the stored one, instructions, then input.
-  Conversation conv;
-  std::string previous;
-  if (const ojson* pr = field(body, "previous_response_id")) {
-    if (!pr->is_string()) wrong_type("previous_response_id", "a string", *pr);
-    previous = pr->get<std::string>();
-    auto entry = store.get(previous);
-    if (!entry)
-      bad_request("previous_response_id",
-                  cat("no stored response has id '", previous, "' (the server keeps its last responses in memory only, "
-                                                               "and none with store: false)"),
-                  "previous_response_not_found");
-    out.items = entry->items;
-  }
-  std::string instructions;
-  if (const ojson* ins = field(body, "instructions")) {
-    if (!ins->is_string()) wrong_type("instructions", "a string", *ins);
-    instructions = ins->get<std::string>();
-    if (!instructions.empty()) conv.add({{"role", "system"}, {"content", instructions}}, "instructions");
-  }
-  const size_t stored = out.items.size();
-  for (size_t j = 0; j < stored; ++j) conv.item(out.items[j], "previous_response_id");
-  if (const ojson* input = field(body, "input")) {
-    ojson items = input_items(*input, store);
-    for (size_t j = 0; j < items.size(); ++j) {
-      conv.item(items[j], cat("input[", j, "]"));
-      out.items.push_back(std::move(items[j]));
-    }
-  }
-  if (out.items.empty()) bad_request("input", "'input' is required (a string or a list of items)", "missing_field");
-  out.sources = std::move(conv.sources);
-
-  // The chat body, field by field.
-  for (const char* k : kSameFields)
-    if (auto it = body.find(k); it != body.end()) chat[k] = *it;
-  chat["messages"] = std::move(conv.messages);
-  if (auto it = body.find("max_output_tokens"); it != body.end()) chat["max_completion_tokens"] = *it;
-  if (out.stream) chat["stream"] = true;
-  ojson text_echo = {{"format", {{"type", "text"}}}};
-  if (const ojson* t = field(body, "text")) {
-    ojson rf = response_format(*t);
-    if (!rf.is_null()) chat["response_format"] = std::move(rf);
-    text_echo = *t;
-    if (!field(text_echo, "format")) text_echo["format"] = {{"type", "text"}};
-  }
-  ojson tools_echo = ojson::array();
-  if (const ojson* t = field(body, "tools")) {
-    chat["tools"] = chat_tools(*t);
-    tools_echo = *t;
-  }
-  ojson tool_choice_echo = "auto";
-  if (const ojson* tc = field(body, "tool_choice")) {
-    // "auto" or "none" without tools asks nothing (chat refuses a tool_choice without tools).
-    if (chat.contains("tools") || !(*tc == "auto" || *tc == "none")) chat["tool_choice"] = chat_tool_choice(*tc);
-    tool_choice_echo = *tc;
-  }
-  if (const ojson* k = field(body, "top_logprobs")) {
-    chat["top_logprobs"] = *k;
-    chat["logprobs"] = true;
-  } else if (out.output_logprobs) {
-    chat["logprobs"] = true;
-  }
-  ojson metadata = ojson::object();
-  if (const ojson* m = field(body, "metadata")) {
-    check_metadata(*m);
-    metadata = *m;
-  }
-
-  auto echo = [&](const char* k) -> ojson {
-    const ojson* v = field(body, k);
-    return v ? *v : ojson(nullptr);
-  };
-  ojson& e = out.echo;
-  e["instructions"] = instructions.empty() ? ojson(nullptr) : ojson(instructions);
-  e["max_output_tokens"] = echo("max_output_tokens");
-  e["parallel_tool_calls"] = field(body, "parallel_tool_calls") ? echo("parallel_tool_calls") : ojson(true);
-  e["previous_response_id"] = previous.empty() ? ojson(nullptr) : ojson(previous);
-  e["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  e["store"] = out.store;
-  e["temperature"] = echo("temperature");
-  e["text"] = std::move(text_echo);
-  e["tool_choice"] = std::move(tool_choice_echo);
-  e["tools"] = std::move(tools_echo);
-  e["top_logprobs"] = echo("top_logprobs");
-  e["top_p"] = echo("top_p");
-  e["truncation"] = "disabled";
-  e["user"] = echo("user");
-  e["metadata"] = std::move(metadata);
+  for (size_t j = 0; j < stored; ++j) conv.item(RequestField::whole(out.items[j], "previous_response_id"));
+  for (size_t j = stored; j < out.items.size(); ++j) conv.item(RequestField(out.items[j], cat("input[", j - stored, "]")));
+  if (g.messages.empty()) bad_request("input", "'input' must not be empty");
+  out.echo = echo_of(body, out.store);
   return out;
 }
 
-std::string ResponsesRequest::responses_param(const std::string& chat_param) const {
+std::string responses_param(const std::string& chat_param) {
   std::string p = chat_param;
-  if (p.rfind("messages[", 0) == 0) {
-    const size_t close = p.find(']');
-    size_t i = 0;
-    try {
-      i = std::stoul(p.substr(9, close - 9));
-    } catch (...) {
-      return "input";
-    }
-    if (close == std::string::npos || i >= sources.size()) return "input";
-    const Source& s = sources[i];
-    std::string rest = p.substr(close + 1);
-    // The assistant message of function_call items: name the call's item.
-    if (rest.rfind(".tool_calls[", 0) == 0 && !s.calls.empty()) {
-      const size_t c = rest.find(']');
-      size_t k = 0;
-      try {
-        k = std::stoul(rest.substr(12, c - 12));
-      } catch (...) {
-      }
-      std::string sub = c == std::string::npos ? "" : rest.substr(c + 1);
-      rename_prefix(sub, ".function", "");
-      rename_prefix(sub, ".id", ".call_id");
-      return (k < s.calls.size() ? s.calls[k] : s.calls.back()) + sub;
-    }
-    if (s.path == "instructions" || s.path == "previous_response_id") return s.path;
-    if (s.tool_output) rename_prefix(rest, ".content", ".output");
-    // A chat image part's URL is the Responses part's image_url string.
-    if (const size_t u = rest.find(".image_url.url"); u != std::string::npos && u + 14 == rest.size())
-      rest.resize(u + 10);
-    if (rest == ".tool_call_id") rest = ".call_id";
-    // A chat file part's "file" object is the input_file part itself.
-    if (const size_t f = rest.find("].file"); f != std::string::npos &&
-        (f + 6 == rest.size() || rest[f + 6] == '.'))
-      rest.erase(f + 1, 5);
-    return s.path + rest;
-  }
-  if (rename_prefix(p, "messages", "input")) return p;
+  if (rename_prefix(p, "messages", "input")) return "input";  // the prompt as a whole
   if (p.rfind("tools[", 0) == 0) {
     const size_t close = p.find(']');
     if (close != std::string::npos) {
@@ -475,7 +382,7 @@ std::string ResponsesRequest::responses_param(const std::string& chat_param) con
   return p;
 }
 
-ApiError ResponsesRequest::translate_error(const ApiError& e) const {
+ApiError responses_error(const ApiError& e) {
   if (e.param().empty()) return e;
   const std::string to = responses_param(e.param());
   if (to == e.param()) return e;

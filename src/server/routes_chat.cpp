@@ -134,6 +134,11 @@ ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t
   require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
   ChatRequest cr = parse_chat_request(body, chat_limits);
   take_chat_media(cr, chat_limits, &memory_admission);
+  check_chat(cr, prompt_tokens, image_tokens);
+  return cr;
+}
+
+void ServerCore::check_chat(const ChatRequest& cr, int64_t& prompt_tokens, int64_t& image_tokens) {
   // What the engine must enforce (schemas, tools, logit_bias ids) compiles
   // here, so a schema it cannot honour is the client's 400, not a failed task.
   try {
@@ -168,7 +173,6 @@ ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t
                        " bytes, over the server's memory budget for requests of ", room, " bytes (", mebibytes(room),
                        ": what --memory-budget leaves beside the KV caches); ask for fewer choices or a lower max_tokens"),
                    "n");
-  return cr;
 }
 
 void ServerCore::submit(const std::shared_ptr<Task>& task) {

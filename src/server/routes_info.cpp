@@ -1,5 +1,6 @@
 // Everything that is not a generation: health, model list, the page's config,
 // metrics, tokenize/detokenize, and the embedded web page.
+#include "server/request_fields.h"
 #include "server/server_core.h"
 #include "server/web_assets.h"
 #include "tokenizer/tokenizer.h"
@@ -147,9 +148,7 @@ void ServerCore::register_info_routes() {
   router.post("/tokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
       const auto body = parse_body(req);
-      if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
-        bad_request("content", "'content' must be a string", "invalid_type");
-      const std::string& text = body["content"].get_ref<const std::string&>();
+      const std::string& text = RequestField(body).object().string("content");
       if (static_cast<int64_t>(text.size()) > chat_limits.max_text_bytes)
         bad_request("content", cat("'content' is over the limit of ", chat_limits.max_text_bytes, " bytes"),
                     "string_too_long");
@@ -161,16 +160,10 @@ void ServerCore::register_info_routes() {
   router.post("/detokenize", [this](HttpRequest& req, HttpResponse& res) {
     try {
       const auto body = parse_body(req);
-      if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
-        bad_request("tokens", "'tokens' must be an array of token ids", "invalid_type");
+      const RequestField tokens = RequestField(body).object().at("tokens");
       std::vector<int32_t> ids;
       const int64_t vocab = static_cast<int64_t>(engine->tokenizer().vocab_size());
-      for (size_t k = 0; k < body["tokens"].size(); ++k) {
-        const json& v = body["tokens"][k];
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab)
-          bad_request(cat("tokens[", k, "]"), cat("not a token id in [0, ", vocab, ")"));
-        ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-      }
+      for (size_t k = 0; k < tokens.array().size(); ++k) ids.push_back(static_cast<int32_t>(tokens[k].integer(0, vocab - 1)));
       reply_json(res, 200, {{"content", engine->tokenizer().decode(ids)}});
     } catch (const ApiError& e) {
       reply_error(res, e);

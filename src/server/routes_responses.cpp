@@ -1,6 +1,6 @@
 // POST /v1/responses (OpenAI's Responses API) on the chat-completions path:
-// the body is translated into a chat body (responses_request.h), prepared,
-// queued and run exactly like POST /v1/chat/completions, then answered as a
+// the body is read into the chat route's request (responses_request.h),
+// checked, queued and run exactly like POST /v1/chat/completions, then answered as a
 // Response object or as the Responses stream of typed events. GET and DELETE
 // /v1/responses/{id} read and drop the responses kept for
 // previous_response_id (response_store.h).
@@ -9,6 +9,7 @@
 
 #include "engine/reasoning.h"
 #include "engine/tool_calls.h"
+#include "server/chat_media.h"
 #include "server/response_store.h"
 #include "server/responses_json.h"
 #include "server/responses_request.h"
@@ -222,17 +223,21 @@ void ServerCore::register_responses_routes() {
     rec->route = "/v1/responses";
     try {
       const ojson body = parse_body(req);
-      ResponsesRequest rr = translate_responses_request(body, *store);
+      require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
+      ResponsesRequest rr = parse_responses_request(body, *store, chat_limits);
+      try {
+        take_chat_media(rr.chat, chat_limits, &memory_admission);
+      } catch (const ApiError& e) {
+        throw responses_error(e);  // a refusal of the request's media as a whole names "messages"
+      }
       // An answer to keep (store, OpenAI's default) waits for the store; store: false is answered now.
       if (std::string why = jobs->unavailable(); rr.store && !why.empty()) throw StoreUnavailable(why);
       int64_t prompt_tokens = 0, image_tokens = 0;
-      ChatRequest cr;
+      ChatRequest& cr = rr.chat;
       try {
-        // The chat route's own preparation (parsing, images, the prompt's
-        // fit), on the translated body.
-        cr = prepare_chat(req, dump_ordered(rr.chat), prompt_tokens, image_tokens);
+        check_chat(cr, prompt_tokens, image_tokens);  // the chat route's checks of what the engine runs
       } catch (const ApiError& e) {
-        throw rr.translate_error(e);
+        throw responses_error(e);
       }
       const std::string id = "resp_" + new_request_id() + new_request_id();
       const ResponseMeta chat_meta{id, unix_now(), model_name, cr.media_ms, image_tokens};

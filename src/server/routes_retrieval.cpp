@@ -17,6 +17,7 @@
 #include "engine/retrieval.h"
 #include "server/base64.h"
 #include "server/chat_media.h"
+#include "server/request_fields.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -37,68 +38,58 @@ const char* use_of(ModelTask t) {
   return "?";
 }
 
-void only_fields(const ojson& body, std::initializer_list<const char*> known, const std::string& where) {
-  for (const auto& [key, value] : body.items())
-    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
-      bad_request(where.empty() ? key : where + "." + key,
-                  cat("unknown field '", key.substr(0, 80), "'", where.empty() ? "" : cat(" in ", where),
-                      "; qvl does not honour it"),
-                  "unknown_field");
-}
-
-std::vector<const ojson*> values_of(const ojson& v, const std::string& param) {
-  std::vector<const ojson*> out;
-  if (v.is_array()) {
-    for (const ojson& x : v) out.push_back(&x);
+// A URL or a list of URLs.
+std::vector<const ojson*> values_of(const RequestField& v) {
+  std::vector<RequestField> urls;
+  if (v.value().is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) urls.push_back(v[i]);
   } else {
-    out.push_back(&v);
+    urls.push_back(v);
   }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (!out[i]->is_string())
-      bad_request(v.is_array() ? cat(param, "[", i, "]") : param, "must be a string (a URL or a data: URL)",
-                  "invalid_type");
+  std::vector<const ojson*> out;
+  for (const RequestField& url : urls) {
+    if (!url.value().is_string()) url.wrong_type("a string (a URL or a data: URL)");
+    out.push_back(&url.value());
+  }
   return out;
 }
 
 // An input of the official scripts' shape, {"text", "image", "video",
 // "instruction"} (each of the first three a value or a list), fetched and
 // decoded as a one-message chat request, in the scripts' order.
-RetrievalInput object_input(const ojson& item, const std::string& param, const ChatLimits& limits,
+RetrievalInput object_input(const ojson& item_json, const std::string& param, const ChatLimits& limits,
                             MemoryAdmission* admission, bool with_instruction) {
-  if (with_instruction) only_fields(item, {"text", "image", "video", "instruction"}, param);
-  else only_fields(item, {"text", "image", "video"}, param);
+  const RequestField item(item_json, param);
+  if (with_instruction) item.only_keys({"text", "image", "video", "instruction"});
+  else item.only_keys({"text", "image", "video"});
   ojson content = ojson::array();
   std::vector<std::string> names;  // the field each content part came from
-  if (const auto v = item.find("video"); v != item.end()) {
-    for (const ojson* url : values_of(*v, param + ".video")) {
+  if (const auto v = item_json.find("video"); v != item_json.end()) {
+    for (const ojson* url : values_of(RequestField(*v, item.path_of("video")))) {
       content.push_back({{"type", "video"}, {"video", *url}});
       names.push_back(v->is_array() ? cat(param, ".video[", names.size(), "]") : param + ".video");
     }
   }
   const size_t videos = names.size();
-  if (const auto v = item.find("image"); v != item.end()) {
-    for (const ojson* url : values_of(*v, param + ".image")) {
+  if (const auto v = item_json.find("image"); v != item_json.end()) {
+    for (const ojson* url : values_of(RequestField(*v, item.path_of("image")))) {
       content.push_back({{"type", "image_url"}, {"image_url", {{"url", *url}}}});
       names.push_back(v->is_array() ? cat(param, ".image[", names.size() - videos, "]") : param + ".image");
     }
   }
   RetrievalInput in;
-  if (const auto v = item.find("text"); v != item.end()) {
+  if (const auto v = item_json.find("text"); v != item_json.end()) {
+    const RequestField text(*v, item.path_of("text"));
     if (v->is_string()) {
-      in.texts.push_back(v->get<std::string>());
+      in.texts.push_back(text.string());
     } else if (v->is_array()) {
-      for (size_t i = 0; i < v->size(); ++i) {
-        if (!(*v)[i].is_string()) bad_request(cat(param, ".text[", i, "]"), "must be a string", "invalid_type");
-        in.texts.push_back((*v)[i].get<std::string>());
-      }
+      for (size_t i = 0; i < v->size(); ++i) in.texts.push_back(text[i].string());
     } else {
-      bad_request(param + ".text", "must be a string or an array of strings", "invalid_type");
+      text.wrong_type("a string or an array of strings");
     }
   }
-  if (const auto v = item.find("instruction"); v != item.end()) {
-    if (!v->is_string()) bad_request(param + ".instruction", "must be a string", "invalid_type");
-    in.instruction = v->get<std::string>();
-  }
+  if (const auto v = item_json.find("instruction"); v != item_json.end())
+    in.instruction = RequestField(*v, item.path_of("instruction")).string();
   if (content.empty()) return in;
   ChatRequest cr;
   try {
@@ -138,19 +129,14 @@ RetrievalInput one_input(const ojson& item, const std::string& param, const Chat
   } else if (item.is_array()) {
     if (item.empty()) bad_request(param, "a token array is empty", "empty_input");
     std::vector<int32_t> ids;
-    for (size_t k = 0; k < item.size(); ++k) {
-      const ojson& id = item[k];
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(tokenizer.vocab_size()))
-        bad_request(cat(param, "[", k, "]"), cat("is not a token id of this model (0 ... ", tokenizer.vocab_size() - 1, ")"),
-                    "invalid_value");
-      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
-    }
+    const RequestField tokens(item, param);
+    for (size_t k = 0; k < item.size(); ++k)
+      ids.push_back(static_cast<int32_t>(tokens[k].integer(0, int64_t(tokenizer.vocab_size()) - 1)));
     in.texts.push_back(tokenizer.decode(ids));
   } else if (item.is_object()) {
     in = object_input(item, param, limits, admission, true);
   } else {
-    bad_request(param, "an input is a string, an array of token ids or an object {text, image, video, instruction}",
-                "invalid_type");
+    RequestField(item, param).wrong_type("a string, an array of token ids or an object {text, image, video, instruction}");
   }
   return in;
 }
@@ -159,8 +145,7 @@ std::vector<RetrievalInput> embedding_inputs(const ojson& input, const ChatLimit
                                              const Tokenizer& tokenizer, int max_inputs) {
   if (input.is_string() || input.is_object()) return {one_input(input, "input", limits, admission, tokenizer)};
   if (!input.is_array())
-    bad_request("input", "'input' must be a string, an array of strings or token arrays, or input objects",
-                "invalid_type");
+    RequestField(input, "input").wrong_type("a string, an array of strings or token arrays, or input objects");
   if (input.empty()) bad_request("input", "'input' is empty: give at least one input", "empty_input");
   // An array of integers is one token array (OpenAI's shape); otherwise each element is an input.
   if (std::all_of(input.begin(), input.end(), [](const ojson& x) { return x.is_number(); }))
@@ -183,12 +168,6 @@ std::string base64_floats(const std::vector<float>& v) {
   return base64_encode(bytes);
 }
 
-int64_t int_field(const ojson& body, const char* name) {
-  const ojson& v = body[name];
-  if (!v.is_number_integer()) bad_request(name, cat("'", name, "' must be an integer"), "invalid_type");
-  return v.get<int64_t>();
-}
-
 }  // namespace
 
 void ServerCore::require_task(ModelTask wanted) const {
@@ -205,40 +184,36 @@ void ServerCore::require_task(ModelTask wanted) const {
 void ServerCore::register_retrieval_routes() {
   router.post("/v1/embeddings", [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
-    const ojson body = parse_body(req);
-    if (!body.is_object()) bad_request("", "the body must be a JSON object", "invalid_type");
+    const ojson body_json = parse_body(req);
+    const RequestField body(body_json);
+    body.object();
     require_task(ModelTask::Embed);
-    only_fields(body, {"model", "input", "messages", "dimensions", "encoding_format", "instruction", "user",
-                       "add_generation_prompt"},
-                "");
-    const bool has_input = body.contains("input"), has_messages = body.contains("messages");
+    body.only_keys({"model", "input", "messages", "dimensions", "encoding_format", "instruction", "user",
+                    "add_generation_prompt"});
+    const bool has_input = body.has("input"), has_messages = body.has("messages");
     if (has_input == has_messages)
       bad_request(has_input ? "messages" : "input", "give exactly one of 'input' and 'messages'",
                   has_input ? "invalid_value" : "missing_field");
     EmbedOptions eo;
-    if (body.contains("dimensions")) {
-      eo.dimensions = int_field(body, "dimensions");
+    if (const std::optional<RequestField> dims = body.find("dimensions")) {
+      eo.dimensions = dims->integer(INT64_MIN, INT64_MAX);
       if (eo.dimensions < 1 || eo.dimensions > engine->info().hidden_size)
-        bad_request("dimensions", cat("'dimensions' must be in [1, ", engine->info().hidden_size,
-                                      "] for this model (its hidden size), got ", eo.dimensions));
+        dims->refuse(cat("'dimensions' must be in [1, ", engine->info().hidden_size,
+                         "] for this model (its hidden size), got ", eo.dimensions));
     }
     std::string format = "float";
-    if (body.contains("encoding_format")) {
-      if (!body["encoding_format"].is_string()) bad_request("encoding_format", "must be a string", "invalid_type");
-      format = body["encoding_format"].get<std::string>();
+    if (const std::string* f = body.optional_string("encoding_format")) {
+      format = *f;
       if (format != "float" && format != "base64")
         bad_request("encoding_format", cat("'encoding_format' must be \"float\" or \"base64\", got \"",
                                            format.substr(0, 40), "\""));
     }
-    if (body.contains("instruction")) {
-      if (!body["instruction"].is_string()) bad_request("instruction", "must be a string", "invalid_type");
-      eo.instruction = body["instruction"].get<std::string>();
-    }
-    if (body.contains("add_generation_prompt") && body["add_generation_prompt"] != true)
-      bad_request("add_generation_prompt", "the embedding is the state after the generation prompt (the official "
-                                           "scripts' pooling); only true is honoured");
-    if (body.contains("model") && !body["model"].is_string()) bad_request("model", "must be a string", "invalid_type");
-    if (body.contains("user") && !body["user"].is_string()) bad_request("user", "must be a string", "invalid_type");
+    if (const std::string* i = body.optional_string("instruction")) eo.instruction = *i;
+    if (auto a = body.find("add_generation_prompt"); a && a->value() != true)
+      a->refuse("the embedding is the state after the generation prompt (the official scripts' pooling); only true "
+                "is honoured");
+    const std::string* model = body.optional_string("model");
+    body.optional_string("user");
 
     std::vector<std::vector<float>> vectors;
     std::vector<int64_t> tokens;
@@ -246,7 +221,7 @@ void ServerCore::register_retrieval_routes() {
       if (has_messages) {
         if (eo.instruction) bad_request("instruction", "'instruction' goes with 'input'; with 'messages' the "
                                                             "system message is the instruction");
-        ChatRequest cr = parse_chat_request({{"messages", body["messages"]}}, chat_limits);
+        ChatRequest cr = parse_chat_request({{"messages", body_json.at("messages")}}, chat_limits);
         take_chat_media(cr, chat_limits, &memory_admission);
         PoolRequest pool;
         pool.prompts.push_back(std::move(cr.generate.messages));
@@ -258,7 +233,7 @@ void ServerCore::register_retrieval_routes() {
         tokens = r.prompt_tokens;
       } else {
         const std::vector<RetrievalInput> inputs = embedding_inputs(
-            body["input"], chat_limits, &memory_admission, engine->tokenizer(), options.max_embedding_inputs);
+            body_json.at("input"), chat_limits, &memory_admission, engine->tokenizer(), options.max_embedding_inputs);
         std::lock_guard lock(retrieval_mutex);
         EmbedResult r = embed(*engine, inputs, eo);
         vectors = std::move(r.embeddings);
@@ -286,20 +261,19 @@ void ServerCore::register_retrieval_routes() {
     reply_json(res, 200,
                {{"object", "list"},
                 {"data", std::move(data)},
-                {"model", body.contains("model") ? body["model"].get<std::string>() : model_name},
+                {"model", model ? *model : model_name},
                 {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
   });
 
   const auto rerank_route = [this](HttpRequest& req, HttpResponse& res) {
     auto rec = record(req);
-    const ojson body = parse_body(req);
-    if (!body.is_object()) bad_request("", "the body must be a JSON object", "invalid_type");
+    const ojson body_json = parse_body(req);
+    const RequestField body(body_json);
+    body.object();
     require_task(ModelTask::Rerank);
-    only_fields(body, {"model", "query", "documents", "instruction", "top_n", "return_documents", "user"}, "");
-    if (!body.contains("query")) bad_request("query", "'query' is required", "missing_field");
-    if (!body.contains("documents")) bad_request("documents", "'documents' is required", "missing_field");
-    const ojson& docs = body["documents"];
-    if (!docs.is_array()) bad_request("documents", "'documents' must be an array", "invalid_type");
+    body.only_keys({"model", "query", "documents", "instruction", "top_n", "return_documents", "user"});
+    const RequestField query_field = body.at("query");
+    const ojson& docs = body.at("documents").array().value();
     if (docs.empty()) bad_request("documents", "'documents' is empty: give at least one document", "empty_input");
     if (static_cast<int64_t>(docs.size()) > options.max_rerank_documents)
       throw ApiError(413, "too_many_documents",
@@ -307,32 +281,26 @@ void ServerCore::register_retrieval_routes() {
                          options.max_rerank_documents, " (--max-rerank-documents)"),
                      "documents");
     RerankOptions ro;
-    if (body.contains("instruction")) {
-      if (!body["instruction"].is_string()) bad_request("instruction", "must be a string", "invalid_type");
-      ro.instruction = body["instruction"].get<std::string>();
-    }
+    if (const std::string* i = body.optional_string("instruction")) ro.instruction = *i;
     int64_t top_n = static_cast<int64_t>(docs.size());
-    if (body.contains("top_n")) {
-      top_n = int_field(body, "top_n");
-      if (top_n < 1) bad_request("top_n", cat("'top_n' must be at least 1, got ", top_n));
+    if (const std::optional<RequestField> n = body.find("top_n")) {
+      top_n = n->integer(INT64_MIN, INT64_MAX);
+      if (top_n < 1) n->refuse(cat("'top_n' must be at least 1, got ", top_n));
       top_n = std::min<int64_t>(top_n, docs.size());
     }
-    bool return_documents = false;
-    if (body.contains("return_documents")) {
-      if (!body["return_documents"].is_boolean()) bad_request("return_documents", "must be true or false", "invalid_type");
-      return_documents = body["return_documents"].get<bool>();
-    }
-    if (body.contains("model") && !body["model"].is_string()) bad_request("model", "must be a string", "invalid_type");
-    auto side = [&](const ojson& v, const std::string& param) {
+    const bool return_documents = body.boolean("return_documents", false);
+    const std::string* model = body.optional_string("model");
+    body.optional_string("user");
+    auto side = [&](const RequestField& v) {
       RetrievalInput in;
-      if (v.is_string()) in.texts.push_back(v.get<std::string>());
-      else if (v.is_object()) in = object_input(v, param, chat_limits, &memory_admission, false);
-      else bad_request(param, "must be a string or an object {text, image, video}", "invalid_type");
+      if (v.value().is_string()) in.texts.push_back(v.string());
+      else if (v.value().is_object()) in = object_input(v.value(), v.path(), chat_limits, &memory_admission, false);
+      else v.wrong_type("a string or an object {text, image, video}");
       return in;
     };
-    const RetrievalInput query = side(body["query"], "query");
+    const RetrievalInput query = side(query_field);
     std::vector<RetrievalInput> documents;
-    for (size_t i = 0; i < docs.size(); ++i) documents.push_back(side(docs[i], cat("documents[", i, "]")));
+    for (size_t i = 0; i < docs.size(); ++i) documents.push_back(side(body.at("documents")[i]));
     RerankResult r;
     try {
       std::lock_guard lock(retrieval_mutex);
@@ -362,7 +330,7 @@ void ServerCore::register_retrieval_routes() {
     }
     reply_json(res, 200,
                {{"id", "rerank-" + rec->id},
-                {"model", body.contains("model") ? body["model"].get<std::string>() : model_name},
+                {"model", model ? *model : model_name},
                 {"results", std::move(results)},
                 {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
   };

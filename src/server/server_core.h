@@ -96,6 +96,9 @@ struct ServerCore {
   ChatRequest prepare_chat(const HttpRequest& req, std::string_view body, int64_t& prompt_tokens,
                            int64_t& image_tokens);
   ChatRequest prepare_chat(const nlohmann::ordered_json& body, int64_t& prompt_tokens, int64_t& image_tokens);
+  // prepare_chat's checks after parsing: what the engine must compile, and
+  // the prompt's fit. Throws ApiError naming chat fields.
+  void check_chat(const ChatRequest& cr, int64_t& prompt_tokens, int64_t& image_tokens);
   // A job's body (a chat body, not streamed) prepared as prepare_chat does,
   // as a task not yet submitted.
   PreparedPage prepare_job(const nlohmann::ordered_json& body);

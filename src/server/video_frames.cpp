@@ -12,7 +12,6 @@
 #include "server/memory_admission.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
-#include "util/json_number.h"
 
 namespace qvl {
 namespace {
@@ -38,23 +37,15 @@ std::string thumbnail(const Image& frame, int size) {
 }  // namespace
 
 VideoFramesRequest parse_video_frames_request(const ojson& body) {
-  if (!body.is_object()) bad_request("", "the request body must be a JSON object", "invalid_type");
+  RequestField(body).object();
   VideoFramesRequest r;
   ojson part = ojson::object();
   part["type"] = "video";
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& k = it.key();
     if (k == "thumbnail_size") {
-      if (it->is_null()) continue;
-      int64_t size = 0;
-      switch (json_integer(*it, kMinVideoThumbnailSize, kMaxVideoThumbnailSize, size)) {
-        case NumberCheck::ok: r.thumbnail_size = static_cast<int>(size); break;
-        case NumberCheck::not_a_number:
-        case NumberCheck::not_an_integer: bad_request(k, "'thumbnail_size' must be an integer", "invalid_type");
-        default:
-          bad_request(k, cat("'thumbnail_size' must be in [", kMinVideoThumbnailSize, ", ", kMaxVideoThumbnailSize,
-                             "], got ", it->dump()));
-      }
+      if (auto size = RequestField(body).integer(k, kMinVideoThumbnailSize, kMaxVideoThumbnailSize))
+        r.thumbnail_size = static_cast<int>(*size);
     } else if (k == "type") {
       // Not a part: "type" would choose nothing here.
       bad_request(k, "unknown or unsupported parameter 'type' (the body is a video part without its type)",
@@ -63,7 +54,7 @@ VideoFramesRequest parse_video_frames_request(const ojson& body) {
       part[k] = *it;  // the video part's own keys, checked by parse_video_part
     }
   }
-  r.video = parse_video_part(part, "", {});
+  r.video = parse_video_part(RequestField(part), {});
   r.video.param = "video";
   return r;
 }

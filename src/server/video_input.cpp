@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "server/api_error.h"
+#include "server/request_fields.h"
 #include "util/error.h"
-#include "util/json_number.h"
 
 namespace qvl {
 namespace {
@@ -25,41 +25,18 @@ constexpr std::array<std::string_view, 6> kSamplingKeys = {"fps",        "min_fr
 // (POST /v1/qvl/videos/frames) has no name of its own.
 std::string sub(const std::string& param, const std::string& key) { return param.empty() ? key : param + "." + key; }
 
-[[noreturn]] void unsupported(const std::string& param, const std::string& message) {
-  bad_request(param, message, "unsupported_parameter");
-}
-
-int64_t integer_key(const json& v, const std::string& param, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  switch (json_integer(v, lo, hi, x)) {
-    case NumberCheck::ok: return x;
-    case NumberCheck::not_a_number:
-    case NumberCheck::not_an_integer: bad_request(param, cat("'", param, "' must be an integer"), "invalid_type");
-    default: bad_request(param, cat("'", param, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
-  }
-}
-
-double number_key(const json& v, const std::string& param, double lo, double hi) {
-  double x = 0;
-  switch (json_double(v, lo, hi, x)) {
-    case NumberCheck::ok: return x;
-    case NumberCheck::not_a_number: bad_request(param, cat("'", param, "' must be a number"), "invalid_type");
-    default: bad_request(param, cat("'", param, "' must be in [", lo, ", ", hi, "], got ", v.dump()));
-  }
-}
-
 // One sampling key into `o`, its type checked (its range is
 // check_video_options'); false when `key` is not one.
-bool sampling_key(const std::string& key, const json& v, const std::string& param, VideoOptions& o) {
+bool sampling_key(const std::string& key, const RequestField& v, VideoOptions& o) {
   constexpr double kAnyDouble = std::numeric_limits<double>::max();
   constexpr int64_t kAnyInteger = std::numeric_limits<int64_t>::max();
-  if (v.is_null()) return std::find(kSamplingKeys.begin(), kSamplingKeys.end(), key) != kSamplingKeys.end();
-  if (key == "fps") o.fps = number_key(v, param, -kAnyDouble, kAnyDouble);
-  else if (key == "min_frames") o.min_frames = integer_key(v, param, -kAnyInteger, kAnyInteger);
-  else if (key == "max_frames") o.max_frames = integer_key(v, param, -kAnyInteger, kAnyInteger);
-  else if (key == "min_pixels") o.min_pixels = integer_key(v, param, -kAnyInteger, kAnyInteger);
-  else if (key == "max_pixels") o.max_pixels = integer_key(v, param, -kAnyInteger, kAnyInteger);
-  else if (key == "total_pixels") o.total_pixels = integer_key(v, param, -kAnyInteger, kAnyInteger);
+  if (v.value().is_null()) return std::find(kSamplingKeys.begin(), kSamplingKeys.end(), key) != kSamplingKeys.end();
+  if (key == "fps") o.fps = v.number(-kAnyDouble, kAnyDouble);
+  else if (key == "min_frames") o.min_frames = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "max_frames") o.max_frames = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "min_pixels") o.min_pixels = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "max_pixels") o.max_pixels = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "total_pixels") o.total_pixels = v.integer(-kAnyInteger, kAnyInteger);
   else return false;
   return true;
 }
@@ -75,79 +52,66 @@ void check_options(const VideoOptions& o, bool frame_list, const std::string& pa
   }
 }
 
-std::string url_of(const json& v, const std::string& param) {
-  if (!v.is_string()) bad_request(param, cat("'", param, "' must be a string URL"), "invalid_type");
-  return v.get<std::string>();
+// A URL, noted with the path that names it.
+void add_url(PendingVideo& v, const RequestField& url) {
+  v.url_params.push_back(url.path());
+  v.urls.push_back(url.string());
 }
 
 }  // namespace
 
-VideoOptions parse_mm_processor_kwargs(const json& kwargs) {
-  if (!kwargs.is_object())
-    bad_request("mm_processor_kwargs", "'mm_processor_kwargs' must be an object", "invalid_type");
+VideoOptions parse_mm_processor_kwargs(const RequestField& kwargs) {
   VideoOptions o;
-  for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
-    const std::string param = "mm_processor_kwargs." + it.key();
-    if (!sampling_key(it.key(), it.value(), param, o))
-      unsupported(param, cat("unknown or unsupported key '", it.key().substr(0, 80),
-                             "' in 'mm_processor_kwargs' (fps, min_frames, max_frames, min_pixels, max_pixels and "
-                             "total_pixels are supported)"));
-  }
-  check_options(o, false, "mm_processor_kwargs");
+  for (auto it = kwargs.object().value().begin(); it != kwargs.value().end(); ++it)
+    if (!sampling_key(it.key(), RequestField(*it, kwargs.path_of(it.key())), o))
+      bad_request(kwargs.path_of(it.key()),
+                  cat("unknown or unsupported key '", it.key().substr(0, 80),
+                      "' in 'mm_processor_kwargs' (fps, min_frames, max_frames, min_pixels, max_pixels and "
+                      "total_pixels are supported)"),
+                  "unsupported_parameter");
+  check_options(o, false, kwargs.path());
   return o;
 }
 
-PendingVideo parse_video_part(const json& part, const std::string& param, const VideoOptions& defaults) {
+PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defaults) {
   PendingVideo v;
-  v.param = param;
-  const std::string& type = part.at("type").get_ref<const std::string&>();
+  v.param = part.path();
+  const std::string& type = part.string("type");
   VideoOptions own;  // the part's keys, which win over mm_processor_kwargs
-  for (auto it = part.begin(); it != part.end(); ++it) {
+  for (auto it = part.value().begin(); it != part.value().end(); ++it) {
     const std::string& key = it.key();
+    const RequestField value(*it, part.path_of(key));
     if (key == "type" || (type == "video_url" && key == "video_url") || (type == "video" && key == "video")) continue;
     if (type == "video" && key == "sample_fps") {
-      if (!it->is_null()) v.sample_fps = number_key(*it, sub(param, "sample_fps"), -1e308, 1e308);
+      if (!it->is_null()) v.sample_fps = value.number(-1e308, 1e308);  // its range is check_frame_list's
       continue;
     }
-    if (!sampling_key(key, *it, sub(param, key), own))
-      unsupported(sub(param, key), cat("unknown field '", key.substr(0, 80), "' in a ", type, " part"));
+    if (!sampling_key(key, value, own))
+      value.unsupported(cat("unknown field '", key.substr(0, 80), "' in a ", type, " part"));
   }
-  const std::string key = type == "video_url" ? "video_url" : "video";
-  const auto src = part.find(key);
-  if (src == part.end() || src->is_null())
-    bad_request(sub(param, key), cat("a ", type, " part needs '", key, "'"), "missing_field");
+  const RequestField src = part.at(type == "video_url" ? "video_url" : "video");
   if (type == "video_url") {
-    if (src->is_object()) {
-      for (auto it = src->begin(); it != src->end(); ++it)
-        if (it.key() != "url")
-          unsupported(sub(param, "video_url." + it.key()), cat("unknown field '", it.key(), "' in 'video_url'"));
-      const auto u = src->find("url");
-      if (u == src->end()) bad_request(sub(param, "video_url.url"), "'video_url' needs 'url'", "missing_field");
-      v.url_params.push_back(sub(param, "video_url.url"));
-      v.urls.push_back(url_of(*u, v.url_params.back()));
+    if (src.value().is_object()) {
+      src.only_keys({"url"});
+      add_url(v, src.at("url"));
     } else {
-      v.url_params.push_back(sub(param, "video_url"));
-      v.urls.push_back(url_of(*src, v.url_params.back()));
+      add_url(v, src);
     }
-  } else if (src->is_array()) {
+  } else if (src.value().is_array()) {
     try {
-      check_frame_list(src->size(), v.sample_fps);
+      check_frame_list(src.size(), v.sample_fps);
     } catch (const VideoOptionError& e) {
-      const std::string key = sub(param, e.key() == "fps" ? "sample_fps" : "video");
+      const std::string key = e.key() == "fps" ? part.path_of("sample_fps") : src.path();
       bad_request(key, cat("'", key, "' ", e.what()));
     }
     v.frame_list = true;
-    for (size_t k = 0; k < src->size(); ++k) {
-      v.url_params.push_back(sub(param, cat("video[", k, "]")));
-      v.urls.push_back(url_of((*src)[k], v.url_params.back()));
-    }
+    for (size_t k = 0; k < src.size(); ++k) add_url(v, src[k]);
   } else {
-    v.url_params.push_back(sub(param, "video"));
-    v.urls.push_back(url_of(*src, v.url_params.back()));
+    add_url(v, src);
   }
-  if (!v.frame_list && part.contains("sample_fps") && !part["sample_fps"].is_null())
-    unsupported(sub(param, "sample_fps"), "'sample_fps' gives the rate of a list of frames; a video file has its own");
-  check_options(own, v.frame_list, param);
+  if (auto f = part.find("sample_fps"); f && !v.frame_list)
+    f->unsupported("'sample_fps' gives the rate of a list of frames; a video file has its own");
+  check_options(own, v.frame_list, v.param);
   v.options = defaults;
   if (own.fps) v.options.fps = own.fps;
   if (own.min_frames) v.options.min_frames = own.min_frames;
@@ -155,7 +119,7 @@ PendingVideo parse_video_part(const json& part, const std::string& param, const 
   if (own.min_pixels) v.options.min_pixels = own.min_pixels;
   if (own.max_pixels) v.options.max_pixels = own.max_pixels;
   if (own.total_pixels) v.options.total_pixels = own.total_pixels;
-  check_options(v.options, false, param);  // the part's keys beside mm_processor_kwargs'
+  check_options(v.options, false, v.param);  // the part's keys beside mm_processor_kwargs'
   return v;
 }
 

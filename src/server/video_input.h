@@ -14,19 +14,19 @@
 
 #include "server/chat_request.h"
 #include "server/media_source.h"
+#include "server/request_fields.h"
 #include "media/intake.h"
 #include "video/video.h"
 
 namespace qvl {
 
 // mm_processor_kwargs: VideoOptions' keys; any other is a 400 naming it.
-VideoOptions parse_mm_processor_kwargs(const nlohmann::ordered_json& kwargs);
+VideoOptions parse_mm_processor_kwargs(const RequestField& kwargs);
 
-// `defaults`: mm_processor_kwargs; the part's own keys win. `param` names the
-// part in refusals ("messages[0].content[1]" -> "messages[0].content[1].fps");
-// empty for a body that is a part (POST /v1/qvl/videos/frames: "fps").
-PendingVideo parse_video_part(const nlohmann::ordered_json& part, const std::string& param,
-                              const VideoOptions& defaults);
+// `defaults`: mm_processor_kwargs; the part's own keys win. Refusals name
+// paths below the part's ("messages[0].content[1]" -> "messages[0].content[1].fps");
+// bare keys for a body that is a part (POST /v1/qvl/videos/frames: "fps").
+PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defaults);
 
 // Fetches each pending video and hands it to the request's media intake,
 // into its message part. Throws ApiError: 400 naming the part for a video

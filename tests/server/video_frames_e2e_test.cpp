@@ -159,7 +159,7 @@ TEST_F(VideoFrames, RefusalsNameTheirFieldAndTheServerStaysHealthy) {
     }
   };
   EXPECT_TRUE(frames(json::array(), 400)["error"]["param"].is_null());
-  refused(json::object(), 400, "video", "needs 'video'");
+  refused(json::object(), 400, "video", "'video' is required");
   refused({{"video", clip}, {"frobnicate", 1}}, 400, "frobnicate");
   refused({{"video", clip}, {"type", "video"}}, 400, "type");
   refused({{"video", clip}, {"thumbnail_size", 8}}, 400, "thumbnail_size");
