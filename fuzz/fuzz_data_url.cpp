@@ -1,5 +1,5 @@
 // libFuzzer target: an image_url as a client sends it, read by
-// fetch_image_bytes with the default media options (data: URIs decoded by
+// fetch_media_bytes with the default media options (data: URIs decoded by
 // the strict base64 decoder; http(s) and file URLs refused without a fetch),
 // and the same bytes given to base64_decode directly. Only success or an
 // ApiError / qvl::Error is allowed; a decode must agree with base64_decoded_size.
@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   static const qvl::MediaOptions media = qvl::fuzz::server_chat_limits().media;
   try {
-    qvl::fetch_image_bytes(text, media, "messages[0].content[0].image_url.url");
-    qvl::fetch_image_bytes("data:image/png;base64," + text, media, "messages[0].content[0].image_url.url");
+    qvl::fetch_media_bytes(text, media, "messages[0].content[0].image_url.url");
+    qvl::fetch_media_bytes("data:image/png;base64," + text, media, "messages[0].content[0].image_url.url");
   } catch (const qvl::ApiError& e) {
     qvl::fuzz::check_reply(e);
   } catch (const qvl::Error&) {

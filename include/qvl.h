@@ -209,8 +209,10 @@ QVL_API qvl_status qvl_request_add_image_rgb(qvl_request* request, const uint8_t
 
 /* Since 0.3: videos and PDFs. Every medium is decoded when it is added, the
  * way qvl serve and qvl run decode it (one media intake), with the same caps
- * (a request meets its model's memory budget in qvl_generate);
- * a medium that cannot be used is QVL_ERR_INVALID_ARGUMENT with one line
+ * (a request meets its model's memory budget in qvl_generate). What a
+ * medium is comes from its bytes, as in qvl serve; each call takes its own
+ * kind, and bytes that are another (a clip given to qvl_request_add_image)
+ * are refused naming the call that takes them. A medium that cannot be used is QVL_ERR_INVALID_ARGUMENT with one line
  * saying why, and the request stays as it was. */
 
 /* How a video is sampled and sized: the keys of qvl serve's video parts

@@ -227,47 +227,34 @@ qvl::Image rgb_image(const uint8_t* rgb, int32_t width, int32_t height, int32_t 
   return img;
 }
 
-// qvl_video_params as the server's video part keys; 0 is unset. A list of
-// frames (`frame_list`) is not sampled: fps and the frame counts are refused.
+// qvl_video_params as the server's video part keys; 0 is unset. Checked as
+// every front end checks them (check_video_options); a list of frames
+// (`frame_list`) is not sampled: fps and the frame counts are refused.
 qvl::VideoOptions video_options(const qvl_video_params* p, bool frame_list) {
   qvl::VideoOptions o;
   if (!p) return o;
-  auto bad = [](const std::string& m) { fail_with(QVL_ERR_INVALID_ARGUMENT, "video params: " + m); };
-  if (frame_list && (p->fps != 0 || p->min_frames != 0 || p->max_frames != 0))
-    bad("fps, min_frames and max_frames sample a video file; a list of frames is used whole (its own fps gives its rate)");
-  if (p->fps != 0) {
-    if (!(p->fps >= qvl::kMinVideoFps && p->fps <= qvl::kMaxVideoFps))
-      bad(qvl::cat("fps must be 0 (the default, 2) or in [", qvl::kMinVideoFps, ", ", qvl::kMaxVideoFps, "], got ", p->fps));
-    o.fps = p->fps;
+  if (p->fps != 0) o.fps = p->fps;
+  if (p->min_frames != 0) o.min_frames = p->min_frames;
+  if (p->max_frames != 0) o.max_frames = p->max_frames;
+  if (p->min_pixels != 0) o.min_pixels = p->min_pixels;
+  if (p->max_pixels != 0) o.max_pixels = p->max_pixels;
+  if (p->total_pixels != 0) o.total_pixels = p->total_pixels;
+  try {
+    qvl::check_video_options(o, frame_list);
+  } catch (const qvl::VideoOptionError& e) {
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("video params: ", e.key(), " ", e.what()));
   }
-  auto frames = [&](int32_t v, const char* name, std::optional<int64_t>& into) {
-    if (v == 0) return;
-    if (v < 0 || v > qvl::kMaxVideoFrames) bad(qvl::cat(name, " must be 0 (the default) or in [1, ", qvl::kMaxVideoFrames, "], got ", v));
-    into = v;
-  };
-  frames(p->min_frames, "min_frames", o.min_frames);
-  frames(p->max_frames, "max_frames", o.max_frames);
-  if (o.min_frames && o.max_frames && *o.min_frames > *o.max_frames)
-    bad(qvl::cat("min_frames (", *o.min_frames, ") exceeds max_frames (", *o.max_frames, ")"));
-  auto pixels = [&](int64_t v, const char* name, std::optional<int64_t>& into) {
-    if (v == 0) return;
-    if (v < 0 || v > qvl::kMaxVideoPixels) bad(qvl::cat(name, " must be 0 (the model's) or in [1, 2^40], got ", v));
-    into = v;
-  };
-  pixels(p->min_pixels, "min_pixels", o.min_pixels);
-  pixels(p->max_pixels, "max_pixels", o.max_pixels);
-  pixels(p->total_pixels, "total_pixels", o.total_pixels);
   return o;
 }
 
 // A list of frames' count and rate, checked as qvl serve checks a frame list's.
 void check_frame_list(const uint8_t* const* frames, size_t n_frames, double fps) {
   require(frames != nullptr && n_frames > 0, "video: no frames");
-  if (n_frames > static_cast<size_t>(qvl::kMaxVideoFrames))
-    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("video: at most ", qvl::kMaxVideoFrames, " frames, got ", n_frames));
-  if (!(fps >= qvl::kMinVideoFps && fps <= qvl::kMaxFrameListFps))
-    fail_with(QVL_ERR_INVALID_ARGUMENT,
-              qvl::cat("video: fps must be in [", qvl::kMinVideoFps, ", ", qvl::kMaxFrameListFps, "], got ", fps));
+  try {
+    qvl::check_frame_list(n_frames, fps);
+  } catch (const qvl::VideoOptionError& e) {
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat("video: ", e.key(), " ", e.what()));
+  }
 }
 
 qvl::PdfRenderRequest pdf_request(const char* pages, double dpi) {
@@ -277,9 +264,29 @@ qvl::PdfRenderRequest pdf_request(const char* pages, double dpi) {
   return r;
 }
 
+// A medium's bytes through the intake's one entry (the kind decided from
+// the bytes as qvl serve and qvl run decide it). Each call names its kind,
+// so bytes that say another are refused, naming the call that takes them.
+// `what` names it in errors ("image", "PDF doc.pdf").
+void add_medium(qvl_request* r, std::span<const uint8_t> bytes, const qvl::MediaHint& hint, const std::string& what) {
+  if (const qvl::MediaKind kind = qvl::media_kind(bytes, hint.kind); kind != hint.kind) {
+    const char* call = kind == qvl::MediaKind::Pdf     ? "qvl_request_add_pdf"
+                       : kind == qvl::MediaKind::Video ? "qvl_request_add_video"
+                                                       : "qvl_request_add_image";
+    fail_with(QVL_ERR_INVALID_ARGUMENT, qvl::cat(what, ": the bytes are a ", qvl::media_kind_name(kind), ", not a ",
+                                                 qvl::media_kind_name(hint.kind), " (", call, " takes them)"));
+  }
+  qvl::MediaIntake::Medium m = decoded(what, [&] { return r->media.take(bytes, hint, what); });
+  for (std::shared_ptr<const qvl::Image>& image : m.images) add_image(r, std::move(image));
+  if (m.video) add_video(r, std::move(m.video));
+}
+
+qvl::MediaHint hint_of(qvl::MediaKind kind, qvl::VideoOptions video = {}, qvl::PdfRenderRequest pdf = {}) {
+  return {kind, std::move(video), std::move(pdf)};
+}
+
 void add_pdf(qvl_request* r, std::span<const uint8_t> bytes, const char* pages, double dpi, const std::string& what) {
-  for (std::shared_ptr<const qvl::Image>& page : decoded(what, [&] { return r->media.pdf(bytes, pdf_request(pages, dpi), what); }))
-    add_image(r, std::move(page));
+  add_medium(r, bytes, hint_of(qvl::MediaKind::Pdf, {}, pdf_request(pages, dpi)), what);
 }
 
 void parse_tools(const char* text, qvl::GenerateRequest& g) {
@@ -702,16 +709,15 @@ qvl_status qvl_request_add_image(qvl_request* request, const uint8_t* bytes, siz
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
     require(bytes != nullptr && len > 0, "image: no bytes");
-    add_image(request, decoded("image", [&] { return request->media.image({bytes, len}, "image"); }));
+    add_medium(request, {bytes, len}, hint_of(qvl::MediaKind::Image), "image");
   });
 }
 
 qvl_status qvl_request_add_image_file(qvl_request* request, const char* path) {
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
-    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().image.max_encoded_bytes, "image");
-    const std::string what = qvl::cat("image ", path);
-    add_image(request, decoded(what, [&] { return request->media.image(bytes, what); }));
+    const std::vector<uint8_t> bytes = media_file(path, qvl::max_media_bytes(request->media.limits()), "image");
+    add_medium(request, bytes, hint_of(qvl::MediaKind::Image), qvl::cat("image ", path));
   });
 }
 
@@ -734,7 +740,7 @@ qvl_status qvl_request_add_video(qvl_request* request, const uint8_t* bytes, siz
     last_message(request);
     require(bytes != nullptr && len > 0, "video: no bytes");
     const qvl::VideoOptions options = video_options(params, false);
-    add_video(request, decoded("video", [&] { return request->media.video({bytes, len}, options, "video"); }));
+    add_medium(request, {bytes, len}, hint_of(qvl::MediaKind::Video, options), "video");
   });
 }
 
@@ -742,9 +748,8 @@ qvl_status qvl_request_add_video_file(qvl_request* request, const char* path, co
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
     const qvl::VideoOptions options = video_options(params, false);
-    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().video.max_encoded_bytes, "video");
-    const std::string what = qvl::cat("video ", path);
-    add_video(request, decoded(what, [&] { return request->media.video(bytes, options, what); }));
+    const std::vector<uint8_t> bytes = media_file(path, qvl::max_media_bytes(request->media.limits()), "video");
+    add_medium(request, bytes, hint_of(qvl::MediaKind::Video, options), qvl::cat("video ", path));
   });
 }
 
@@ -786,7 +791,7 @@ qvl_status qvl_request_add_pdf(qvl_request* request, const uint8_t* bytes, size_
 qvl_status qvl_request_add_pdf_file(qvl_request* request, const char* path, const char* pages, double dpi) {
   return guarded(QVL_ERR_INVALID_ARGUMENT, [&] {
     last_message(request);
-    const std::vector<uint8_t> bytes = media_file(path, request->media.limits().pdf.max_bytes, "PDF");
+    const std::vector<uint8_t> bytes = media_file(path, qvl::max_media_bytes(request->media.limits()), "PDF");
     add_pdf(request, bytes, pages, dpi, qvl::cat("PDF ", path));
   });
 }

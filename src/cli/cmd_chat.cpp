@@ -1,6 +1,6 @@
-// qvl chat: a conversation in the terminal. Each line is a user turn; images
-// and videos added with --image / --video or `/image PATH` / `/video PATH` go
-// into the next turn. Ctrl-C stops the
+// qvl chat: a conversation in the terminal. Each line is a user turn; images,
+// videos and PDFs (their pages) added with --image / --video or `/image PATH`
+// / `/video PATH` go into the next turn. Ctrl-C stops the
 // current answer; at the prompt it ends the program (so does EOF or /exit).
 #include <atomic>
 #include <csignal>
@@ -33,32 +33,24 @@ void on_sigint(int) {
   }
 }
 
-// An image or video file through the media intake into the next turn's
-// parts; false (and why on stderr) when it cannot be used.
-bool load_into(MediaIntake& intake, const std::string& path, std::vector<MessagePart>& pending) {
+// A file through the media intake into the next turn's parts: what its
+// bytes say (an image, a clip, a PDF's pages), `given.kind` (/image or
+// /video) only where they say nothing; false (and why on stderr) when it
+// cannot be used.
+bool load_into(MediaIntake& intake, const std::string& path, const MediaHint& given, std::vector<MessagePart>& pending) {
+  std::string what = cat(media_kind_name(given.kind), " ", path);
   try {
-    pending.push_back({"", intake.image(read_media_bytes(path, intake.limits().image.max_encoded_bytes), path)});
+    const std::vector<uint8_t> bytes = read_media_bytes(path, max_media_bytes(intake.limits()));
+    what = cat(media_kind_name(media_kind(bytes, given.kind)), " ", path);
+    MediaIntake::Medium m = intake.take(bytes, given, path);
+    for (std::shared_ptr<const Image>& image : m.images) pending.push_back({"", std::move(image)});
+    if (m.video) pending.push_back({"", nullptr, std::move(m.video)});
     return true;
   } catch (const Error& e) {
-    std::cerr << "cannot use image " << path << ": " << e.what() << "\n";
+    std::cerr << "cannot use " << what << ": " << e.what() << "\n";
     return false;
   } catch (const MediaRefusal& e) {
-    std::cerr << "cannot use image " << path << ": " << e.what() << " (--memory-budget)\n";
-    return false;
-  }
-}
-
-bool load_video_into(MediaIntake& intake, const std::string& path, const VideoOptions& options,
-                     std::vector<MessagePart>& pending) {
-  try {
-    const std::vector<uint8_t> bytes = read_media_bytes(path, intake.limits().video.max_encoded_bytes);
-    pending.push_back({"", nullptr, intake.video(bytes, options, path)});
-    return true;
-  } catch (const Error& e) {
-    std::cerr << "cannot use video " << path << ": " << e.what() << "\n";
-    return false;
-  } catch (const MediaRefusal& e) {
-    std::cerr << "cannot use video " << path << ": " << e.what() << " (--memory-budget)\n";
+    std::cerr << "cannot use " << what << ": " << e.what() << " (--memory-budget)\n";
     return false;
   }
 }
@@ -68,7 +60,8 @@ bool load_video_into(MediaIntake& intake, const std::string& path, const VideoOp
 int cmd_chat(int argc, char** argv) {
   Args args("chat", "--model M [--image FILE ...] [options]",
             "Talk with the model in the terminal. Commands: /image PATH, /video PATH (attach to the next\n"
-            "message), /reset (new conversation), /exit. Ctrl-C stops the current answer.");
+            "message), /reset (new conversation), /exit. Ctrl-C stops the current answer.\n"
+            "A PDF (known by its first bytes, %PDF-) gives its pages as images, in order (--pages, --dpi).");
   ModelChoice model;
   EngineParams requested;
   PromptOptions prompt;
@@ -77,6 +70,8 @@ int cmd_chat(int argc, char** argv) {
   visit_options(requested, args);
   visit_options(prompt, args);
   visit_options(base, args);
+  PdfRenderRequest pdf;
+  visit_options(pdf, args);
   MemoryAdmissionOptions memory;
   visit_memory_budget(memory, args);
   if (!args.parse(argc, argv)) return 0;
@@ -86,13 +81,15 @@ int cmd_chat(int argc, char** argv) {
   MemoryAdmission admission(cli_memory(memory));
   EngineParams params = engine_params(model, requested);
   params.memory = &admission;
-  const VideoOptions video_options = prompt.video_options(video_token_budget(params));
+  const MediaHint image_hint{MediaKind::Image, prompt.video_options(video_token_budget(params)), pdf};
+  MediaHint video_hint = image_hint;
+  video_hint.kind = MediaKind::Video;
   std::vector<MessagePart> pending;
   MediaIntake intake{MediaLimits{}, &admission};
   size_t next_image = 0, next_video = 0;
   for (const std::string& name : args.given_order()) {
-    if (name == "image" && !load_into(intake, prompt.images[next_image++], pending)) return 1;
-    if (name == "video" && !load_video_into(intake, prompt.videos[next_video++], video_options, pending)) return 1;
+    if (name == "image" && !load_into(intake, prompt.images[next_image++], image_hint, pending)) return 1;
+    if (name == "video" && !load_into(intake, prompt.videos[next_video++], video_hint, pending)) return 1;
   }
   std::unique_ptr<Engine> engine = Engine::create(params);
 
@@ -103,22 +100,28 @@ int cmd_chat(int argc, char** argv) {
   const bool tty = isatty(STDIN_FILENO);
   std::string line;
   for (;;) {
-    if (tty) std::cout << (pending.empty() ? "> " : "[" + std::to_string(pending.size()) + " image(s)/video(s)] > ") << std::flush;
+    if (tty) {
+      // Streamed piece by piece: GCC 12 warns (-Wrestrict, falsely) on the concatenated temporaries.
+      if (!pending.empty()) std::cout << "[" << pending.size() << " image(s)/video(s)] ";
+      std::cout << "> " << std::flush;
+    }
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       history.resize(system_messages);
       pending.clear();
+      // A new conversation's media: nothing held, no PDF pages counted yet.
+      intake = MediaIntake{MediaLimits{}, &admission};
       engine->reset();
       continue;
     }
     if (line.rfind("/image ", 0) == 0) {
-      load_into(intake, line.substr(7), pending);
+      load_into(intake, line.substr(7), image_hint, pending);
       continue;
     }
     if (line.rfind("/video ", 0) == 0) {
-      load_video_into(intake, line.substr(7), video_options, pending);
+      load_into(intake, line.substr(7), video_hint, pending);
       continue;
     }
     Message user{"user", std::move(pending)};

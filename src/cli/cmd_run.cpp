@@ -77,67 +77,59 @@ int cmd_run(int argc, char** argv) {
   std::optional<PageRun> pages;  // --per-page: the PDF, and where its page goes in the user message
   MemoryAdmission admission(cli_memory(memory));
   MediaIntake intake{MediaLimits{}, &admission};
-  auto add_image = [&](const std::string& path) {
-    std::vector<uint8_t> bytes;
-    try {
-      bytes = read_media_bytes(path, std::max(intake.limits().image.max_encoded_bytes, intake.limits().pdf.max_bytes));
-    } catch (const Error& e) {
-      fail("image ", path, ": ", e.what());
-    }
-    if (is_pdf(bytes)) {
-      if (per_page && pages) throw UsageError("run: --per-page takes one PDF, and two --image files are PDFs");
-      any_pdf = true;
-      try {
-        MediaIntake::PlannedPdf planned = intake.plan_pdf(bytes, pdf);
-        if (per_page) {
-          pages.emplace(PageRun{{}, user.parts.size(), std::move(planned), path});
-          user.parts.push_back({});  // each page in turn (run_pages)
-          return;
-        }
-        for (const PdfPagePlan& page : planned.pages) {
-          if (page.dpi_lowered || verbose)
-            std::cerr << path << ": page " << page.index + 1 << " rendered at " << page.dpi << " dpi (" << page.width
-                      << "x" << page.height << " px"
-                      << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
-          user.parts.push_back({"", intake.pdf_page(planned.doc, page, path)});
-        }
-      } catch (const Error& e) {
-        fail("PDF ", path, ": ", e.what());
-      } catch (const MediaRefusal& e) {
-        fail_over_budget("PDF " + path, e);
-      }
-      return;
-    }
-    try {
-      user.parts.push_back({"", intake.image(bytes, path)});
-    } catch (const Error& e) {
-      fail("image ", path, ": ", e.what());
-    } catch (const MediaRefusal& e) {
-      fail_over_budget("image " + path, e);
-    }
-  };
   EngineParams params = engine_params(model, requested);
   params.memory = &admission;  // the KV caches counted beside the media
-  const VideoOptions video_options = prompt.video_options(video_token_budget(params));
-  auto add_video = [&](const std::string& path) {
-    std::shared_ptr<const Video> video;
+  const MediaHint given{MediaKind::Image, prompt.video_options(video_token_budget(params)), pdf};
+  // A file is what its bytes say (a PDF among the --image files gives its
+  // pages); `hint` (--image or --video) only where they say nothing.
+  auto add_medium = [&](const std::string& path, MediaKind hint) {
+    std::vector<uint8_t> bytes;
     try {
-      video = intake.video(read_media_bytes(path, intake.limits().video.max_encoded_bytes), video_options, path);
+      bytes = read_media_bytes(path, max_media_bytes(intake.limits()));
     } catch (const Error& e) {
-      fail("video ", path, ": ", e.what());
-    } catch (const MediaRefusal& e) {
-      fail_over_budget("video " + path, e);
+      fail(media_kind_name(hint), " ", path, ": ", e.what());
     }
-    if (verbose)
-      std::cerr << path << ": " << video->frames.size() << " of " << video->total_frames << " frames sampled ("
-                << video->width << "x" << video->height << ", " << video->fps << " fps, " << video->codec << ")\n";
-    user.parts.push_back({"", nullptr, std::move(video)});
+    const std::string what = cat(media_kind_name(media_kind(bytes, hint)), " ", path);
+    MediaHint h = given;
+    h.kind = hint;
+    const bool pdf_per_page = per_page && media_kind(bytes, hint) == MediaKind::Pdf;
+    if (pdf_per_page && pages) throw UsageError("run: --per-page takes one PDF, and two --image files are PDFs");
+    MediaIntake::Medium m;
+    try {
+      // --per-page: the PDF's pages are planned here and rendered each in its turn (run_pages).
+      m = intake.take(bytes, h, path, pdf_per_page ? MediaIntake::PdfPages::Plan : MediaIntake::PdfPages::Render);
+    } catch (const Error& e) {
+      fail(what, ": ", e.what());
+    } catch (const MediaRefusal& e) {
+      fail_over_budget(what, e);
+    }
+    if (m.pdf && pdf_per_page) {
+      any_pdf = true;
+      pages.emplace(PageRun{{}, user.parts.size(), std::move(*m.pdf), path});
+      user.parts.push_back({});  // each page in turn (run_pages)
+      return;
+    }
+    if (m.pdf) {
+      any_pdf = true;
+      for (const PdfPagePlan& page : m.pdf->pages)
+        if (page.dpi_lowered || verbose)
+          std::cerr << path << ": page " << page.index + 1 << " rendered at " << page.dpi << " dpi (" << page.width
+                    << "x" << page.height << " px"
+                    << (page.dpi_lowered ? ", lowered from --dpi to fit the per-page pixel cap" : "") << ")\n";
+    }
+    for (std::shared_ptr<const Image>& image : m.images) user.parts.push_back({"", std::move(image)});
+    if (const std::shared_ptr<const Video>& video = m.video) {
+      if (verbose)
+        std::cerr << path << ": " << video->frames.size() << " of " << video->total_frames << " frames sampled ("
+                  << video->width << "x" << video->height << ", " << video->fps << " fps, " << video->codec << ")\n";
+      user.parts.push_back({"", nullptr, video});
+    }
   };
   // Images and videos enter the prompt in the order they were given.
   size_t next_image = 0, next_video = 0;
   for (const std::string& name : args.given_order()) {
-    if (name == "image") add_image(prompt.images[next_image++]);
-    if (name == "video") add_video(prompt.videos[next_video++]);
+    if (name == "image") add_medium(prompt.images[next_image++], MediaKind::Image);
+    if (name == "video") add_medium(prompt.videos[next_video++], MediaKind::Video);
   }
   if (!any_pdf && (args.has("pages") || args.has("dpi")))
     throw UsageError(cat("run: --", args.has("pages") ? "pages" : "dpi", " applies to PDF files, and no --image is one"));

@@ -143,8 +143,10 @@ void visit_options(PromptOptions& p, Args& v) {
   v(p.images, "image", "FILE", "an image (JPEG, PNG, WebP, BMP, GIF) or a PDF (its pages) for the first message");
   v(p.videos, "video", "FILE",
     "a video (MP4/MOV, WebM/MKV, AVI, GIF) for the first message; with --image, media enter in the order given");
-  v(p.video_fps, "video-fps", "X", "frames sampled per second of each --video").range(0.01, 60);
-  v(p.video_max_frames, "video-max-frames", "N", "at most N frames sampled from each --video").range(1, 768);
+  // The ranges of media/video_options.h, which PromptOptions::video_options checks again.
+  v(p.video_fps, "video-fps", "X", "frames sampled per second of each --video").range(kMinVideoFps, kMaxVideoFps);
+  v(p.video_max_frames, "video-max-frames", "N", "at most N frames sampled from each --video")
+      .range(1, static_cast<int>(kMaxVideoFrames));
   v(p.system, "system", "TEXT", "a system message");
 }
 
@@ -204,6 +206,9 @@ void visit_options(ServerOptions& o, Args& v) {
     "it gets 503")
       .range(1 << 20, int64_t{1} << 40);
   v(o.media.max_image_bytes, "max-image-bytes", "N", "largest image file (encoded)").range(1, int64_t{1} << 32);
+  v(o.media.pdf.max_bytes, "max-pdf-bytes", "N",
+    "largest PDF file (encoded), in a file part or an image_url alike (qvl run and the C API cap one the same)")
+      .range(1, int64_t{1} << 32);
   v(o.max_embedding_inputs, "max-embedding-inputs", "N", "inputs of one /v1/embeddings request; more get 413")
       .range(1, 1 << 20);
   v(o.max_rerank_documents, "max-rerank-documents", "N", "documents of one /v1/rerank request; more get 413")

@@ -43,12 +43,18 @@ struct PromptOptions {
   // within the engine's video-token budget (EngineInfo::video_budget).
   double video_fps = 2.0;
   int video_max_frames = 768;
+  // Checked as every front end checks them (check_video_options).
   VideoOptions video_options(const VideoTokenBudget& budget) const {
     VideoOptions o;
     o.fps = video_fps;
     o.max_frames = video_max_frames;
     o.min_frames = std::min<int64_t>(FrameSampling{}.min_frames, video_max_frames);
     o.budget = budget;
+    try {
+      check_video_options(o, false);
+    } catch (const VideoOptionError& e) {
+      throw UsageError(cat("--video-", e.key() == "fps" ? "fps" : "max-frames", " ", e.what()));
+    }
     return o;
   }
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "media/admission.h"
+#include "pdf/page_selection.h"
 #include "util/error.h"
 
 namespace qvl {
@@ -40,13 +41,16 @@ std::vector<uint8_t> read_media_bytes(const std::string& path, size_t max_bytes)
   return bytes;
 }
 
-FrameSampling frame_sampling(const VideoOptions& o) {
-  FrameSampling s;
-  if (o.fps) s.fps = *o.fps;
-  if (o.min_frames) s.min_frames = static_cast<int>(*o.min_frames);
-  if (o.max_frames) s.max_frames = static_cast<int>(*o.max_frames);
-  s.budget = o.budget;
-  return s;
+size_t max_file_bytes(const MediaLimits& limits, MediaKind kind) {
+  switch (kind) {
+    case MediaKind::Video: return limits.video.max_encoded_bytes;
+    case MediaKind::Pdf: return limits.pdf.max_bytes;
+    default: return limits.image.max_encoded_bytes;
+  }
+}
+
+size_t max_media_bytes(const MediaLimits& limits) {
+  return std::max({limits.image.max_encoded_bytes, limits.video.max_encoded_bytes, limits.pdf.max_bytes});
 }
 
 MediaIntake::MediaIntake(const MediaLimits& limits, MemoryAdmission* admission, Clock::time_point start)
@@ -156,18 +160,134 @@ std::shared_ptr<const Image> MediaIntake::pdf_page(const PdfDocument& doc, const
   return image;
 }
 
-MediaIntake::PlannedPdf MediaIntake::plan_pdf(std::span<const uint8_t> bytes, const PdfRenderRequest& request) const {
-  PdfDocument doc = PdfDocument::open(bytes, limits_.pdf);
-  std::vector<PdfPagePlan> pages = plan_pages(doc, select_pages(doc, request.pages, limits_.pdf), request.dpi, limits_.pdf);
+MediaIntake::Medium MediaIntake::take(std::span<const uint8_t> bytes, const MediaHint& hint, const std::string& param,
+                                      PdfPages pages) {
+  Medium m;
+  m.kind = media_kind(bytes, hint.kind);
+  if (const size_t cap = max_file_bytes(limits_, m.kind); bytes.size() > cap) throw MediaTooLarge(m.kind, bytes.size(), cap);
+  // A decoder's own refusal says what is wrong; the kind says whose it is.
+  try {
+    switch (m.kind) {
+      case MediaKind::Image: m.images.push_back(image(bytes, param)); break;
+      case MediaKind::Video: m.video = video(bytes, hint.video, param); break;
+      case MediaKind::Pdf:
+        m.pdf = plan_pdf(bytes, hint.pdf);
+        if (pages == PdfPages::Render) m.images = render(*m.pdf, param);
+        break;
+    }
+  } catch (const MediaError&) {
+    throw;
+  } catch (const MediaTimeLimit&) {
+    throw;
+  } catch (const Error& e) {
+    throw MediaError(m.kind, e.what());
+  }
+  return m;
+}
+
+PdfDocument MediaIntake::open_pdf(std::span<const uint8_t> bytes) const {
+  try {
+    return PdfDocument::open(bytes, limits_.pdf);  // keeps its own copy of the bytes
+  } catch (const Error& e) {
+    throw PdfRefusal(PdfRefusal::Why::Unreadable, e.what());
+  }
+}
+
+std::vector<int> MediaIntake::pdf_pages(const PdfDocument& doc, const std::string& selection) const {
+  try {
+    return selection.empty() ? all_pages(doc.page_count()) : parse_page_selection(selection, doc.page_count());
+  } catch (const Error& e) {
+    throw PdfRefusal(PdfRefusal::Why::Pages, e.what());
+  }
+}
+
+PdfPagePlan MediaIntake::plan_pdf_page(const PdfDocument& doc, int index, double dpi) const {
+  try {
+    return plan_pages(doc, {index}, dpi, limits_.pdf).front();
+  } catch (const Error& e) {
+    throw PdfRefusal(PdfRefusal::Why::TooLarge, e.what());
+  }
+}
+
+void MediaIntake::count_pdf_pages(int64_t n) {
+  const int64_t cap = limits_.pdf.max_pages;
+  if (pdf_pages_ + n > cap) {
+    std::string message;
+    if (pdf_pages_ > 0)
+      message = cat("the request's PDFs come to ", pdf_pages_ + n, " pages (", pdf_pages_,
+                    " of them from earlier PDFs), over the limit of ", cap, " per request: choose pages");
+    else
+      message = cat("the PDF comes to ", n, " pages, over the limit of ", cap, " per request: choose pages (like 1-", cap, ")");
+    PdfRefusal refusal(PdfRefusal::Why::TooManyPages, message);
+    refusal.pages = pdf_pages_ + n;
+    refusal.earlier_pages = pdf_pages_;
+    refusal.limit = cap;
+    throw refusal;
+  }
+  pdf_pages_ += n;
+}
+
+MediaIntake::PlannedPdf MediaIntake::plan_pdf(std::span<const uint8_t> bytes, const PdfRenderRequest& request) {
+  PdfDocument doc = open_pdf(bytes);
+  const std::vector<int> chosen = pdf_pages(doc, request.pages);
+  count_pdf_pages(static_cast<int64_t>(chosen.size()));
+  std::vector<PdfPagePlan> pages;
+  try {
+    pages = plan_pages(doc, chosen, request.dpi, limits_.pdf);
+  } catch (const Error& e) {
+    throw PdfRefusal(PdfRefusal::Why::TooLarge, e.what());
+  }
+  int64_t pixels = pdf_pixels_;
+  for (const PdfPagePlan& p : pages) pixels += p.width * p.height;
+  if (pixels > limits_.pdf.max_total_pixels) {
+    PdfRefusal refusal(PdfRefusal::Why::TooLarge,
+                       cat("the request's PDF pages come to ", pixels, " px, over the limit of ",
+                           limits_.pdf.max_total_pixels, " px per request: select fewer pages or a lower dpi"));
+    refusal.pixels = pixels;
+    refusal.limit = limits_.pdf.max_total_pixels;
+    throw refusal;
+  }
+  pdf_pixels_ = pixels;
+  for (const PdfPagePlan& p : pages) {
+    const uint64_t px = static_cast<uint64_t>(p.width * p.height);
+    pdf_pages_bytes_ += px * kPdfPageBytesPerPixel;
+    largest_page_px_ = std::max(largest_page_px_, px);
+  }
   return {std::move(doc), std::move(pages)};
+}
+
+void MediaIntake::check_planned_pages_fit() const {
+  if (!admission_ || pdf_pages_bytes_ == 0) return;
+  const uint64_t need = held_ + pdf_pages_bytes_ + largest_page_px_ * (kPdfRenderPeakBytesPerPixel - kPdfPageBytesPerPixel);
+  const uint64_t budget = admission_->media_budget();
+  if (need <= budget) return;
+  PdfRefusal refusal(PdfRefusal::Why::OverBudget,
+                     cat("rendering the request's ", pdf_pages_, " PDF pages needs ", need, " bytes with its other media, "
+                         "over the memory budget of ", budget, " bytes: select fewer pages or a lower dpi"));
+  refusal.pages = pdf_pages_;
+  refusal.need = need;
+  refusal.budget = budget;
+  throw refusal;
+}
+
+std::vector<std::shared_ptr<const Image>> MediaIntake::render(const PlannedPdf& pdf, const std::string& param) {
+  std::vector<std::shared_ptr<const Image>> pages;
+  for (const PdfPagePlan& p : pdf.pages) pages.push_back(pdf_page(pdf.doc, p, param));
+  return pages;
 }
 
 std::vector<std::shared_ptr<const Image>> MediaIntake::pdf(std::span<const uint8_t> bytes,
                                                            const PdfRenderRequest& request, const std::string& param) {
-  const PlannedPdf planned = plan_pdf(bytes, request);
-  std::vector<std::shared_ptr<const Image>> pages;
-  for (const PdfPagePlan& p : planned.pages) pages.push_back(pdf_page(planned.doc, p, param));
-  return pages;
+  return render(plan_pdf(bytes, request), param);
+}
+
+std::shared_ptr<const Image> MediaIntake::thumbnail(const PdfDocument& doc, int index, double dpi, int64_t width,
+                                                    int64_t height, const std::string& param) {
+  if (!admission_) return std::make_shared<const Image>(doc.render_page(index, dpi));
+  const MemoryAdmission::DecodeTurn turn = admission_->decode_turn(deadline_, param);
+  MediaReserver reserver(*admission_, held_, deadline_, param);
+  reserver.reserve(static_cast<uint64_t>(width * height) * kPdfRenderPeakBytesPerPixel);
+  return reserver.hold(doc.render_page(index, dpi));
 }
 
 }  // namespace qvl

@@ -2,8 +2,8 @@
 // (responses_request.h) are both read with, so the two shapes make the same
 // ChatRequest with the same checks: content parts (text, images, PDFs,
 // videos), sampling fields, function tools and tool choices, a JSON-schema
-// response format, the tool turns of a history, and the media fetched once
-// the whole body is known to be valid. Each refusal names the field by the
+// response format and the tool turns of a history; media are only noted
+// (ChatRequest::pending), for the media step (chat_media.h). Each refusal names the field by the
 // path of the shape it was sent in (request_fields.h).
 #pragma once
 
@@ -23,31 +23,22 @@
 
 namespace qvl {
 
-// An image part whose URL is known and whose pixels are not yet: message
-// `message`'s part `part`.
-struct PendingImage {
-  size_t message, part;
-  std::string url, param;
-};
-
 // Reads the content parts of the message about to be added to out.generate
-// (its index is out.generate.messages.size()); media are only noted here and
-// fetched by decode_media.
+// (its index is out.generate.messages.size()); media are only noted here,
+// in out.pending, and fetched by take_chat_media (chat_media.h).
 struct PartParser {
   const ChatLimits& limits;
   ChatRequest& out;
-  std::vector<PendingImage> pending;
-  VideoOptions video_defaults;  // mm_processor_kwargs
-  std::vector<PendingVideo> videos;
-  std::vector<DocumentSource> documents;  // PDF parts: their pages replace them (document_input.h)
+  const VideoOptions& video_defaults;  // mm_processor_kwargs (out.pending.video_defaults)
 
   // A text part, within limits.max_text_bytes.
   std::string text(const RequestField& v) const;
-  // An image by URL (a PDF data: URL becomes its pages); `url` names the field that holds it.
+  // A medium by URL (an image, a clip, or a PDF whose pages replace it: its
+  // bytes decide); `url` names the field that holds it.
   MessagePart image_url(const RequestField& url, size_t part_index);
   // A chat image_url part: {"image_url": {"url": …}} or {"image_url": "…"}.
   MessagePart image(const RequestField& part, size_t part_index);
-  // A PDF file object (document_input.h's parse_file_part).
+  // A file object (document_input.h's parse_file_part): a PDF, or whatever its bytes are.
   MessagePart file(const RequestField& file, size_t part_index, bool typed_part);
   // A video_url or video part (video_input.h).
   MessagePart video(const RequestField& part, size_t part_index);
@@ -110,10 +101,5 @@ class ToolTurns {
   std::set<std::string> open_;
   bool after_calls_ = false;
 };
-
-// Fetches and decodes the request's media in order (PDFs opened and planned
-// first, images, videos, then the pages rendered), all through one media
-// intake: one deadline, each medium reserved beside what the earlier ones hold.
-void decode_media(ChatRequest& out, PartParser& parts, const ChatLimits& limits, MemoryAdmission* admission);
 
 }  // namespace qvl

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -76,8 +75,6 @@ void check_bookkeeping(const RequestField& body) {
   }
 }
 
-using Clock = std::chrono::steady_clock;
-
 }  // namespace
 
 std::string PartParser::text(const RequestField& v) const {
@@ -87,23 +84,19 @@ std::string PartParser::text(const RequestField& v) const {
   return s;
 }
 
-// Only the URL is taken here: images are fetched and decoded once the
-// whole body is known to be valid (decode_images), so a request refused
-// for any field costs no image work.
+// Only the URL is taken here: its bytes are fetched, and what they are
+// (an image, a PDF, a clip) decided, once the whole body is known to be
+// valid (take_chat_media), so a request refused for any field costs no
+// media work.
 MessagePart PartParser::image_url(const RequestField& url_field, size_t part_index) {
-  std::string url = url_field.string();
-  std::string url_param = url_field.path();
-  if (is_pdf_data_url(url)) {  // a PDF: every page, at the default dpi
-    DocumentSource d;
-    d.message = out.generate.messages.size();
-    d.part = part_index;
-    d.url = std::move(url);
-    d.url_param = d.param = d.pages_param = std::move(url_param);
-    documents.push_back(std::move(d));
-    return {"", nullptr};
-  }
-  ++out.images;
-  pending.push_back({out.generate.messages.size(), part_index, std::move(url), std::move(url_param)});
+  // A PDF in it gives every page, at the default dpi.
+  MediaSource m;
+  m.message = out.generate.messages.size();
+  m.part = part_index;
+  m.url = url_field.string();
+  m.url_param = m.param = m.pages_param = url_field.path();
+  ++out.media;
+  out.pending.sources.push_back(std::move(m));
   return {"", nullptr};
 }
 
@@ -114,20 +107,23 @@ MessagePart PartParser::image(const RequestField& part, size_t part_index) {
 }
 
 // OpenAI's file part, {"type": "file", "file": {"file_data": ...}}: a PDF
-// whose pages are rendered once the body is known to be valid.
+// whose pages are rendered once the body is known to be valid (or an
+// image or a clip, should its bytes be one).
 MessagePart PartParser::file(const RequestField& f, size_t part_index, bool typed_part) {
-  DocumentSource d = parse_file_part(f, limits.media.pdf, typed_part);
+  MediaSource d = parse_file_part(f, limits.media.pdf, typed_part);
   d.message = out.generate.messages.size();
   d.part = part_index;
-  documents.push_back(std::move(d));
+  ++out.media;
+  out.pending.sources.push_back(std::move(d));
   return {"", nullptr};
 }
 
 MessagePart PartParser::video(const RequestField& part, size_t part_index) {
+  std::vector<PendingVideo>& videos = out.pending.videos;
   videos.push_back(parse_video_part(part, video_defaults));
   videos.back().message = out.generate.messages.size();
   videos.back().part = part_index;
-  ++out.images;
+  ++out.media;
   return {"", nullptr, nullptr};
 }
 
@@ -181,28 +177,6 @@ void check_image_count(const json& messages, std::initializer_list<std::string_v
 }
 
 namespace {
-
-// Fetches and decodes the request's images in order, through the request's
-// media intake (its admission, deadline and memory held so far).
-void decode_images(ChatRequest& out, const std::vector<PendingImage>& pending, const ChatLimits& limits,
-                   MediaIntake& intake) {
-  if (pending.empty()) return;
-  const Clock::time_point start = Clock::now();
-  for (const PendingImage& p : pending) {
-    const std::vector<uint8_t> bytes = fetch_image_bytes(p.url, limits.media, p.param);
-    std::shared_ptr<const Image> image;
-    try {
-      image = intake.image(bytes, p.param);
-    } catch (const MediaTimeLimit& e) {
-      refuse_time_limit(e, p.param);
-    } catch (const Error& e) {
-      bad_request(p.param, cat("the image cannot be used: ", e.what()), "invalid_image");
-    }
-    out.generate.messages[p.message].parts[p.part].image = std::move(image);
-  }
-  out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 
 ResponseFormat response_format(const RequestField& rf) {
   ResponseFormat out;
@@ -474,31 +448,24 @@ const std::string& ToolTurns::answer(const RequestField& id_field, const std::st
   return id;
 }
 
-void decode_media(ChatRequest& out, PartParser& parts, const ChatLimits& limits, MemoryAdmission* admission) {
-  // PDFs are opened and their pages counted and sized before any image is
-  // decoded; their pages are rendered after, through the same admission.
-  RequestDocuments documents(std::move(parts.documents), limits, out.images);
-  // One intake for all of them: one deadline, and each medium reserved
-  // beside what the earlier ones hold.
-  MediaIntake intake(media_limits(limits), admission);
-  decode_images(out, parts.pending, limits, intake);
-  decode_videos(out, parts.videos, limits, intake);
-  documents.render_into(out, intake);
-  out.images += documents.pages();
-}
-
 std::span<const std::string_view> chat_fields() { return kAccepted; }
 
 MediaLimits media_limits(const ChatLimits& limits) {
   MediaLimits m;
   m.image = limits.decode;
   m.video.max_encoded_bytes = limits.media.max_video_bytes;
-  m.pdf = limits.media.pdf;
+  m.pdf = limits.media.pdf;  // max_bytes: --max-pdf-bytes, as the CLI and the C API cap a PDF
   return m;
 }
 
 void refuse_time_limit(const MediaTimeLimit& e, const std::string& param) {
   bad_request(param, cat(e.what(), " (--image-time-limit)"), "image_time_limit");
+}
+
+void refuse_too_large(const MediaTooLarge& e, const std::string& param) {
+  // A clip's cap (MediaOptions::max_video_bytes) has no flag.
+  const char* flag = e.kind() == MediaKind::Pdf ? " (--max-pdf-bytes)" : e.kind() == MediaKind::Image ? " (--max-image-bytes)" : "";
+  throw ApiError(413, "image_too_large", cat(e.what(), flag), param);
 }
 
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard) {
@@ -509,7 +476,7 @@ ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardO
   return l;
 }
 
-ChatRequest parse_chat_request(const json& json_body, const ChatLimits& limits, MemoryAdmission* admission) {
+ChatRequest parse_chat_request(const json& json_body, const ChatLimits& limits) {
   const RequestField body(json_body);
   body.object();
   for (auto it = json_body.begin(); it != json_body.end(); ++it)
@@ -550,10 +517,10 @@ ChatRequest parse_chat_request(const json& json_body, const ChatLimits& limits, 
   const RequestField messages = body.at("messages");
   if (messages.array().size() == 0) messages.refuse("'messages' must not be empty");
   check_image_count(messages.value(), {"image_url", "input_image", "file", "video_url", "video"}, limits, "messages");
-  PartParser parts{limits, out, {}, video_defaults, {}};
+  out.pending.video_defaults = video_defaults;
+  PartParser parts{limits, out, out.pending.video_defaults};
   ToolTurns turns;
   for (size_t i = 0; i < messages.size(); ++i) add_message(messages[i], parts, turns);
-  decode_media(out, parts, limits, admission);
   return out;
 }
 

@@ -1,8 +1,9 @@
 // An OpenAI chat-completions body turned into a GenerateRequest: every field
-// type-checked (400 naming the field), then images fetched and decoded here,
-// on the request's thread, so a bad upload is refused before it takes a slot
-// (the image count is checked before anything, decoding only once every
-// field is valid).
+// type-checked (400 naming the field), with no I/O: the media parts are left
+// pending (media_source.h), and take_chat_media (chat_media.h) fetches and
+// decodes them after, on the request's thread, so a bad upload is refused
+// before it takes a slot and a body refused for any field costs no media
+// work (the media count is checked before anything).
 // Every top-level field is on an allow-list (kChatFields): honoured, or
 // accepted as bookkeeping that cannot change the answer; anything else is a
 // 400 naming it: nothing that changes the answer is dropped in silence.
@@ -22,6 +23,7 @@
 #include "image/image.h"
 #include "media/intake.h"
 #include "server/media.h"
+#include "server/media_source.h"
 
 namespace qvl {
 
@@ -49,16 +51,15 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;  // generate.top_logprobs >= 0
-  int images = 0;
-  double image_ms = 0;  // fetch + decode on the request thread
+  int media = 0;        // media parts: images, clips, and a PDF's pages once it is opened
+  double media_ms = 0;  // fetch + decode on the request thread
+  PendingMedia pending; // what take_chat_media fetches and decodes
 };
 
 // The top-level fields parse_chat_request knows (honoured or bookkeeping);
 // /v1/models lists them as supported_parameters.
 std::span<const std::string_view> chat_fields();
 
-// `admission`: where the images' decoding waits for its turn and memory
-// (memory_admission.h); none: decoded without accounting (tests, fuzzing).
 // What the server applies: its media options (the largest encoded image
 // follows max_image_bytes) and its default repetition guard.
 ChatLimits request_chat_limits(const MediaOptions& media, const RepetitionGuardOptions& repetition_guard);
@@ -70,7 +71,11 @@ MediaLimits media_limits(const ChatLimits& limits);
 // image_time_limit naming `param`.
 [[noreturn]] void refuse_time_limit(const MediaTimeLimit& e, const std::string& param);
 
-ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits,
-                               MemoryAdmission* admission = nullptr);
+// A file over its kind's cap (media/intake.h): 413 image_too_large naming
+// `param` and the flag that sets the cap.
+[[noreturn]] void refuse_too_large(const MediaTooLarge& e, const std::string& param);
+
+// The body read and checked, its media pending: no I/O, nothing decoded.
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const ChatLimits& limits);
 
 }  // namespace qvl

@@ -40,17 +40,8 @@ Thumbnail thumbnail_of(const PdfPageSize& page, int size) {
   return t;
 }
 
-std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail& t, MemoryAdmission* admission,
-                             Clock::time_point deadline) {
-  std::shared_ptr<const Image> image;
-  if (!admission) {
-    image = std::make_shared<const Image>(doc.render_page(index, t.dpi));
-  } else {
-    const MemoryAdmission::DecodeTurn turn = admission->decode_turn(deadline, "file_data");
-    MediaReserver reserver(*admission, 0, deadline, "file_data");
-    reserver.reserve(static_cast<uint64_t>(t.width * t.height) * kPdfRenderPeakBytesPerPixel);
-    image = reserver.hold(doc.render_page(index, t.dpi));
-  }
+std::string render_thumbnail(const PdfDocument& doc, int index, const Thumbnail& t, MediaIntake& intake) {
+  const std::shared_ptr<const Image> image = intake.thumbnail(doc, index, t.dpi, t.width, t.height, "file_data");
   const std::vector<uint8_t> jpeg = encode_jpeg(*image, kThumbnailQuality);
   return "data:image/jpeg;base64," + base64_encode(jpeg);
 }
@@ -83,18 +74,29 @@ DocumentPagesRequest parse_document_pages_request(const ojson& json_body, const 
 
 json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& limits, MemoryAdmission* admission,
                          const PageTokenCounter& tokens) {
-  const Clock::time_point start = Clock::now();
+  // The request's media deadline (--image-time-limit) bounds the listing and the thumbnails alike.
+  MediaIntake intake(media_limits(limits), admission);
+  const Clock::time_point deadline = intake.deadline();
   const double time_limit = admission ? admission->options().time_limit_s : 0;
-  const Clock::time_point deadline =
-      time_limit > 0 ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit))
-                     : Clock::time_point::max();
 
-  DocumentSource source;
+  MediaSource source;
+  source.hint = MediaKind::Pdf;
   source.url = request.file_data;
   source.url_param = source.param = "file_data";
   source.pages = request.thumbnail_pages;
   source.pages_param = "pages";
-  const PdfDocument doc = open_source_pdf(source, limits);
+  const std::vector<uint8_t> bytes = fetch_source_bytes(source, limits);
+  std::optional<PdfDocument> opened;
+  try {
+    if (bytes.size() > limits.media.pdf.max_bytes)
+      throw MediaTooLarge(MediaKind::Pdf, bytes.size(), limits.media.pdf.max_bytes);
+    opened.emplace(intake.open_pdf(bytes));
+  } catch (const MediaTooLarge& e) {
+    refuse_too_large(e, "file_data");
+  } catch (const PdfRefusal& e) {
+    refuse_pdf(e, source);
+  }
+  const PdfDocument& doc = *opened;
   const int count = doc.page_count();
 
   // Which pages get thumbnails: the selection, or the first ones.
@@ -102,7 +104,12 @@ json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& 
   if (request.thumbnail_pages.empty()) {
     for (int i = 0; i < std::min(count, kMaxThumbnails); ++i) with_thumbnail[i] = true;
   } else {
-    const std::vector<int> chosen = source_pages(source, doc);
+    std::vector<int> chosen;
+    try {
+      chosen = intake.pdf_pages(doc, source.pages);
+    } catch (const PdfRefusal& e) {
+      refuse_pdf(e, source);
+    }
     if (static_cast<int>(chosen.size()) > kMaxThumbnails)
       bad_request("pages",
                   cat("'pages' chooses ", chosen.size(), " pages for thumbnails, over the limit of ", kMaxThumbnails,
@@ -125,9 +132,9 @@ json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& 
                      "file_data");
     PdfPagePlan plan;
     try {
-      plan = plan_pages(doc, {i}, request.dpi, caps).front();
-    } catch (const Error& e) {
-      throw ApiError(413, "pdf_too_large", cat("the PDF's pages cannot be rendered: ", e.what()), "file_data");
+      plan = intake.plan_pdf_page(doc, i, request.dpi);
+    } catch (const PdfRefusal& e) {
+      refuse_pdf(e, source);
     }
     const auto key = std::make_pair(plan.width, plan.height);
     auto cached = tokens_of_size.find(key);
@@ -141,7 +148,7 @@ json document_pages_json(const DocumentPagesRequest& request, const ChatLimits& 
         const Thumbnail t = thumbnail_of(doc.page_size(i), request.thumbnail_size);
         if (t.width >= 1 && t.height >= 1) {
           try {
-            page["thumbnail"] = render_thumbnail(doc, i, t, admission, deadline);
+            page["thumbnail"] = render_thumbnail(doc, i, t, intake);
           } catch (const Error& e) {
             page["thumbnail_error"] = cat("Poppler could not render the page: ", e.what());
           }

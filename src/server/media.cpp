@@ -161,7 +161,7 @@ std::vector<uint8_t> from_remote(const std::string& url, const MediaOptions& o, 
 
 }  // namespace
 
-std::vector<uint8_t> fetch_image_bytes(const std::string& url, const MediaOptions& o, const std::string& param) {
+std::vector<uint8_t> fetch_media_bytes(const std::string& url, const MediaOptions& o, const std::string& param) {
   if (starts_with_ci(url, "data:")) return from_data_uri(url, o, param);
   if (starts_with_ci(url, "http://") || starts_with_ci(url, "https://")) return from_remote(url, o, param);
   if (starts_with_ci(url, "file://") || (!url.empty() && url.find("://") == std::string::npos))

@@ -20,14 +20,16 @@ struct MediaOptions {
   bool allow_remote = false;
   bool allow_private_remote = false;
   double remote_timeout_s = 10;
-  // PDF parts (document_input.h): pages and rendered pixels per request
-  // (--max-pdf-pages, --max-pdf-pixels). The file itself is capped by
-  // max_image_bytes like any image file; time by the image time limit.
+  // PDFs (document_input.h): the file (--max-pdf-bytes, as the CLI and the
+  // C API cap one), pages and rendered pixels per request (--max-pdf-pages,
+  // --max-pdf-pixels); time by the image time limit.
   PdfLimits pdf;
 };
 
-// `param` names the field in errors ("messages[0].content[1].image_url").
-std::vector<uint8_t> fetch_image_bytes(const std::string& url, const MediaOptions& options, const std::string& param);
+// Any medium's bytes (an image, a clip, a PDF: what they are is decided
+// from them after), capped at options.max_image_bytes. `param` names the
+// field in errors ("messages[0].content[1].image_url").
+std::vector<uint8_t> fetch_media_bytes(const std::string& url, const MediaOptions& options, const std::string& param);
 
 // For the remote fetcher and its tests (media_address.cpp): true for every
 // address a fetch must not reach — each block of the IANA IPv4 and IPv6

@@ -16,7 +16,8 @@ using ojson = nlohmann::ordered_json;
 struct FoundPdf {
   size_t message, part;
   std::string param;  // "messages[0].content[1]"
-  bool file_part;     // {"type": "file"}; else image_url with a PDF data: URL
+  bool file_part;     // {"type": "file"}; else an image_url whose bytes are a PDF
+  std::vector<uint8_t> bytes;  // an image_url's, fetched to tell
 };
 
 std::optional<std::string> image_url_of(const RequestField& part) {
@@ -26,7 +27,9 @@ std::optional<std::string> image_url_of(const RequestField& part) {
   return iu->string();
 }
 
-std::vector<FoundPdf> find_pdfs(const RequestField& messages) {
+// File parts, and image_url parts whose bytes say PDF (media/kind.h): each
+// image_url is fetched to tell.
+std::vector<FoundPdf> find_pdfs(const RequestField& messages, const ChatLimits& limits) {
   std::vector<FoundPdf> found;
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::optional<RequestField> content = messages[i].find("content");
@@ -40,7 +43,12 @@ std::vector<FoundPdf> find_pdfs(const RequestField& messages) {
         found.push_back({i, k, param, true});
       } else if (type->value() == "image_url" || type->value() == "input_image") {
         const std::optional<std::string> url = image_url_of(part);
-        if (url && is_pdf_data_url(*url)) found.push_back({i, k, param, false});
+        if (!url) continue;  // the chat parser says what is wrong
+        MediaSource source;
+        source.url = *url;
+        source.url_param = param + ".image_url";
+        std::vector<uint8_t> bytes = fetch_source_bytes(source, limits);
+        if (media_kind(bytes, MediaKind::Image) == MediaKind::Pdf) found.push_back({i, k, param, false, std::move(bytes)});
       }
     }
   }
@@ -59,47 +67,51 @@ std::optional<PageBatchPlan> plan_page_batch(ojson& body, const ChatLimits& limi
   if (!RequestField(per_page, "per_page").boolean()) return std::nullopt;
 
   const RequestField messages = RequestField(body).at("messages");
-  const std::vector<FoundPdf> found = find_pdfs(messages.array());
+  std::vector<FoundPdf> found = find_pdfs(messages.array(), limits);
   if (found.size() != 1)
     bad_request("per_page",
-                cat("'per_page' needs exactly one PDF in 'messages' (a file part, or a PDF data: URL in image_url) to "
+                cat("'per_page' needs exactly one PDF in 'messages' (a file part, or an image_url whose bytes are a PDF) to "
                     "split into pages; the request has ",
                     found.size()));
-  const FoundPdf& at = found.front();
+  FoundPdf& at = found.front();
   const RequestField part = messages[at.message].at("content")[at.part];
 
   PageBatchPlan plan;
   plan.message = at.message;
   plan.part = at.part;
-  DocumentSource source;
+  MediaSource source;
+  std::vector<uint8_t> bytes;
   if (at.file_part) {
     const RequestField file = part.at("file");
     source = parse_file_part(file, limits.media.pdf);
     plan.file = file.value();
     plan.file.erase("pages");
+    bytes = fetch_source_bytes(source, limits);
   } else {
     source.url = *image_url_of(part);
     source.url_param = source.param = source.pages_param = at.param + ".image_url";
     plan.file = {{"file_data", source.url}};
+    bytes = std::move(at.bytes);
   }
 
-  const PdfDocument doc = open_source_pdf(source, limits);
-  const std::vector<int> chosen = source_pages(source, doc);
-  const PdfLimits& caps = limits.media.pdf;
-  if (static_cast<int64_t>(chosen.size()) > caps.max_pages)
-    throw ApiError(413, "too_many_pages",
-                   cat("the PDF comes to ", chosen.size(), " pages, over the server's limit of ", caps.max_pages,
-                       " per request (--max-pdf-pages); choose pages with '", source.pages_param, "'"),
-                   source.pages.empty() ? source.param : source.pages_param);
-  // Each page alone, as its job will render it: one over the pixel cap even
-  // at the lowest dpi is refused now rather than failing as a page later.
-  for (int index : chosen) {
-    try {
-      plan_pages(doc, {index}, source.dpi, caps);
-    } catch (const Error& e) {
-      throw ApiError(413, "pdf_too_large", cat("the PDF's pages cannot be rendered: ", e.what()), source.param);
+  // Opened, its pages chosen and counted (as one request's), and each page
+  // sized alone, as its job will render it: one over the pixel cap even at
+  // the lowest dpi is refused now rather than failing as a page later.
+  MediaIntake intake(media_limits(limits));
+  try {
+    if (bytes.size() > limits.media.pdf.max_bytes)
+      throw MediaTooLarge(MediaKind::Pdf, bytes.size(), limits.media.pdf.max_bytes);
+    const PdfDocument doc = intake.open_pdf(bytes);
+    const std::vector<int> chosen = intake.pdf_pages(doc, source.pages);
+    intake.count_pdf_pages(static_cast<int64_t>(chosen.size()));
+    for (int index : chosen) {
+      intake.plan_pdf_page(doc, index, source.dpi);
+      plan.pages.push_back(index + 1);
     }
-    plan.pages.push_back(index + 1);
+  } catch (const MediaTooLarge& e) {
+    refuse_too_large(e, source.url_param);
+  } catch (const PdfRefusal& e) {
+    refuse_pdf(e, source);
   }
   plan.body = std::move(body);
   return plan;

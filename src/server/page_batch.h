@@ -34,9 +34,10 @@ struct PageBatchPlan {
 };
 
 // Reads "per_page" (a boolean; nullopt when absent or false: an ordinary
-// job) and, when true, finds the body's one PDF (a file part or a PDF data:
-// URL in image_url), opens it and checks its pages as a chat request's PDF
-// is checked, one page at a time: 400 naming per_page without exactly one
+// job) and, when true, finds the body's one PDF (a file part, or an
+// image_url whose bytes are a PDF: each is fetched to tell), opens it and
+// checks its pages through a media intake as a chat request's PDF is
+// checked, one page at a time: 400 naming per_page without exactly one
 // PDF, 400 invalid_pdf / invalid_pages naming the part's fields, 413
 // too_many_pages over limits.media.pdf.max_pages (--max-pdf-pages), 413
 // pdf_too_large for a page over the pixel cap even at the lowest dpi.

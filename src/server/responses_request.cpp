@@ -319,8 +319,7 @@ bool rename_prefix(std::string& path, const std::string& from, const std::string
 
 }  // namespace
 
-ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseStore& store, const ChatLimits& limits,
-                                         MemoryAdmission* admission) {
+ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseStore& store, const ChatLimits& limits) {
   const RequestField body(json_body);
   check_fields(body);
   ResponsesRequest out;
@@ -350,7 +349,8 @@ ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseS
 
   // The conversation: instructions, the stored items, then input's.
   check_image_count(out.items, {"input_image", "input_file", "video_url", "video"}, limits, "input");
-  PartParser parts{limits, cr, {}, video_defaults, {}};
+  cr.pending.video_defaults = video_defaults;
+  PartParser parts{limits, cr, cr.pending.video_defaults};
   Conversation conv{parts};
   if (const std::string* instructions = body.optional_string("instructions"); instructions && !instructions->empty()) {
     conv.add(Message{"system", {{parts.text(body.at("instructions")), nullptr}}, {}});
@@ -359,11 +359,6 @@ ResponsesRequest parse_responses_request(const ojson& json_body, const ResponseS
   for (size_t j = 0; j < stored; ++j) conv.item(RequestField::whole(out.items[j], "previous_response_id"));
   for (size_t j = stored; j < out.items.size(); ++j) conv.item(RequestField(out.items[j], cat("input[", j - stored, "]")));
   if (g.messages.empty()) bad_request("input", "'input' must not be empty");
-  try {
-    decode_media(cr, parts, limits, admission);
-  } catch (const ApiError& e) {
-    throw responses_error(e);  // a refusal of the request's media as a whole names "messages"
-  }
   out.echo = echo_of(body, out.store);
   return out;
 }

@@ -19,8 +19,6 @@
 
 namespace qvl {
 
-class MemoryAdmission;
-
 struct ResponsesRequest {
   ChatRequest chat;  // what the engine runs, as for POST /v1/chat/completions
   // The conversation as Responses items (previous_response_id's, then this
@@ -34,10 +32,11 @@ struct ResponsesRequest {
   bool output_logprobs = false;  // include: ["message.output_text.logprobs"]
 };
 
-// `admission` as for parse_chat_request: the media are fetched and decoded
-// once every field is valid.
+// The body read into the chat route's request, with no I/O: its media are
+// left pending (ChatRequest::pending) for take_chat_media (chat_media.h),
+// whose refusals name chat paths ("messages"): responses_error renames them.
 ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body, const ResponseStore& store,
-                                         const ChatLimits& limits, MemoryAdmission* admission = nullptr);
+                                         const ChatLimits& limits);
 
 // The Responses name of a field the engine names by its chat path once the
 // request is read (Engine::validate, the prompt's fit): "messages" ->

@@ -13,6 +13,7 @@
 
 #include "engine/reasoning.h"
 #include "engine/tool_calls.h"
+#include "server/chat_media.h"
 #include "server/server_core.h"
 #include "server/stream_pump.h"
 #include "util/error.h"
@@ -179,7 +180,8 @@ ChatRequest ServerCore::prepare_chat(const HttpRequest& req, std::string_view ra
 ChatRequest ServerCore::prepare_chat(const nlohmann::ordered_json& body, int64_t& prompt_tokens,
                                      int64_t& image_tokens) {
   require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
-  ChatRequest cr = parse_chat_request(body, chat_limits, &memory_admission);
+  ChatRequest cr = parse_chat_request(body, chat_limits);
+  take_chat_media(cr, chat_limits, &memory_admission);
   check_chat(cr, prompt_tokens, image_tokens);
   return cr;
 }
@@ -290,11 +292,11 @@ void ServerCore::register_chat_routes(HttpRouter& router) {
       int64_t prompt_tokens = 0, image_tokens = 0;
       ChatRequest cr = prepare_chat(req, req.body, prompt_tokens, image_tokens);
       ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(), unix_now(),
-                        model_name, cr.image_ms, image_tokens, &engine->tokenizer()};
+                        model_name, cr.media_ms, image_tokens, &engine->tokenizer()};
       {
         std::lock_guard lock(rec->mutex);
         rec->fields["stream"] = cr.stream;
-        rec->fields["images"] = cr.images;
+        rec->fields["images"] = cr.media;
         if (cr.generate.n > 1) rec->fields["n"] = cr.generate.n;
         if (!cr.generate.tools.empty()) rec->fields["tools"] = cr.generate.tools.size();
       }

@@ -39,7 +39,7 @@ PreparedPage ServerCore::prepare_job(const ojson& body) {
   ResponseMeta meta{"chatcmpl-" + new_request_id() + new_request_id(),
                     unix_now(),
                     model_name,
-                    cr.image_ms,
+                    cr.media_ms,
                     image_tokens,
                     &engine->tokenizer()};
   return {std::make_shared<Task>(std::move(cr.generate)), std::move(meta)};

@@ -8,6 +8,7 @@
 
 #include "engine/reasoning.h"
 #include "engine/tool_calls.h"
+#include "server/chat_media.h"
 #include "server/response_store.h"
 #include "server/responses_json.h"
 #include "server/responses_request.h"
@@ -233,7 +234,12 @@ void ServerCore::register_responses_routes(HttpRouter& router) {
     try {
       const ojson body = parse_body(req);
       require_task(ModelTask::Chat);  // an embedding or reranker deployment generates nothing
-      ResponsesRequest rr = parse_responses_request(body, *store, chat_limits, &memory_admission);
+      ResponsesRequest rr = parse_responses_request(body, *store, chat_limits);
+      try {
+        take_chat_media(rr.chat, chat_limits, &memory_admission);
+      } catch (const ApiError& e) {
+        throw responses_error(e);  // a refusal of the request's media as a whole names "messages"
+      }
       // An answer to keep (store, OpenAI's default) waits for the store; store: false is answered now.
       if (std::string why = jobs->unavailable(); rr.store && !why.empty()) throw StoreUnavailable(why);
       int64_t prompt_tokens = 0, image_tokens = 0;
@@ -244,12 +250,12 @@ void ServerCore::register_responses_routes(HttpRouter& router) {
         throw responses_error(e);
       }
       const std::string id = "resp_" + new_request_id() + new_request_id();
-      const ResponseMeta chat_meta{id, unix_now(), model_name, cr.image_ms, image_tokens};
+      const ResponseMeta chat_meta{id, unix_now(), model_name, cr.media_ms, image_tokens};
       ResponsesMeta meta{id, chat_meta.created, model_name, rr.echo};
       {
         std::lock_guard lock(rec->mutex);
         rec->fields["stream"] = rr.stream;
-        rec->fields["images"] = cr.images;
+        rec->fields["images"] = cr.media;
       }
       const bool parse_calls = !cr.generate.tools.empty();
       auto task = std::make_shared<Task>(std::move(cr.generate), /*stream_deltas=*/rr.stream);

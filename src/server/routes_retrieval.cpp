@@ -5,7 +5,7 @@
 // (or on a folder that ships the Qwen3-VL-Embedding / -Reranker script).
 //
 // Media in the inputs follow the chat rules: each input object becomes a
-// one-message chat request (parse_chat_request fetches and decodes its
+// one-message chat request (parse_chat_request and take_chat_media fetch and decode its
 // images and videos under the same limits and admission), whose refusals are
 // renamed after the input's field. The engine runs on the request's thread,
 // one call at a time (retrieval_mutex): such a server queues no generation
@@ -16,6 +16,7 @@
 
 #include "engine/retrieval.h"
 #include "server/base64.h"
+#include "server/chat_media.h"
 #include "server/request_fields.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
@@ -92,7 +93,8 @@ RetrievalInput object_input(const ojson& item_json, const std::string& param, co
   if (content.empty()) return in;
   ChatRequest cr;
   try {
-    cr = parse_chat_request({{"messages", ojson::array({{{"role", "user"}, {"content", content}}})}}, limits, admission);
+    cr = parse_chat_request({{"messages", ojson::array({{{"role", "user"}, {"content", content}}})}}, limits);
+    take_chat_media(cr, limits, admission);
   } catch (const ApiError& e) {
     // "messages[0].content[k]…" is the input's field k.
     std::string p = e.param();
@@ -219,7 +221,8 @@ void ServerCore::register_retrieval_routes(HttpRouter& router) {
       if (has_messages) {
         if (eo.instruction) bad_request("instruction", "'instruction' goes with 'input'; with 'messages' the "
                                                             "system message is the instruction");
-        ChatRequest cr = parse_chat_request({{"messages", body_json.at("messages")}}, chat_limits, &memory_admission);
+        ChatRequest cr = parse_chat_request({{"messages", body_json.at("messages")}}, chat_limits);
+        take_chat_media(cr, chat_limits, &memory_admission);
         PoolRequest pool;
         pool.prompts.push_back(std::move(cr.generate.messages));
         pool.min_pixels = kRetrievalMinPixels;

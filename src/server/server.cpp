@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "http/http_server.h"
@@ -36,7 +37,9 @@ int64_t unix_now() {
 
 ServerCore::ServerCore(const ServerOptions& o, std::string name, RequestRecords& records)
     : options(o), model_name(std::move(name)), jobs(open_job_store(o.jobs)), kit(records, json_limits, draining, scheduler) {
-  json_limits = request_json_limits(o.json_max_depth, o.media.max_image_bytes);
+  // A data: URL may carry the largest file of any kind (the kind's own cap is checked once its bytes say which).
+  json_limits = request_json_limits(o.json_max_depth, std::max({o.media.max_image_bytes, o.media.max_video_bytes,
+                                                                o.media.pdf.max_bytes}));
   chat_limits = request_chat_limits(o.media, o.repetition_guard);
 }
 

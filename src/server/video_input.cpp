@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 #include <string_view>
 
 #include "server/api_error.h"
@@ -24,17 +25,31 @@ constexpr std::array<std::string_view, 6> kSamplingKeys = {"fps",        "min_fr
 // (POST /v1/qvl/videos/frames) has no name of its own.
 std::string sub(const std::string& param, const std::string& key) { return param.empty() ? key : param + "." + key; }
 
-// One sampling key into `o`; false when `key` is not one.
+// One sampling key into `o`, its type checked (its range is
+// check_video_options'); false when `key` is not one.
 bool sampling_key(const std::string& key, const RequestField& v, VideoOptions& o) {
+  constexpr double kAnyDouble = std::numeric_limits<double>::max();
+  constexpr int64_t kAnyInteger = std::numeric_limits<int64_t>::max();
   if (v.value().is_null()) return std::find(kSamplingKeys.begin(), kSamplingKeys.end(), key) != kSamplingKeys.end();
-  if (key == "fps") o.fps = v.number(kMinVideoFps, kMaxVideoFps);
-  else if (key == "min_frames") o.min_frames = v.integer(1, kMaxVideoFrames);
-  else if (key == "max_frames") o.max_frames = v.integer(1, kMaxVideoFrames);
-  else if (key == "min_pixels") o.min_pixels = v.integer(1, kMaxVideoPixels);
-  else if (key == "max_pixels") o.max_pixels = v.integer(1, kMaxVideoPixels);
-  else if (key == "total_pixels") o.total_pixels = v.integer(1, kMaxVideoPixels);
+  if (key == "fps") o.fps = v.number(-kAnyDouble, kAnyDouble);
+  else if (key == "min_frames") o.min_frames = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "max_frames") o.max_frames = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "min_pixels") o.min_pixels = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "max_pixels") o.max_pixels = v.integer(-kAnyInteger, kAnyInteger);
+  else if (key == "total_pixels") o.total_pixels = v.integer(-kAnyInteger, kAnyInteger);
   else return false;
   return true;
+}
+
+// check_video_options (media/video_options.h), its refusal naming the key
+// inside `param` (the part, or mm_processor_kwargs).
+void check_options(const VideoOptions& o, bool frame_list, const std::string& param) {
+  try {
+    check_video_options(o, frame_list);
+  } catch (const VideoOptionError& e) {
+    const std::string key = sub(param, e.key());
+    bad_request(key, cat("'", key, "' ", e.what()), e.frame_list_key() ? "unsupported_parameter" : "invalid_value");
+  }
 }
 
 // A URL, noted with the path that names it.
@@ -54,6 +69,7 @@ VideoOptions parse_mm_processor_kwargs(const RequestField& kwargs) {
                       "' in 'mm_processor_kwargs' (fps, min_frames, max_frames, min_pixels, max_pixels and "
                       "total_pixels are supported)"),
                   "unsupported_parameter");
+  check_options(o, false, kwargs.path());
   return o;
 }
 
@@ -67,7 +83,7 @@ PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defa
     const RequestField value(*it, part.path_of(key));
     if (key == "type" || (type == "video_url" && key == "video_url") || (type == "video" && key == "video")) continue;
     if (type == "video" && key == "sample_fps") {
-      if (!it->is_null()) v.sample_fps = value.number(kMinVideoFps, kMaxFrameListFps);
+      if (!it->is_null()) v.sample_fps = value.number(-1e308, 1e308);  // its range is check_frame_list's
       continue;
     }
     if (!sampling_key(key, value, own))
@@ -82,9 +98,12 @@ PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defa
       add_url(v, src);
     }
   } else if (src.value().is_array()) {
-    if (src.size() == 0) src.refuse("a frame list needs at least one frame");
-    if (static_cast<int64_t>(src.size()) > kMaxVideoFrames)
-      src.refuse(cat("a frame list has at most ", kMaxVideoFrames, " frames, got ", src.size()));
+    try {
+      check_frame_list(src.size(), v.sample_fps);
+    } catch (const VideoOptionError& e) {
+      const std::string key = e.key() == "fps" ? part.path_of("sample_fps") : src.path();
+      bad_request(key, cat("'", key, "' ", e.what()));
+    }
     v.frame_list = true;
     for (size_t k = 0; k < src.size(); ++k) add_url(v, src[k]);
   } else {
@@ -92,10 +111,7 @@ PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defa
   }
   if (auto f = part.find("sample_fps"); f && !v.frame_list)
     f->unsupported("'sample_fps' gives the rate of a list of frames; a video file has its own");
-  if (v.frame_list)
-    for (const char* k : {"fps", "min_frames", "max_frames"})
-      if (auto f = part.find(k))
-        f->unsupported(cat("'", k, "' samples a video file; a list of frames is used whole ('sample_fps' gives its rate)"));
+  check_options(own, v.frame_list, v.param);
   v.options = defaults;
   if (own.fps) v.options.fps = own.fps;
   if (own.min_frames) v.options.min_frames = own.min_frames;
@@ -103,25 +119,23 @@ PendingVideo parse_video_part(const RequestField& part, const VideoOptions& defa
   if (own.min_pixels) v.options.min_pixels = own.min_pixels;
   if (own.max_pixels) v.options.max_pixels = own.max_pixels;
   if (own.total_pixels) v.options.total_pixels = own.total_pixels;
-  if (v.options.min_frames && v.options.max_frames && *v.options.min_frames > *v.options.max_frames)
-    bad_request(part.path_of("min_frames"), cat("'min_frames' (", *v.options.min_frames, ") exceeds 'max_frames' (",
-                                           *v.options.max_frames, ")"));
+  check_options(v.options, false, v.param);  // the part's keys beside mm_processor_kwargs'
   return v;
 }
 
 void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, const ChatLimits& limits,
                    MediaIntake& intake) {
   if (pending.empty()) return;
-  const Clock::time_point start = Clock::now();
+  // A clip is fetched up to the largest file of any kind: its bytes say what it is.
   MediaOptions clip_media = limits.media;
-  clip_media.max_image_bytes = std::max(limits.media.max_image_bytes, limits.media.max_video_bytes);
+  clip_media.max_image_bytes = max_media_bytes(media_limits(limits));
   for (const PendingVideo& p : pending) {
     std::shared_ptr<const Video> video;
     VideoOptions options = p.options;
     options.budget = limits.video_budget;
     try {
       if (p.frame_list) {
-        const auto frame_bytes = [&](size_t k) { return fetch_image_bytes(p.urls[k], limits.media, p.url_params[k]); };
+        const auto frame_bytes = [&](size_t k) { return fetch_media_bytes(p.urls[k], limits.media, p.url_params[k]); };
         video = intake.frames(p.urls.size(), frame_bytes, p.sample_fps, options, p.param);
         // A frame list is used whole, so the budget cannot sample it down.
         const int most = within_token_budget(FrameSampling{.max_frames = kMaxVideoFrames, .budget = limits.video_budget},
@@ -133,16 +147,23 @@ void decode_videos(ChatRequest& out, const std::vector<PendingVideo>& pending, c
                           " is over the server's video-token budget of ", limits.video_budget.max_tokens,
                           " tokens (--max-video-tokens), which allows at most ", most, " such frames"));
       } else {
-        video = intake.video(fetch_image_bytes(p.urls[0], clip_media, p.url_params[0]), options, p.param);
+        const std::vector<uint8_t> bytes = fetch_media_bytes(p.urls[0], clip_media, p.url_params[0]);
+        if (const MediaKind kind = media_kind(bytes, MediaKind::Video); kind != MediaKind::Video)
+          fail("the bytes are a ", media_kind_name(kind), ", not a video (send it in an image_url or a file part)");
+        MediaHint hint;
+        hint.kind = MediaKind::Video;
+        hint.video = options;
+        video = intake.take(bytes, hint, p.param).video;
       }
     } catch (const MediaTimeLimit& e) {
       refuse_time_limit(e, p.param);
+    } catch (const MediaTooLarge& e) {
+      refuse_too_large(e, p.param);
     } catch (const Error& e) {
       bad_request(p.param, cat("the video cannot be used: ", e.what()), "invalid_video");
     }
     out.generate.messages[p.message].parts[p.part].video = std::move(video);
   }
-  out.image_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 }  // namespace qvl

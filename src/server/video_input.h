@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/chat_request.h"
+#include "server/media_source.h"
 #include "server/request_fields.h"
 #include "media/intake.h"
 #include "video/video.h"
@@ -21,17 +22,6 @@ namespace qvl {
 
 // mm_processor_kwargs: VideoOptions' keys; any other is a 400 naming it.
 VideoOptions parse_mm_processor_kwargs(const RequestField& kwargs);
-
-// A video part whose URLs are known and whose frames are not yet.
-struct PendingVideo {
-  size_t message = 0, part = 0;
-  std::vector<std::string> urls;  // one clip, or the frames of a frame list
-  std::vector<std::string> url_params;
-  std::string param;              // the part ("messages[0].content[1]")
-  bool frame_list = false;
-  double sample_fps = 2.0;        // frame list: frames per second they were taken at
-  VideoOptions options;
-};
 
 // `defaults`: mm_processor_kwargs; the part's own keys win. Refusals name
 // paths below the part's ("messages[0].content[1]" -> "messages[0].content[1].fps");

@@ -1,12 +1,14 @@
 // `qvl run --image doc.pdf` on the fixture model: a PDF (known by its bytes,
 // whatever its name) becomes its pages as images, --pages picks them, and a
-// bad PDF or a stray --pages exits non-zero with one line.
+// bad PDF or a stray --pages exits non-zero with one line. `qvl chat` takes
+// a PDF the same way, from --image or an /image line.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -209,6 +211,34 @@ TEST(RunPdfCli, DpiOutOfRangeIsAUsageError) {
   const QvlResult r = run({"--image", pdf.path, "--dpi", "5"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--dpi"), std::string::npos) << r.err;
+}
+
+// qvl chat with `lines` as its input, on the fixture model.
+QvlResult chat(const std::vector<std::string>& extra, const std::string& lines) {
+  const TempFile input(lines, ".txt");
+  std::vector<std::string> args = {"chat", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2", "--temperature",
+                                   "0", "--max-tokens", "2", "--ignore-eos"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_qvl(args, {}, input.path);
+}
+
+TEST(ChatPdfCli, APdfIsItsPagesAsInRun) {
+  const TempFile pdf(three_pages(), ".bin");
+  // From --image, its pages chosen with --pages, and from an /image line.
+  QvlResult r = chat({"--image", pdf.path, "--pages", "1,3"}, "Read the document.\n/image " + pdf.path + "\nAnd this one?\n");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("cannot use"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // two answers
+  // Read as a PDF, not an image: its own refusals, one line naming the file.
+  r = chat({"--image", pdf.path, "--pages", "2-4"}, "Read it.\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.find("cannot use PDF " + pdf.path + ": "), 0u) << r.err;
+  EXPECT_NE(r.err.find("page 4 in '2-4' is past the end (the document has 3 pages)"), std::string::npos) << r.err;
+  const TempFile locked(encrypted_pdf());
+  r = chat({}, "/image " + locked.path + "\nHi\n");
+  EXPECT_EQ(r.code, 0) << r.err;  // the conversation goes on without it
+  EXPECT_NE(r.err.find("cannot use PDF " + locked.path + ": the PDF is encrypted with a password"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

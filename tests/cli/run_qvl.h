@@ -28,9 +28,11 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// `env`: variables set for this run only (NAME, value).
+// `env`: variables set for this run only (NAME, value); `stdin_path`: a
+// file read as standard input (qvl chat's lines), else the test's own.
 inline QvlResult run_qvl(const std::vector<std::string>& args,
-                         const std::vector<std::pair<std::string, std::string>>& env = {}) {
+                         const std::vector<std::pair<std::string, std::string>>& env = {},
+                         const std::string& stdin_path = "") {
   char err_path[] = "/tmp/qvl_test_stderr_XXXXXX";
   int fd = mkstemp(err_path);
   if (fd >= 0) close(fd);
@@ -42,6 +44,7 @@ inline QvlResult run_qvl(const std::vector<std::string>& args,
   // append(), not operator+: GCC 12 warns (-Wrestrict, falsely) on the
   // temporaries once this function is inlined.
   for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+  if (!stdin_path.empty()) cmd.append(" <").append(shell_quote(stdin_path));
   cmd.append(" 2>").append(shell_quote(err_path));
   QvlResult r;
   FILE* p = popen(cmd.c_str(), "r");

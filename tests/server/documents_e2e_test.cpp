@@ -194,7 +194,7 @@ TEST_F(DocumentPages, RefusalsNameTheirField) {
 }
 
 TEST(DocumentPagesLimits, AFileOverTheSizeLimitIs413AndThumbnailsUseTheImageBudget) {
-  ServerProcess s({"--max-image-bytes", "2000"});
+  ServerProcess s({"--max-pdf-bytes", "2000"});
   auto c = s.client();
   // 100 bytes over the limit (a comment after %%EOF): within the JSON
   // string limit, which leaves room for the data: header.

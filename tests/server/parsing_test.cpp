@@ -4,6 +4,7 @@
 
 #include "server/api_error.h"
 #include "server/base64.h"
+#include "server/chat_media.h"
 #include "server/chat_request.h"
 #include "server/json_limits.h"
 #include "server/media.h"
@@ -136,26 +137,32 @@ TEST(ChatRequest, RefusesWhatItCannotDo) {
   EXPECT_EQ(param, "messages[0].content[0].type");
 }
 
+// The parse and the media step after it, as the route runs them.
+void read_and_take(const json& body) {
+  ChatRequest r = parse_chat_request(body, limits());
+  take_chat_media(r, limits(), nullptr);
+}
+
 TEST(ChatRequest, ImagesAreDecodedOrRefused) {
   const json bad_b64 = {{"messages", {{{"role", "user"},
                                        {"content", {{{"type", "image_url"},
                                                      {"image_url", {{"url", "data:image/png;base64,@@@@"}}}}}}}}}};
   std::string code;
-  EXPECT_EQ(status_of([&] { parse_chat_request(bad_b64, limits()); }, nullptr, &code), 400);
+  EXPECT_EQ(status_of([&] { read_and_take(bad_b64); }, nullptr, &code), 400);
   EXPECT_EQ(code, "invalid_base64");
   const json corrupt = {{"messages", {{{"role", "user"},
                                        {"content", {{{"type", "image_url"},
                                                      {"image_url", {{"url", "data:image/png;base64,iVBORw0KGgoAAAA="}}}}}}}}}};
-  EXPECT_EQ(status_of([&] { parse_chat_request(corrupt, limits()); }, nullptr, &code), 400);
+  EXPECT_EQ(status_of([&] { read_and_take(corrupt); }, nullptr, &code), 400);
   EXPECT_EQ(code, "invalid_image");
   const json file = {{"messages", {{{"role", "user"},
                                     {"content", {{{"type", "image_url"}, {"image_url", {{"url", "/etc/passwd"}}}}}}}}}};
-  EXPECT_EQ(status_of([&] { parse_chat_request(file, limits()); }, nullptr, &code), 403);
+  EXPECT_EQ(status_of([&] { read_and_take(file); }, nullptr, &code), 403);
   EXPECT_EQ(code, "local_files_disabled");
   const json remote = {{"messages", {{{"role", "user"},
                                       {"content", {{{"type", "image_url"},
                                                     {"image_url", {{"url", "http://example.com/a.png"}}}}}}}}}};
-  EXPECT_EQ(status_of([&] { parse_chat_request(remote, limits()); }, nullptr, &code), 403);
+  EXPECT_EQ(status_of([&] { read_and_take(remote); }, nullptr, &code), 403);
   EXPECT_EQ(code, "remote_images_disabled");
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/chat_media.h"
 #include "server/chat_request.h"
 #include "server/json_limits.h"
 #include "server/server_options.h"
@@ -28,7 +29,11 @@ inline ApiError refusal(const std::function<void()>& f) {
 }
 
 inline ApiError chat_refusal(const std::string& body) {
-  return refusal([&] { parse_chat_request(parse_json_body(body, server_limits()), ChatLimits{}); });
+  // What the route does: the parse, then the media step.
+  return refusal([&] {
+    ChatRequest r = parse_chat_request(parse_json_body(body, server_limits()), ChatLimits{});
+    take_chat_media(r, ChatLimits{}, nullptr);
+  });
 }
 
 }  // namespace qvl::test

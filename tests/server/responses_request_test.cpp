@@ -2,12 +2,14 @@
 // ChatRequest its chat-completions twin makes (messages, tool calls and
 // results, reasoning, tools as the template renders them, the schema,
 // sampling), and every refusal names the Responses field, down to a part of
-// an item. The route and its streaming are in responses_e2e_test.cpp.
+// an item. The media step (take_chat_media) runs after each parse, as the
+// route runs it. The route and its streaming are in responses_e2e_test.cpp.
 #include <gtest/gtest.h>
 
 #include "image/encode.h"
 #include "refusal.h"
 #include "server/base64.h"
+#include "server/chat_media.h"
 #include "server/chat_request.h"
 #include "server/responses_request.h"
 
@@ -18,6 +20,23 @@ using ojson = nlohmann::ordered_json;
 using test::refusal;
 
 ChatLimits limits() { return ChatLimits{}; }
+
+// A body parsed, then its media taken, as POST /v1/responses does.
+ResponsesRequest parse_and_take(const ojson& body, const ResponseStore& store) {
+  ResponsesRequest r = parse_responses_request(body, store, limits());
+  try {
+    take_chat_media(r.chat, limits(), nullptr);
+  } catch (const ApiError& e) {
+    throw responses_error(e);
+  }
+  return r;
+}
+
+ChatRequest chat_with_media(const ojson& body) {
+  ChatRequest r = parse_chat_request(body, limits());
+  take_chat_media(r, limits(), nullptr);
+  return r;
+}
 
 // A 4x4 grey JPEG as a data: URL.
 std::string jpeg_url() {
@@ -70,7 +89,7 @@ void expect_same(const ChatRequest& a, const ChatRequest& b) {
   EXPECT_EQ(x.top_logprobs, y.top_logprobs);
   EXPECT_EQ(x.max_pixels, y.max_pixels);
   EXPECT_EQ(a.logprobs, b.logprobs);
-  EXPECT_EQ(a.images, b.images);
+  EXPECT_EQ(a.media, b.media);
 }
 
 TEST(ResponsesRequest, MakesTheRequestItsChatTwinMakes) {
@@ -109,9 +128,9 @@ TEST(ResponsesRequest, MakesTheRequestItsChatTwinMakes) {
       {"temperature", 0.5}, {"top_k", 7}, {"seed", 3}, {"stop", "END"}, {"max_completion_tokens", 40},
       {"logprobs", true}, {"top_logprobs", 2}, {"max_pixels", 200000}};
   const MemoryResponseStore store;
-  const ResponsesRequest r = parse_responses_request(responses, store, limits());
-  expect_same(r.chat, parse_chat_request(chat, limits()));
-  EXPECT_EQ(r.chat.images, 1);
+  const ResponsesRequest r = parse_and_take(responses, store);
+  expect_same(r.chat, chat_with_media(chat));
+  EXPECT_EQ(r.chat.media, 1);
   EXPECT_EQ(r.items.size(), 6u);
   EXPECT_EQ(r.echo["instructions"], "Be brief.");
   EXPECT_EQ(r.echo["tools"], responses["tools"]);
@@ -119,7 +138,7 @@ TEST(ResponsesRequest, MakesTheRequestItsChatTwinMakes) {
 
 TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
   MemoryResponseStore store;
-  auto refused = [&](const ojson& body) { return refusal([&] { parse_responses_request(body, store, limits()); }); };
+  auto refused = [&](const ojson& body) { return refusal([&] { parse_and_take(body, store); }); };
   auto user = [](const ojson& content) { return ojson{{"input", {{{"role", "user"}, {"content", content}}}}}; };
 
   ApiError e = refused(user({{{"type", "input_text"}, {"text", 5}}}));
