@@ -154,7 +154,7 @@ void ServerCore::register_search_routes(HttpRouter& router) {
       if (json_double(body["dpi"], pdf.min_dpi, pdf.max_dpi, io.pdf.dpi) != NumberCheck::ok)
         bad_request("dpi", cat("'dpi' must be a number in [", pdf.min_dpi, ", ", pdf.max_dpi, "]"));
     }
-    const std::vector<uint8_t> bytes = fetch_image_bytes(data, chat_limits.media, "file_data");
+    const std::vector<uint8_t> bytes = fetch_media_bytes(data, chat_limits.media, "file_data");
     SearchStore& store = index();
     IndexedFile r;
     guarded([&] {
