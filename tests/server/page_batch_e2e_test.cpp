@@ -229,7 +229,8 @@ TEST(PageBatch, DeleteCancelsEveryPageNotFinished) {
 // shows as it comes), and it grows: a later poll's text starts with an
 // earlier one's. The page runs to max_tokens (ignore_eos, no loop guard).
 TEST(PageBatch, ARunningPageShowsItsTextSoFar) {
-  ServerProcess s;
+  // One sequence at a time, so the second page is still waiting while the first runs.
+  ServerProcess s({"--parallel", "1"});
   auto c = s.client();
   const std::string pdf = pdf_of_pages(std::vector<PdfPageSpec>(2, box_page(320, 240)));
   json body = batch_body(file_part(pdf), 3000);
