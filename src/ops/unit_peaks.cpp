@@ -166,47 +166,53 @@ __attribute__((target("avx512f,avx512bf16"))) double Bf16DotLoop(int64_t iterati
 }
 
 // AMX: 4 accumulator tiles (tmm0-3, 16 rows × 64 bytes) fed by 2 × 2 source
-// tiles (tmm4-7), the shape of a 32 × 32 output block. Configured by the
-// calling thread at each call: a thread may run tile instructions only after
-// its own ldtilecfg.
-__attribute__((target("amx-tile"))) void ConfigureTiles() {
+// tiles (tmm4-7), the shape of a 32 × 32 output block. AmxTiles configures
+// the calling thread (a thread may run tile instructions only after its own
+// ldtilecfg). Not GCC's _tile_loadconfig: its asm operand is the first 8
+// bytes of the configuration, so the compiler may drop the stores of the
+// tile shapes before it, and ldtilecfg then faults on a zero-row config
+// (seen with GCC 12 -O2 on a Xeon with AMX: SIGSEGV in qvl bench).
+amx::TileConfig PeakTileConfig() {
   amx::TileConfig cfg;
   for (int t = 0; t < amx::kTiles; ++t) cfg.set(t, 16, 64);
-  _tile_loadconfig(&cfg);
+  return cfg;
+}
+
+void LoadSources(amx::AmxTiles& tiles) {
   alignas(64) static const uint8_t kSource[16 * 64] = {};  // zeros: the loop measures rate, not values
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_loadd(4, kSource, 64);
-  _tile_loadd(5, kSource, 64);
-  _tile_loadd(6, kSource, 64);
-  _tile_loadd(7, kSource, 64);
+  tiles.zero<0>();
+  tiles.zero<1>();
+  tiles.zero<2>();
+  tiles.zero<3>();
+  tiles.load<4>(kSource, 64);
+  tiles.load<5>(kSource, 64);
+  tiles.load<6>(kSource, 64);
+  tiles.load<7>(kSource, 64);
 }
 
 // tdpbf16ps: 16 × 16 outputs × 32 bf16 products = 8192 multiply-adds.
-__attribute__((target("amx-tile,amx-bf16"))) double AmxBf16Loop(int64_t iterations, int) {
-  ConfigureTiles();
+double AmxBf16Loop(int64_t iterations, int) {
+  amx::AmxTiles tiles(PeakTileConfig());
+  LoadSources(tiles);
   for (int64_t it = 0; it < iterations; ++it) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    tiles.dpbf16ps<0, 4, 6>();
+    tiles.dpbf16ps<1, 4, 7>();
+    tiles.dpbf16ps<2, 5, 6>();
+    tiles.dpbf16ps<3, 5, 7>();
   }
-  _tile_release();
   return double(iterations) * 4 * 8192 * 2;
 }
 
 // tdpbssd: 16 × 16 outputs × 64 int8 products = 16384 multiply-adds.
-__attribute__((target("amx-tile,amx-int8"))) double AmxInt8Loop(int64_t iterations, int) {
-  ConfigureTiles();
+double AmxInt8Loop(int64_t iterations, int) {
+  amx::AmxTiles tiles(PeakTileConfig());
+  LoadSources(tiles);
   for (int64_t it = 0; it < iterations; ++it) {
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 4, 7);
-    _tile_dpbssd(2, 5, 6);
-    _tile_dpbssd(3, 5, 7);
+    tiles.dpbssd<0, 4, 6>();
+    tiles.dpbssd<1, 4, 7>();
+    tiles.dpbssd<2, 5, 6>();
+    tiles.dpbssd<3, 5, 7>();
   }
-  _tile_release();
   return double(iterations) * 4 * 16384 * 2;
 }
 #endif
