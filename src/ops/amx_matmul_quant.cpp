@@ -64,51 +64,60 @@ TileConfig int8_config() {
 #define QVL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,f16c,fma")))
 
 // acc[i] += f32(sums[i][·]) · (sw · sx[i]) for the 16 x rows of one group.
-QVL_AVX512 inline void scale_group(const int32_t* sums, const uint16_t* sw16, const float* sx, int64_t sx_stride,
-                                   __m512* acc) {
+// sx holds the group's 16 x scales side by side, so each is one constant
+// offset from one register (an embedded broadcast): with a row stride known
+// only at run time GCC kept 16 addresses in zmm registers and spilled the
+// accumulators to the stack (perf annotate, q8 GEMM on a Xeon with AMX).
+QVL_AVX512 inline void scale_group(const int32_t* sums, const uint16_t* sw16, const float* sx, __m512* acc) {
   const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sw16)));
   for (int i = 0; i < kXRows; ++i)
     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums + i * kRB)),
-                             _mm512_mul_ps(sw, _mm512_set1_ps(sx[i * sx_stride])), acc[i]);
+                             _mm512_mul_ps(sw, _mm512_set1_ps(sx[i])), acc[i]);
 }
 
 // x quantized row by row (quant::XRow), rows padded with zeros to a multiple
-// of 16: codes of row i, group g at codes + i·stride + g·32; scales at
-// scales[i·groups + g].
+// of 16: codes of row i, group g at codes + i·stride + g·32; scales by chunk
+// of 16 rows, group-major: row c·16 + j, group g at scales[(c·groups + g)·16 + j].
 struct XCodes {
   const int8_t* codes;
   const float* scales;
   int64_t stride, groups;
 };
 
+// C tile `C` = the 16 x rows' codes of group g (A tile `A`) times the
+// block's codes of group g (B tile `B`).
+template <int C, int A, int B, class Tiles>
+void multiply_group(Tiles& t, const int8_t* xc, int64_t x_stride, const int8_t* w, int64_t g) {
+  t.template load<A>(xc + g * kGroup, x_stride);
+  t.template load<B>(w + g * kBTile, 64);
+  t.template zero<C>();
+  t.template dpbssd<C, A, B>();
+}
+
 // out [16 x rows][16 weight rows] for the x rows from `row` and one block:
-// its B tiles at w + g·kBTile, its scales at sw + g·16.
+// its B tiles at w + g·kBTile, its scales at sw + g·16. Software-pipelined
+// one group ahead: the unit multiplies group g + 1 (into the other C tile)
+// while AVX-512 scales group g. Issued after the scaling, each tilestored
+// waited for its own tdpbssd (perf annotate on a Xeon with AMX: the threads
+// sat in tilestored); three groups ahead over four C tiles was no faster.
 template <class Tiles>
 QVL_AVX512 void block_times_rows(Tiles& t, const XCodes& x, int64_t row, const int8_t* w, const uint16_t* sw,
                                  float* out) {
   const int64_t G = x.groups;
   const int8_t* xc = x.codes + row * x.stride;
-  const float* xs = x.scales + row * G;
+  const float* xs = x.scales + row * G;  // row is a chunk's first: (row / 16)·G·16
   __m512 acc[kXRows];
   for (auto& a : acc) a = _mm512_setzero_ps();
   alignas(64) int32_t sums[2][kXRows * kRB];
+  multiply_group<0, 2, 4>(t, xc, x.stride, w, 0);
   for (int64_t g = 0; g < G; g += 2) {
-    const bool pair = g + 1 < G;
-    t.template load<2>(xc + g * kGroup, x.stride);
-    t.template load<4>(w + g * kBTile, 64);
-    t.template zero<0>();
-    t.template dpbssd<0, 2, 4>();
-    if (pair) {
-      t.template load<3>(xc + (g + 1) * kGroup, x.stride);
-      t.template load<5>(w + (g + 1) * kBTile, 64);
-      t.template zero<1>();
-      t.template dpbssd<1, 3, 5>();
-    }
+    if (g + 1 < G) multiply_group<1, 3, 5>(t, xc, x.stride, w, g + 1);
     t.template store<0>(sums[0], 64);
-    scale_group(sums[0], sw + g * kRB, xs + g, G, acc);
-    if (pair) {
+    scale_group(sums[0], sw + g * kRB, xs + g * kXRows, acc);
+    if (g + 1 < G) {
+      if (g + 2 < G) multiply_group<0, 2, 4>(t, xc, x.stride, w, g + 2);
       t.template store<1>(sums[1], 64);
-      scale_group(sums[1], sw + (g + 1) * kRB, xs + g + 1, G, acc);
+      scale_group(sums[1], sw + (g + 1) * kRB, xs + (g + 1) * kXRows, acc);
     }
   }
   for (int i = 0; i < kXRows; ++i) _mm512_storeu_ps(out + i * kRB, acc[i]);
@@ -148,13 +157,16 @@ void matmul_quant_tiles(const simd::MatmulArgs& a, ThreadPool& pool) {
   float* scales = scales_buf.data();
   pool.parallel_for(padded, [&](int64_t i0, int64_t i1, int) {
     std::vector<int32_t> sums(static_cast<size_t>(G));  // Σ codes: unused, signed B needs no offset
+    std::vector<float> row_scales(static_cast<size_t>(G));
     for (int64_t i = i0; i < i1; ++i) {
       if (i < m) {
-        simd::quantize_x(a.x + i * a.ldx, k, {codes + i * stride, scales + i * G, sums.data()});
+        simd::quantize_x(a.x + i * a.ldx, k, {codes + i * stride, row_scales.data(), sums.data()});
       } else {
         std::memset(codes + i * stride, 0, static_cast<size_t>(G * kGroup));
-        std::fill(scales + i * G, scales + (i + 1) * G, 0.0f);
+        std::fill(row_scales.begin(), row_scales.end(), 0.0f);
       }
+      float* chunk_scales = scales + i / kXRows * G * kXRows + i % kXRows;
+      for (int64_t g = 0; g < G; ++g) chunk_scales[g * kXRows] = row_scales[static_cast<size_t>(g)];
     }
   });
   const XCodes x{codes, scales, stride, G};
