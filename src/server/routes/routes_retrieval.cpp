@@ -168,6 +168,176 @@ std::string base64_floats(const std::vector<float>& v) {
   return base64_encode(bytes);
 }
 
+// The retrieval routes' handlers, over the core they read the engine and
+// the limits from.
+class RetrievalRoutes {
+ public:
+  explicit RetrievalRoutes(ServerCore& core) : core_(core) {}
+
+  // POST /v1/embeddings: one vector per input, or one for a chat's messages.
+  void embeddings(HttpRequest& req, HttpResponse& res) const;
+  // POST /v1/rerank: the documents scored against the query, best first.
+  void reranking(HttpRequest& req, HttpResponse& res) const;
+
+ private:
+  ServerCore& core_;
+};
+
+void RetrievalRoutes::embeddings(HttpRequest& req, HttpResponse& res) const {
+  auto rec = core_.record(req);
+  const ojson body_json = core_.parse_body(req);
+  const RequestField body(body_json);
+  body.object();
+  core_.require_task(ModelTask::Embed);
+  body.only_keys({"model", "input", "messages", "dimensions", "encoding_format", "instruction", "user",
+                  "add_generation_prompt"});
+  const bool has_input = body.has("input"), has_messages = body.has("messages");
+  if (has_input == has_messages)
+    bad_request(has_input ? "messages" : "input", "give exactly one of 'input' and 'messages'",
+                has_input ? "invalid_value" : "missing_field");
+  EmbedOptions eo;
+  if (const std::optional<RequestField> dims = body.find("dimensions")) {
+    eo.dimensions = dims->integer(INT64_MIN, INT64_MAX);
+    if (eo.dimensions < 1 || eo.dimensions > core_.engine->info().hidden_size)
+      dims->refuse(cat("'dimensions' must be in [1, ", core_.engine->info().hidden_size,
+                       "] for this model (its hidden size), got ", eo.dimensions));
+  }
+  std::string format = "float";
+  if (const std::string* f = body.optional_string("encoding_format")) {
+    format = *f;
+    if (format != "float" && format != "base64")
+      bad_request("encoding_format", cat("'encoding_format' must be \"float\" or \"base64\", got \"",
+                                         format.substr(0, 40), "\""));
+  }
+  if (const std::string* i = body.optional_string("instruction")) eo.instruction = *i;
+  if (auto a = body.find("add_generation_prompt"); a && a->value() != true)
+    a->refuse("the embedding is the state after the generation prompt (the official scripts' pooling); only true "
+              "is honoured");
+  const std::string* model = body.optional_string("model");
+  body.optional_string("user");
+
+  std::vector<std::vector<float>> vectors;
+  std::vector<int64_t> tokens;
+  try {
+    if (has_messages) {
+      if (eo.instruction) bad_request("instruction", "'instruction' goes with 'input'; with 'messages' the "
+                                                          "system message is the instruction");
+      ChatRequest cr = parse_chat_request({{"messages", body_json.at("messages")}}, core_.chat_limits);
+      take_chat_media(cr, core_.chat_limits, &core_.memory_admission);
+      PoolRequest pool;
+      pool.prompts.push_back(std::move(cr.generate.messages));
+      pool.min_pixels = kRetrievalMinPixels;
+      pool.max_pixels = kRetrievalMaxPixels;
+      std::lock_guard lock(core_.retrieval_mutex);
+      const PoolResult r = core_.engine->last_hidden_states(pool);
+      vectors.push_back(normalized_prefix(r.state(0), eo.dimensions));
+      tokens = r.prompt_tokens;
+    } else {
+      const std::vector<RetrievalInput> inputs = embedding_inputs(body_json.at("input"), core_.chat_limits,
+                                                                  &core_.memory_admission, core_.engine->tokenizer(),
+                                                                  core_.options.max_embedding_inputs);
+      std::lock_guard lock(core_.retrieval_mutex);
+      EmbedResult r = embed(*core_.engine, inputs, eo);
+      vectors = std::move(r.embeddings);
+      tokens = std::move(r.prompt_tokens);
+    }
+  } catch (const FieldError& e) {
+    throw ApiError(400, "invalid_value", e.what(), has_messages && e.field() == "input" ? "messages" : e.field());
+  } catch (const Error& e) {
+    // The prompt or an image the processor refuses (an extreme aspect ratio).
+    throw ApiError(400, "invalid_input", e.what(), has_messages ? "messages" : "input");
+  }
+  json data = json::array();
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    json item = {{"object", "embedding"}, {"index", i}};
+    if (format == "base64") item["embedding"] = base64_floats(vectors[i]);
+    else item["embedding"] = vectors[i];
+    data.push_back(std::move(item));
+  }
+  const int64_t total = std::accumulate(tokens.begin(), tokens.end(), int64_t{0});
+  {
+    std::lock_guard lock(rec->mutex);
+    rec->fields["inputs"] = vectors.size();
+    rec->fields["prompt_tokens"] = total;
+  }
+  reply_json(res, 200,
+             {{"object", "list"},
+              {"data", std::move(data)},
+              {"model", model ? *model : core_.model_name},
+              {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
+}
+
+void RetrievalRoutes::reranking(HttpRequest& req, HttpResponse& res) const {
+  auto rec = core_.record(req);
+  const ojson body_json = core_.parse_body(req);
+  const RequestField body(body_json);
+  body.object();
+  core_.require_task(ModelTask::Rerank);
+  body.only_keys({"model", "query", "documents", "instruction", "top_n", "return_documents", "user"});
+  const RequestField query_field = body.at("query");
+  const ojson& docs = body.at("documents").array().value();
+  if (docs.empty()) bad_request("documents", "'documents' is empty: give at least one document", "empty_input");
+  if (static_cast<int64_t>(docs.size()) > core_.options.max_rerank_documents)
+    throw ApiError(413, "too_many_documents",
+                   cat("'documents' has ", docs.size(), " items, over the server's limit of ",
+                       core_.options.max_rerank_documents, " (--max-rerank-documents)"),
+                   "documents");
+  RerankOptions ro;
+  if (const std::string* i = body.optional_string("instruction")) ro.instruction = *i;
+  int64_t top_n = static_cast<int64_t>(docs.size());
+  if (const std::optional<RequestField> n = body.find("top_n")) {
+    top_n = n->integer(INT64_MIN, INT64_MAX);
+    if (top_n < 1) n->refuse(cat("'top_n' must be at least 1, got ", top_n));
+    top_n = std::min<int64_t>(top_n, docs.size());
+  }
+  const bool return_documents = body.boolean("return_documents", false);
+  const std::string* model = body.optional_string("model");
+  body.optional_string("user");
+  auto side = [&](const RequestField& v) {
+    RetrievalInput in;
+    if (v.value().is_string()) in.texts.push_back(v.string());
+    else if (v.value().is_object())
+      in = object_input(v.value(), v.path(), core_.chat_limits, &core_.memory_admission, false);
+    else v.wrong_type("a string or an object {text, image, video}");
+    return in;
+  };
+  const RetrievalInput query = side(query_field);
+  std::vector<RetrievalInput> documents;
+  for (size_t i = 0; i < docs.size(); ++i) documents.push_back(side(body.at("documents")[i]));
+  RerankResult r;
+  try {
+    std::lock_guard lock(core_.retrieval_mutex);
+    r = rerank(*core_.engine, query, documents, ro);
+  } catch (const FieldError& e) {
+    throw ApiError(400, "invalid_value", e.what(), e.field() == "input" ? "documents" : e.field());
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_input", e.what(), "documents");
+  }
+  std::vector<size_t> order(r.scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return r.scores[a].score > r.scores[b].score; });
+  order.resize(top_n);
+  json results = json::array();
+  for (size_t i : order) {
+    json item = {{"index", i}, {"relevance_score", r.scores[i].score}};
+    if (return_documents) item["document"] = docs[i].is_string() ? json{{"text", docs[i]}} : json(docs[i]);
+    results.push_back(std::move(item));
+  }
+  int64_t total = 0;
+  for (const RerankScore& s : r.scores) total += s.prompt_tokens;
+  {
+    std::lock_guard lock(rec->mutex);
+    rec->fields["documents"] = docs.size();
+    rec->fields["prompt_tokens"] = total;
+  }
+  reply_json(res, 200,
+             {{"id", "rerank-" + rec->id},
+              {"model", model ? *model : core_.model_name},
+              {"results", std::move(results)},
+              {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
+}
+
 }  // namespace
 
 void ServerCore::require_task(ModelTask wanted) const {
@@ -182,160 +352,11 @@ void ServerCore::require_task(ModelTask wanted) const {
 }
 
 void ServerCore::register_retrieval_routes(HttpRouter& router) {
-  router.post("/v1/embeddings", [this](HttpRequest& req, HttpResponse& res) {
-    auto rec = record(req);
-    const ojson body_json = parse_body(req);
-    const RequestField body(body_json);
-    body.object();
-    require_task(ModelTask::Embed);
-    body.only_keys({"model", "input", "messages", "dimensions", "encoding_format", "instruction", "user",
-                    "add_generation_prompt"});
-    const bool has_input = body.has("input"), has_messages = body.has("messages");
-    if (has_input == has_messages)
-      bad_request(has_input ? "messages" : "input", "give exactly one of 'input' and 'messages'",
-                  has_input ? "invalid_value" : "missing_field");
-    EmbedOptions eo;
-    if (const std::optional<RequestField> dims = body.find("dimensions")) {
-      eo.dimensions = dims->integer(INT64_MIN, INT64_MAX);
-      if (eo.dimensions < 1 || eo.dimensions > engine->info().hidden_size)
-        dims->refuse(cat("'dimensions' must be in [1, ", engine->info().hidden_size,
-                         "] for this model (its hidden size), got ", eo.dimensions));
-    }
-    std::string format = "float";
-    if (const std::string* f = body.optional_string("encoding_format")) {
-      format = *f;
-      if (format != "float" && format != "base64")
-        bad_request("encoding_format", cat("'encoding_format' must be \"float\" or \"base64\", got \"",
-                                           format.substr(0, 40), "\""));
-    }
-    if (const std::string* i = body.optional_string("instruction")) eo.instruction = *i;
-    if (auto a = body.find("add_generation_prompt"); a && a->value() != true)
-      a->refuse("the embedding is the state after the generation prompt (the official scripts' pooling); only true "
-                "is honoured");
-    const std::string* model = body.optional_string("model");
-    body.optional_string("user");
-
-    std::vector<std::vector<float>> vectors;
-    std::vector<int64_t> tokens;
-    try {
-      if (has_messages) {
-        if (eo.instruction) bad_request("instruction", "'instruction' goes with 'input'; with 'messages' the "
-                                                            "system message is the instruction");
-        ChatRequest cr = parse_chat_request({{"messages", body_json.at("messages")}}, chat_limits);
-        take_chat_media(cr, chat_limits, &memory_admission);
-        PoolRequest pool;
-        pool.prompts.push_back(std::move(cr.generate.messages));
-        pool.min_pixels = kRetrievalMinPixels;
-        pool.max_pixels = kRetrievalMaxPixels;
-        std::lock_guard lock(retrieval_mutex);
-        const PoolResult r = engine->last_hidden_states(pool);
-        vectors.push_back(normalized_prefix(r.state(0), eo.dimensions));
-        tokens = r.prompt_tokens;
-      } else {
-        const std::vector<RetrievalInput> inputs = embedding_inputs(
-            body_json.at("input"), chat_limits, &memory_admission, engine->tokenizer(), options.max_embedding_inputs);
-        std::lock_guard lock(retrieval_mutex);
-        EmbedResult r = embed(*engine, inputs, eo);
-        vectors = std::move(r.embeddings);
-        tokens = std::move(r.prompt_tokens);
-      }
-    } catch (const FieldError& e) {
-      throw ApiError(400, "invalid_value", e.what(), has_messages && e.field() == "input" ? "messages" : e.field());
-    } catch (const Error& e) {
-      // The prompt or an image the processor refuses (an extreme aspect ratio).
-      throw ApiError(400, "invalid_input", e.what(), has_messages ? "messages" : "input");
-    }
-    json data = json::array();
-    for (size_t i = 0; i < vectors.size(); ++i) {
-      json item = {{"object", "embedding"}, {"index", i}};
-      if (format == "base64") item["embedding"] = base64_floats(vectors[i]);
-      else item["embedding"] = vectors[i];
-      data.push_back(std::move(item));
-    }
-    const int64_t total = std::accumulate(tokens.begin(), tokens.end(), int64_t{0});
-    {
-      std::lock_guard lock(rec->mutex);
-      rec->fields["inputs"] = vectors.size();
-      rec->fields["prompt_tokens"] = total;
-    }
-    reply_json(res, 200,
-               {{"object", "list"},
-                {"data", std::move(data)},
-                {"model", model ? *model : model_name},
-                {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
-  });
-
-  const auto rerank_route = [this](HttpRequest& req, HttpResponse& res) {
-    auto rec = record(req);
-    const ojson body_json = parse_body(req);
-    const RequestField body(body_json);
-    body.object();
-    require_task(ModelTask::Rerank);
-    body.only_keys({"model", "query", "documents", "instruction", "top_n", "return_documents", "user"});
-    const RequestField query_field = body.at("query");
-    const ojson& docs = body.at("documents").array().value();
-    if (docs.empty()) bad_request("documents", "'documents' is empty: give at least one document", "empty_input");
-    if (static_cast<int64_t>(docs.size()) > options.max_rerank_documents)
-      throw ApiError(413, "too_many_documents",
-                     cat("'documents' has ", docs.size(), " items, over the server's limit of ",
-                         options.max_rerank_documents, " (--max-rerank-documents)"),
-                     "documents");
-    RerankOptions ro;
-    if (const std::string* i = body.optional_string("instruction")) ro.instruction = *i;
-    int64_t top_n = static_cast<int64_t>(docs.size());
-    if (const std::optional<RequestField> n = body.find("top_n")) {
-      top_n = n->integer(INT64_MIN, INT64_MAX);
-      if (top_n < 1) n->refuse(cat("'top_n' must be at least 1, got ", top_n));
-      top_n = std::min<int64_t>(top_n, docs.size());
-    }
-    const bool return_documents = body.boolean("return_documents", false);
-    const std::string* model = body.optional_string("model");
-    body.optional_string("user");
-    auto side = [&](const RequestField& v) {
-      RetrievalInput in;
-      if (v.value().is_string()) in.texts.push_back(v.string());
-      else if (v.value().is_object()) in = object_input(v.value(), v.path(), chat_limits, &memory_admission, false);
-      else v.wrong_type("a string or an object {text, image, video}");
-      return in;
-    };
-    const RetrievalInput query = side(query_field);
-    std::vector<RetrievalInput> documents;
-    for (size_t i = 0; i < docs.size(); ++i) documents.push_back(side(body.at("documents")[i]));
-    RerankResult r;
-    try {
-      std::lock_guard lock(retrieval_mutex);
-      r = rerank(*engine, query, documents, ro);
-    } catch (const FieldError& e) {
-      throw ApiError(400, "invalid_value", e.what(), e.field() == "input" ? "documents" : e.field());
-    } catch (const Error& e) {
-      throw ApiError(400, "invalid_input", e.what(), "documents");
-    }
-    std::vector<size_t> order(r.scores.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return r.scores[a].score > r.scores[b].score; });
-    order.resize(top_n);
-    json results = json::array();
-    for (size_t i : order) {
-      json item = {{"index", i}, {"relevance_score", r.scores[i].score}};
-      if (return_documents) item["document"] = docs[i].is_string() ? json{{"text", docs[i]}} : json(docs[i]);
-      results.push_back(std::move(item));
-    }
-    int64_t total = 0;
-    for (const RerankScore& s : r.scores) total += s.prompt_tokens;
-    {
-      std::lock_guard lock(rec->mutex);
-      rec->fields["documents"] = docs.size();
-      rec->fields["prompt_tokens"] = total;
-    }
-    reply_json(res, 200,
-               {{"id", "rerank-" + rec->id},
-                {"model", model ? *model : model_name},
-                {"results", std::move(results)},
-                {"usage", {{"prompt_tokens", total}, {"total_tokens", total}}}});
-  };
+  const RetrievalRoutes routes(*this);
+  router.post("/v1/embeddings", [routes](HttpRequest& req, HttpResponse& res) { routes.embeddings(req, res); });
   // /v1/rerank (Jina, vLLM), /rerank (vLLM), /v2/rerank (Cohere's v2 client).
-  for (const char* path : {"/v1/rerank", "/rerank", "/v2/rerank"}) router.post(path, rerank_route);
+  for (const char* path : {"/v1/rerank", "/rerank", "/v2/rerank"})
+    router.post(path, [routes](HttpRequest& req, HttpResponse& res) { routes.reranking(req, res); });
 }
 
 }  // namespace qvl
