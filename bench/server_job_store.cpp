@@ -1,4 +1,4 @@
-// The time a job spends in the job store (src/server/job_store.h), per
+// The time a job spends in the job store (src/server/jobs/job_store.h), per
 // backend: submit -> claimed (add, then a runner's claim) and finished ->
 // visible (finish, then a poll's get), plus one heartbeat, with a body of
 // the size of a chat request holding a small image (as a data: URL, so the
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "server/job_store_open.h"
+#include "server/jobs/job_store_open.h"
 
 namespace {
 

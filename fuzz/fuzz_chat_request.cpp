@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/api_error.h"
-#include "server/chat_media.h"
+#include "server/requests/api_error.h"
+#include "server/media/chat_media.h"
 #include "server_limits.h"
 #include "util/error.h"
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "server/api_error.h"
-#include "server/base64.h"
-#include "server/media.h"
+#include "server/requests/api_error.h"
+#include "server/media/base64.h"
+#include "server/media/media.h"
 #include "server_limits.h"
 #include "util/error.h"
 

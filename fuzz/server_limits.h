@@ -3,8 +3,8 @@
 // targets parse bodies exactly as the routes do.
 #pragma once
 
-#include "server/chat_request.h"
-#include "server/json_limits.h"
+#include "server/requests/chat_request.h"
+#include "server/requests/json_limits.h"
 #include "server/server_options.h"
 
 namespace qvl::fuzz {

@@ -14,8 +14,8 @@ packages=(
   libutf8proc-dev                                # Unicode NFC + categories for the tokenizer
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video input (src/video): demux + decode from memory
   libpoppler-cpp-dev fonts-dejavu-core           # PDF pages (src/pdf); the font stands in for unembedded Helvetica & co.
-  libsqlite3-dev                                 # the default job store (src/server/job_store_sqlite.h)
-  libpq-dev                                      # the job store replicas share (src/server/job_store_postgres.h)
+  libsqlite3-dev                                 # the default job store (src/server/jobs/job_store_sqlite.h)
+  libpq-dev                                      # the job store replicas share (src/server/jobs/job_store_postgres.h)
   postgresql                                     # tests: a real server for that store, started in a temporary folder
   python3 python3-pil                            # reference timings in bench/ (PIL)
   python3-jinja2                                 # tools/render_thinking_cases.py: chat-template fixtures rendered as transformers does

@@ -1,8 +1,8 @@
 #include "cli/search_index.h"
 
 #include "search/search_store_open.h"
-#include "server/job_store_open.h"
-#include "server/job_store_postgres.h"
+#include "server/jobs/job_store_open.h"
+#include "server/jobs/job_store_postgres.h"
 
 namespace qvl::cli {
 

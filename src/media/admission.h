@@ -15,7 +15,7 @@
 // taken waits, at most until its deadline, and is then refused as busy.
 // Nothing is allocated before admission, so an over-budget request is never
 // an out-of-memory failure. How a refusal reaches the client is the front
-// end's: the server answers 413 / 429 (server/memory_admission.h), the C API
+// end's: the server answers 413 / 429 (server/media/memory_admission.h), the C API
 // QVL_ERR_OUT_OF_MEMORY, the CLI a one-line error.
 #pragma once
 

@@ -25,7 +25,7 @@
 
 namespace qvl {
 
-// A thumbnail's longest side, px, as the page's document thumbnails (server/document_pages.h).
+// A thumbnail's longest side, px, as the page's document thumbnails (server/documents/document_pages.h).
 inline constexpr int kSearchThumbnailSize = 256;
 // The query's instruction: retrieval of pages for a question (the model card's example for queries).
 inline constexpr const char* kSearchQueryInstruction = "Retrieve the document pages that answer the user's question.";

@@ -1,7 +1,7 @@
 #include "server/request_kit.h"
 
-#include "server/job_store.h"
-#include "server/completion_json.h"
+#include "server/jobs/job_store.h"
+#include "server/replies/completion_json.h"
 
 namespace qvl {
 

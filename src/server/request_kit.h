@@ -12,9 +12,9 @@
 
 #include "engine/scheduler.h"
 #include "http/http_message.h"
-#include "server/api_error.h"
-#include "server/json_limits.h"
-#include "server/request_records.h"
+#include "server/requests/api_error.h"
+#include "server/requests/json_limits.h"
+#include "server/observability/request_records.h"
 
 namespace qvl {
 

@@ -4,10 +4,10 @@
 #include <thread>
 
 #include "http/http_server.h"
-#include "server/job_store_open.h"
-#include "server/request_log.h"
-#include "server/request_policy.h"
-#include "server/route_groups.h"
+#include "server/jobs/job_store_open.h"
+#include "server/observability/request_log.h"
+#include "server/requests/request_policy.h"
+#include "server/routes/route_groups.h"
 #include "server/server_core.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "server/memory_admission.h"
-#include "server/job_store.h"
-#include "server/media.h"
+#include "server/media/memory_admission.h"
+#include "server/jobs/job_store.h"
+#include "server/media/media.h"
 
 namespace qvl {
 

@@ -5,7 +5,7 @@
 // that do not fit a double (1e400) and syntax errors end the parse with
 // where they are: the byte offset and the field path ("messages[2].content").
 // The front ends turn a JsonReadError into their own error (the server's
-// ApiError in server/json_limits, a file's qvl::Error in read_json_file).
+// ApiError in server/requests/json_limits, a file's qvl::Error in read_json_file).
 #pragma once
 
 #include <cstddef>

@@ -5,8 +5,8 @@
 // checked in structured_e2e_test.cpp against the real server.
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/chat_request.h"
+#include "server/requests/api_error.h"
+#include "server/requests/chat_request.h"
 
 namespace qvl {
 namespace {

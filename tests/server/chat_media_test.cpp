@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "../pdf/pdf_writer.h"
-#include "server/api_error.h"
-#include "server/base64.h"
-#include "server/chat_media.h"
-#include "server/chat_request.h"
+#include "server/requests/api_error.h"
+#include "server/media/base64.h"
+#include "server/media/chat_media.h"
+#include "server/requests/chat_request.h"
 
 namespace qvl {
 namespace {

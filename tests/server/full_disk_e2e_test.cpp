@@ -17,7 +17,7 @@
 #include <random>
 
 #include "image/encode.h"
-#include "server/base64.h"
+#include "server/media/base64.h"
 #include "server_process.h"
 
 namespace qvl::test {

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "postgres_server.h"
-#include "server/job_store.h"
-#include "server/job_store_open.h"
-#include "server/job_store_postgres.h"
+#include "server/jobs/job_store.h"
+#include "server/jobs/job_store_open.h"
+#include "server/jobs/job_store_postgres.h"
 #include "util/error.h"
 
 namespace qvl::test {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "image/image.h"
-#include "server/base64.h"
+#include "server/media/base64.h"
 
 namespace qvl::test {
 

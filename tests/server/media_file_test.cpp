@@ -2,7 +2,7 @@
 // O_NOFOLLOW walk): files inside are read; symlinks, "..", absolute paths
 // outside, directories, FIFOs and missing files are one refusal; and a file
 // swapped for a symlink to outside while it is opened is never read.
-#include "server/media_file.h"
+#include "server/media/media_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "server/api_error.h"
+#include "server/requests/api_error.h"
 
 namespace qvl {
 namespace {

@@ -3,13 +3,13 @@
 // is refused at once (413) and one that must wait too long gets 429; the
 // engine's KV caches (standing reservations) come out of a set budget, and
 // an automatic budget grows by them.
-#include "server/memory_admission.h"
+#include "server/media/memory_admission.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "server/api_error.h"
+#include "server/requests/api_error.h"
 
 namespace qvl {
 namespace {

@@ -2,12 +2,12 @@
 // classification for remote images, chat body validation.
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/base64.h"
-#include "server/chat_media.h"
-#include "server/chat_request.h"
-#include "server/json_limits.h"
-#include "server/media.h"
+#include "server/requests/api_error.h"
+#include "server/media/base64.h"
+#include "server/media/chat_media.h"
+#include "server/requests/chat_request.h"
+#include "server/requests/json_limits.h"
+#include "server/media/media.h"
 
 namespace qvl {
 namespace {

@@ -5,10 +5,10 @@
 #include <functional>
 #include <string>
 
-#include "server/api_error.h"
-#include "server/chat_media.h"
-#include "server/chat_request.h"
-#include "server/json_limits.h"
+#include "server/requests/api_error.h"
+#include "server/media/chat_media.h"
+#include "server/requests/chat_request.h"
+#include "server/requests/json_limits.h"
 #include "server/server_options.h"
 
 namespace qvl::test {

@@ -1,12 +1,12 @@
-// RequestField (server/request_fields.h): the one reader of request bodies.
+// RequestField (server/requests/request_fields.h): the one reader of request bodies.
 // Every refusal is a 400 whose param is the field's full dotted path and
 // whose message names it, in one form per fault.
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "server/api_error.h"
-#include "server/request_fields.h"
+#include "server/requests/api_error.h"
+#include "server/requests/request_fields.h"
 #include "refusal.h"
 
 namespace qvl {

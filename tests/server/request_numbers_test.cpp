@@ -2,9 +2,9 @@
 // out-of-range values refused naming the field, before any cast.
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/chat_request.h"
-#include "server/json_limits.h"
+#include "server/requests/api_error.h"
+#include "server/requests/chat_request.h"
+#include "server/requests/json_limits.h"
 #include "server/server_options.h"
 #include "refusal.h"
 

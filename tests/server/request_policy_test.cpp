@@ -1,5 +1,5 @@
 // request_policy: Host allowlists, same-origin and --cors-origin, JSON content types.
-#include "server/request_policy.h"
+#include "server/requests/request_policy.h"
 
 #include <gtest/gtest.h>
 

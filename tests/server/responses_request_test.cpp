@@ -8,10 +8,10 @@
 
 #include "image/encode.h"
 #include "refusal.h"
-#include "server/base64.h"
-#include "server/chat_media.h"
-#include "server/chat_request.h"
-#include "server/responses_request.h"
+#include "server/media/base64.h"
+#include "server/media/chat_media.h"
+#include "server/requests/chat_request.h"
+#include "server/requests/responses_request.h"
 
 namespace qvl {
 namespace {

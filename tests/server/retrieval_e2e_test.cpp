@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "server/base64.h"
+#include "server/media/base64.h"
 #include "server_process.h"
 
 namespace qvl::test {

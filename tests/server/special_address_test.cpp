@@ -3,7 +3,7 @@
 // IPv6 form that carries an IPv4 address judged by that address.
 #include <gtest/gtest.h>
 
-#include "server/media.h"
+#include "server/media/media.h"
 
 namespace qvl {
 namespace {

@@ -3,7 +3,7 @@
 // dialect does not know is refused by name rather than sent on.
 #include <gtest/gtest.h>
 
-#include "server/sql_database.h"
+#include "server/jobs/sql_database.h"
 #include "util/error.h"
 
 namespace qvl {

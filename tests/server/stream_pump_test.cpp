@@ -2,7 +2,7 @@
 // events in order (opening, every piece, the final pieces once, closing),
 // keep-alive comments while a task waits in the queue, and a client that
 // goes away (or a write that fails) cancelling its task.
-#include "server/stream_pump.h"
+#include "server/routes/stream_pump.h"
 
 #include <gtest/gtest.h>
 
