@@ -164,13 +164,17 @@ void ServerCore::register_search_routes(HttpRouter& router) {
     SearchStore& store = index();
     IndexedFile r;
     guarded([&] {
-      // Pages one at a time under the memory of one page each; no request
-      // deadline (a long PDF takes as long as its pages).
-      MediaIntake intake(indexing_limits(media_limits(chat_limits)));
+      // Pages a few at a time (IndexOptions::batch_pages), each admitted by
+      // the memory budget as chat's images are (a page that can never fit is
+      // chat's 413 image_too_large); each few get the image time limit anew
+      // (MediaIntake::next_part), so a long PDF takes as long as its pages.
       std::lock_guard lock(retrieval_mutex);
+      MediaIntake intake(indexing_limits(media_limits(chat_limits)), &memory_admission);
       PageIndexer indexer(*engine, store, io);
       try {
         r = indexer.index_bytes(filename, bytes, intake);
+      } catch (const ApiError& e) {
+        throw ApiError(e.status(), e.code(), e.what(), "file_data");  // the memory budget's, naming the file's field
       } catch (const MediaTimeLimit& e) {
         throw ApiError(413, "file_too_large", e.what(), "file_data");
       } catch (const Error& e) {

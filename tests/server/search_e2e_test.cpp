@@ -4,7 +4,8 @@
 // (scores equal to /v1/embeddings' vectors' inner products), thumbnails and
 // page images, delete, and every refusal naming its field; reranking with a
 // reranker loaded beside the embedding model (--rerank-model), its scores
-// those of POST /v1/rerank for the same (question, page image) pairs.
+// those of POST /v1/rerank for the same (question, page image) pairs; and
+// indexing inside --memory-budget.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -256,6 +257,42 @@ TEST_F(SearchRerank, ScoresAreTheRerankRoutesSortedByThem) {
   expect_error(post_json(c, "/v1/search", {{"query", question}, {"collection", "rr"}, {"rerank", 2.5}}), 400, "rerank",
                "'rerank' must be an integer");
   EXPECT_EQ(c.Get("/health")->status, 200);
+}
+
+// POST /v1/index renders pages through the memory budget chat media use: a
+// page that cannot fit beside the KV caches is chat's 413, at a lower dpi it fits.
+TEST(SearchMemory, APageOverTheBudgetIsRefusedAsChatsImages) {
+  ServerProcess s([] {
+    std::vector<std::string> a = {"--task", "embed", "--weights", "f32"};
+    for (const std::string& x : media_budget_args(1 << 20)) a.push_back(x);
+    return a;
+  }());
+  auto c = s.client();
+  // 600 x 400 px at 144 dpi, with the renderer's working memory: over 1 MiB.
+  const std::string pdf = "data:application/pdf;base64," + base64(pdf_of_pages({text_page(300, 200)}));
+  auto r = post_json(c, "/v1/index", {{"file_data", pdf}, {"filename", "big.pdf"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 413) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["code"], "image_too_large") << e;
+  EXPECT_EQ(e["param"], "file_data") << e;
+  EXPECT_NE(e["message"].get<std::string>().find("over the server's image memory budget of 1048576 bytes"), std::string::npos)
+      << e;
+  // An 800 x 600 image: 1.44 MB of pixels, refused the same way.
+  auto big = post_json(c, "/v1/index", {{"file_data", png_data_uri("large_800x600")}, {"filename", "large.png"}});
+  ASSERT_TRUE(big);
+  ASSERT_EQ(big->status, 413) << big->body;
+  EXPECT_EQ(json::parse(big->body)["error"]["code"], "image_too_large");
+  // Nothing was stored; the same PDF at 72 dpi and a smaller image fit.
+  auto list = c.Get("/v1/index");
+  ASSERT_EQ(list->status, 200) << list->body;
+  EXPECT_EQ(json::parse(list->body)["data"].size(), 0u);
+  auto small = post_json(c, "/v1/index", {{"file_data", pdf}, {"filename", "big.pdf"}, {"dpi", 72}});
+  ASSERT_EQ(small->status, 200) << small->body;
+  EXPECT_EQ(json::parse(small->body)["pages"], 1);
+  auto png = post_json(c, "/v1/index", {{"file_data", png_data_uri()}, {"filename", "chart.png"}});
+  ASSERT_EQ(png->status, 200) << png->body;
+  EXPECT_EQ(s.stop(), 0) << s.log();
 }
 
 }  // namespace
