@@ -10,7 +10,7 @@ state, so a random-weight 2B made by build/make_random_model serves with --task 
             model's load (which a one-page `qvl embed` run measures), and with it
   passages  --passages texts of --passage-tokens tokens each embedded by one `qvl embed --inputs`
             call (the engine packs them into prefill batches): passages per second over the
-            command's own compute time (its timings) and over its wall time less the load.
+            command's own compute time (its timings), and over its wall time (the load included).
 
 Beside them, unless --skip-pytorch, the seeds' PyTorch stack (/work/shared/baselines/pytorch,
 qwen3vl_ref.py, bf16, --threads threads): it has no embedding function, but an embedding is one
@@ -86,8 +86,10 @@ def run_qvl(a, tmp):
     outcomes = [f.get("outcome") for f in r.get("files", [])]
     if outcomes and outcomes != ["added"]:
         sys.exit(f"embeddings.py: qvl index did not add the document: {text[:2000]}")
+    # The load as the one-page run measured it (the same files, the same weight cache).
+    work_s = wall - load_s if wall > 2 * load_s else wall
     out["index"] = {"pages": a.pages, "wall_s": round(wall, 3),
-                    "pages_per_minute": round(60 * a.pages / max(wall - load_s, 1e-9), 2),
+                    "pages_per_minute": round(60 * a.pages / work_s, 2),
                     "pages_per_minute_with_load": round(60 * a.pages / wall, 2)}
 
     inputs = os.path.join(tmp, "passages.json")
@@ -102,7 +104,7 @@ def run_qvl(a, tmp):
     out["passages"] = {"passages": a.passages, "prompt_tokens_mean": round(sum(tokens) / len(tokens), 1),
                        "wall_s": round(wall, 3), "compute_s": round(c, 3),
                        "passages_per_s": round(a.passages / c, 2),
-                       "passages_per_s_wall_less_load": round(a.passages / max(wall - load_s, 1e-9), 2)}
+                       "passages_per_s_with_load": round(a.passages / wall, 2)}
     return out
 
 
