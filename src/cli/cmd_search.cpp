@@ -16,7 +16,7 @@
 #include "cli/search_index.h"
 #include "engine/retrieval.h"
 #include "search/page_indexer.h"
-#include "search/page_source.h"
+#include "search/page_rerank.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -31,7 +31,7 @@ struct Ranked {
 };
 
 // The reranker's scores of the hits' pages against the query, each page
-// rendered again from its document (page_source.h).
+// rendered again from its document (search/page_rerank.h).
 std::vector<double> rerank_pages(const std::string& model_dir, const EngineParams& requested, const std::string& query,
                                  const std::vector<SearchHit>& hits, SearchStore& store, const PdfRenderRequest& pdf) {
   ModelChoice choice;
@@ -39,22 +39,9 @@ std::vector<double> rerank_pages(const std::string& model_dir, const EngineParam
   EngineParams params = engine_params(choice, requested);
   require_task(ModelTask::Rerank, std::nullopt, params.model_dir);
   MediaIntake intake{indexing_limits(MediaLimits{})};
-  RetrievalInput q;
-  q.texts.push_back(query);
-  std::vector<RetrievalInput> docs;
-  for (const SearchHit& h : hits) {
-    const std::optional<SearchDocument> doc = store.document(h.document_id);
-    if (!doc) fail("page ", h.page_id, " was removed while searching");
-    const std::vector<uint8_t> bytes = document_bytes(store, *doc, intake.limits().pdf.max_bytes);
-    RetrievalInput d;
-    d.images.push_back(page_image(bytes, h.page, pdf, intake, doc->path));
-    docs.push_back(std::move(d));
-  }
+  const std::vector<RetrievalInput> docs = page_documents(store, hits, pdf, intake);
   std::unique_ptr<Engine> engine = Engine::create(params);
-  const RerankResult r = rerank(*engine, q, docs, {});
-  std::vector<double> out;
-  for (const RerankScore& s : r.scores) out.push_back(s.score);
-  return out;
+  return rerank_scores(*engine, query, docs);
 }
 
 void print_table(const std::vector<Ranked>& ranked) {

@@ -35,6 +35,31 @@ std::string served_name(std::string model) {
   return model;
 }
 
+// --rerank-model: a Qwen3-VL-Reranker beside the embedding model, with its
+// images capped as the embedding model's, one sequence (it only scores, one
+// call at a time under the routes' engine lock) of the embedding model's
+// context, its KV cache counted in --memory-budget.
+std::unique_ptr<Engine> load_reranker(const ModelChoice& model, const EngineParams& requested,
+                                      const EngineParams& embedding, int64_t slot_ctx, const std::string& dir,
+                                      Server& server) {
+  ModelChoice choice = model;  // the same hub source options
+  choice.model = dir;
+  EngineParams params = engine_params(choice, requested);
+  if (shipped_task(params.model_dir) != ModelTask::Rerank)
+    throw UsageError(cat("serve: --rerank-model ", choice.model, " is not a Qwen3-VL-Reranker folder (it ships no ",
+                         "scripts/qwen3_vl_reranker.py)"));
+  params.pixel_cap = embedding.pixel_cap;
+  params.default_max_tokens = embedding.default_max_tokens;
+  params.slots = 1;
+  params.ctx_size = slot_ctx;
+  params.memory = &server.memory();
+  std::unique_ptr<Engine> reranker = Engine::create(params);
+  std::cerr << "qvl serve: reranker " << served_name(choice.model) << " loaded ("
+            << weight_format_name(reranker->info().weights) << ", " << static_cast<int>(reranker->info().load_ms)
+            << " ms)\n";
+  return reranker;
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -92,12 +117,15 @@ int cmd_serve(int argc, char** argv) {
     }
   });
 
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Engine> engine, reranker;
   ModelTask served = ModelTask::Chat;
   int page_window = 0;
   try {
     EngineParams params = engine_params(model, requested);
     served = served_task(task, params.model_dir);
+    if (!options.rerank_model.empty() && served != ModelTask::Embed)
+      throw UsageError(cat("serve: --rerank-model is for an embedding server (--task embed), whose POST /v1/search it "
+                           "reranks; this one serves ", task_name(served)));
     params.pixel_cap = options.max_image_pixels;
     // The retrieval models resize within their scripts' range, which the
     // chat default of --max-image-pixels would cut; a cap given is kept.
@@ -123,12 +151,14 @@ int cmd_serve(int argc, char** argv) {
               << " tokens, loaded in " << static_cast<int>(info.load_ms) << " ms, task " << task_name(served)
               << ")\n";
     page_window = chosen.page_window;
+    if (!options.rerank_model.empty()) reranker = load_reranker(model, requested, params, info.slot_ctx, options.rerank_model, server);
   } catch (...) {
     load_failed.store(true);
     kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()
     signal_thread.join();
     throw;
   }
+  if (reranker) server.attach_reranker(std::move(reranker));
   server.attach(std::move(engine), served, page_window);
   attached.store(true);
   server.wait();

@@ -218,6 +218,11 @@ void visit_options(ServerOptions& o, Args& v) {
     "postgresql://USER@HOST/DB with pgvector")
       .unset("sqlite:STATE_DIR/search.db")
       .env("QVL_INDEX_DB");
+  v(o.rerank_model, "rerank-model", "DIR",
+    "with --task embed: a Qwen3-VL-Reranker model folder or repo id loaded beside the embedding model, so "
+    "POST /v1/search can rescore its best pages (\"rerank\": K)")
+      .unset("none: /v1/search refuses rerank")
+      .env("QVL_RERANK_MODEL");
   v(o.max_image_pixels, "max-image-pixels", "N",
     "cap on an image's area after resizing (per-request max_pixels is clamped to it)")
       .range(1024, int64_t{1} << 32);

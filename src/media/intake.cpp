@@ -56,6 +56,11 @@ size_t max_media_bytes(const MediaLimits& limits) {
 MediaIntake::MediaIntake(const MediaLimits& limits, MemoryAdmission* admission, Clock::time_point start)
     : limits_(limits), admission_(admission), deadline_(media_deadline(admission, start)) {}
 
+void MediaIntake::next_part(Clock::time_point start) {
+  held_ = 0;
+  deadline_ = media_deadline(admission_, start);
+}
+
 double MediaIntake::seconds_left(const std::string& param) const {
   if (deadline_ == Clock::time_point::max()) return 0;
   const double left = std::chrono::duration<double>(deadline_ - Clock::now()).count();

@@ -196,6 +196,13 @@ class MediaIntake {
   std::shared_ptr<const Image> thumbnail(const PdfDocument& doc, int index, double dpi, int64_t width, int64_t height,
                                          const std::string& param);
 
+  // For work that takes its media a few at a time and drops each part
+  // before the next (indexing a document's pages, reranking a search's):
+  // the media handed out so far are gone, so what the request holds starts
+  // again from nothing, and its time limit runs again from `start`. The
+  // pages and pixels planned stay counted against the limits.
+  void next_part(Clock::time_point start = Clock::now());
+
   // Bytes of pixels this request's media hold so far.
   uint64_t held_bytes() const { return held_; }
   // PDF pages planned so far (plan_pdf, count_pdf_pages).

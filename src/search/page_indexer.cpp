@@ -126,6 +126,7 @@ IndexedFile PageIndexer::store_pages(SearchDocument doc, std::span<const uint8_t
     const size_t first = pages.size() - batch.size();
     for (size_t i = 0; i < batch.size(); ++i) pages[first + i].vector = std::move(r.embeddings[i]);
     batch.clear();
+    intake.next_part();  // the batch's pages are dropped: the next ones are admitted afresh
   };
   try {
     for_each_page(bytes, options_.pdf, intake, doc.path, [&](int64_t number, std::shared_ptr<const Image> image) {

@@ -277,6 +277,8 @@ void Server::attach(std::unique_ptr<Engine> engine, ModelTask task, int page_win
   c.ready.store(true);
 }
 
+void Server::attach_reranker(std::unique_ptr<Engine> reranker) { impl_->core.reranker = std::move(reranker); }
+
 bool Server::shutdown() {
   ServerCore& c = impl_->core;
   if (c.draining.exchange(true)) return true;

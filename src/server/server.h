@@ -30,6 +30,9 @@ class Server {
   // the others answer 400 saying what is served). page_window: pages of one
   // per-page job run at once (JobRunner::set_window); 0 keeps the default.
   void attach(std::unique_ptr<Engine> engine, ModelTask task = ModelTask::Chat, int page_window = 0);
+  // A reranker beside an embedding model (--rerank-model), for POST
+  // /v1/search's "rerank"; before attach().
+  void attach_reranker(std::unique_ptr<Engine> reranker);
   // Stops accepting new work, gives running work the grace period, cancels
   // the rest, waits for open responses to end, closes the port. False when
   // cancelled work did not stop in time (the caller should then just exit).

@@ -42,6 +42,7 @@ struct ServerCore {
   JsonLimits json_limits;
   ServerMemoryAdmission memory_admission{options.memory};  // image decoding's memory and places, across requests
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<Engine> reranker;  // --rerank-model (routes_search.cpp), under retrieval_mutex as the engine; or none
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<JobRunner>
       job_runner;  // runs stored jobs (routes_jobs.cpp); stops claiming before the scheduler drains

@@ -30,6 +30,7 @@ struct ServerOptions {
   int64_t max_embedding_inputs = 256;  // items of one /v1/embeddings request (413 beyond)
   int64_t max_rerank_documents = 256;  // documents of one /v1/rerank request (413 beyond)
   std::string index_db;                // the search index (routes_search.cpp); empty: sqlite at STATE_DIR/search.db
+  std::string rerank_model;  // with --task embed: a reranker loaded beside it for /v1/search "rerank"; empty: none
   MediaOptions media;
   MemoryAdmissionOptions memory;  // decoding's memory budget, places and time (memory_admission.h)
   SchedulerOptions scheduler;

@@ -277,6 +277,29 @@ TEST(PdfPlan, PlannedPagesAreCheckedAgainstTheBudgetBeforeRendering) {
   EXPECT_NO_THROW(roomy.check_planned_pages_fit());
 }
 
+TEST(PdfPlan, PagesDroppedBetweenPartsAreNotCountedAgain) {
+  // 8 MiB of media: a 640 x 480 page holds 0.9 MB and peaks at 3.4 MB while rendered, so
+  // without next_part the pages a request held add up and the sixth one cannot fit.
+  MemoryAdmissionOptions options;
+  options.memory_budget_bytes = 8 << 20;
+  MemoryAdmission admission(options);
+  const std::vector<uint8_t> pdf = pdf_bytes(12);
+  MediaIntake held{MediaLimits{}, &admission};
+  MediaIntake::PlannedPdf plan = held.plan_pdf(pdf, PdfRenderRequest{});
+  EXPECT_THROW(for (const PdfPagePlan& p : plan.pages) held.pdf_page(plan.doc, p, "page"), MediaRefusal);
+  EXPECT_EQ(admission.reserved_bytes(), 0u);  // every page dropped
+  // A batch at a time, each dropped before the next: every page fits.
+  MediaIntake parts{MediaLimits{}, &admission};
+  plan = parts.plan_pdf(pdf, PdfRenderRequest{});
+  for (const PdfPagePlan& p : plan.pages) {
+    EXPECT_EQ(parts.pdf_page(plan.doc, p, "page")->width, 640);
+    EXPECT_EQ(parts.held_bytes(), uint64_t{640} * 480 * 3);
+    parts.next_part();
+    EXPECT_EQ(parts.held_bytes(), 0u);
+  }
+  EXPECT_EQ(parts.pdf_pages_planned(), 12);  // still counted against the request's page cap
+}
+
 TEST(PdfPlan, AThumbnailIsRenderedThroughTheIntakeAndNotHeld) {
   MediaIntake intake{MediaLimits{}};
   const PdfDocument doc = intake.open_pdf(pdf_bytes(2));

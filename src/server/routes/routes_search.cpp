@@ -2,24 +2,29 @@
 // embedding model): POST /v1/index adds a PDF or an image to a collection
 // (one vector per page, search/page_indexer.h), GET /v1/index[?collection=]
 // lists what is indexed, DELETE /v1/index/{id} removes a document, POST /v1/search ranks a
-// collection's pages against a question, and GET
+// collection's pages against a question ("rerank": K rescores the best K
+// with the reranker of --rerank-model, search/page_rerank.h), and GET
 // /v1/index/pages/{id}/thumbnail and …/image give a page's thumbnail and the
 // page itself (JPEG; the page shows hits with the first and attaches the
 // second to a chat).
 //
 // The index is --index-db (SQLite at STATE_DIR/search.db by default), opened
-// at its first use. The engine runs under retrieval_mutex, as the embeddings
-// route's calls do: indexing a long PDF holds it for every page.
+// at its first use. The engines (the embedding model, and the reranker when
+// there is one) run under retrieval_mutex, as the embeddings route's calls
+// do: indexing a long PDF holds it for every page.
 #include <algorithm>
 #include <cctype>
+#include <numeric>
 
 #include "image/encode.h"
 #include "search/page_indexer.h"
+#include "search/page_rerank.h"
 #include "search/page_source.h"
 #include "search/search_store_open.h"
 #include "server/jobs/job_store_open.h"
 #include "server/jobs/job_store_postgres.h"
 #include "server/media/media.h"
+#include "server/requests/chat_request.h"
 #include "server/server_core.h"
 #include "util/error.h"
 #include "util/json_number.h"
@@ -32,6 +37,7 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr int64_t kMaxTopK = 100;
+constexpr int64_t kMaxRerank = 100;  // pages one search rescores with --rerank-model
 constexpr int kPageImageQuality = 90;  // a page attached to a chat: read by the model, not only by eyes
 
 void only_fields(const ojson& body, std::initializer_list<const char*> known) {
@@ -137,6 +143,12 @@ class SearchRoutes {
 
  private:
   SearchStore& index() const;
+  // "rerank": K: the K best hits' pages rendered again at the default dpi
+  // (as rendered_page renders them), a few at a time under the memory
+  // budget, scored by the reranker and reordered by that score; the top_k
+  // best of them kept, their scores in `scores`.
+  void rerank_best(std::vector<SearchHit>& hits, std::vector<double>& scores, int64_t k, int64_t top_k,
+                   const std::string& query, SearchStore& store) const;
   ServerCore& core_;
 };
 
@@ -182,13 +194,17 @@ void SearchRoutes::add_document(HttpRequest& req, HttpResponse& res) const {
   SearchStore& store = index();
   IndexedFile r;
   guarded([&] {
-    // Pages one at a time under the memory of one page each; no request
-    // deadline (a long PDF takes as long as its pages).
-    MediaIntake intake(indexing_limits(media_limits(core_.chat_limits)));
+    // Pages a few at a time (IndexOptions::batch_pages), each admitted by
+    // the memory budget as chat's images are (a page that can never fit is
+    // chat's 413 image_too_large); each few get the image time limit anew
+    // (MediaIntake::next_part), so a long PDF takes as long as its pages.
     std::lock_guard lock(core_.retrieval_mutex);
+    MediaIntake intake(indexing_limits(media_limits(core_.chat_limits)), &core_.memory_admission);
     PageIndexer indexer(*core_.engine, store, io);
     try {
       r = indexer.index_bytes(filename, bytes, intake);
+    } catch (const ApiError& e) {
+      throw ApiError(e.status(), e.code(), e.what(), "file_data");  // the memory budget's, naming the file's field
     } catch (const MediaTimeLimit& e) {
       throw ApiError(413, "file_too_large", e.what(), "file_data");
     } catch (const Error& e) {
@@ -284,9 +300,10 @@ void SearchRoutes::search(HttpRequest& req, HttpResponse& res) const {
     bad_request("query", cat("'query' is over ", core_.chat_limits.max_text_bytes, " bytes"));
   const std::string collection = collection_field(body);
   const int64_t top_k = integer_field(body, "top_k", 1, kMaxTopK, 10);
-  if (body.contains("rerank") && !body["rerank"].is_null() && body["rerank"] != 0 && body["rerank"] != false)
-    bad_request("rerank", "this server has no reranker model: rerank with POST /v1/rerank on a server started "
-                          "with --task rerank, or `qvl search --rerank K --rerank-model DIR`");
+  const int64_t rerank_k = integer_field(body, "rerank", 1, kMaxRerank, 0);
+  if (rerank_k > 0 && !core_.reranker)
+    bad_request("rerank", "this server has no reranker model: start it with --rerank-model DIR (a Qwen3-VL-Reranker) "
+                          "beside the embedding model to rerank, or use `qvl search --rerank K --rerank-model DIR`");
   SearchStore& store = index();
   std::optional<SearchCollection> c;
   guarded([&] {
@@ -308,7 +325,9 @@ void SearchRoutes::search(HttpRequest& req, HttpResponse& res) const {
       throw ApiError(400, "invalid_input", e.what(), "query");
     }
   }
-  const std::vector<SearchHit> hits = guarded([&] { return store.search(collection, q, top_k); });
+  std::vector<SearchHit> hits = guarded([&] { return store.search(collection, q, std::max(top_k, rerank_k)); });
+  std::vector<double> rerank_scores;
+  if (rerank_k > 0) rerank_best(hits, rerank_scores, rerank_k, top_k, query, store);
   json data = json::array();
   for (size_t i = 0; i < hits.size(); ++i) {
     const SearchHit& h = hits[i];
@@ -321,12 +340,40 @@ void SearchRoutes::search(HttpRequest& req, HttpResponse& res) const {
                     {"page", h.page},
                     {"thumbnail_url", cat("/v1/index/pages/", h.page_id, "/thumbnail")},
                     {"image_url", cat("/v1/index/pages/", h.page_id, "/image")}});
+    if (rerank_k > 0) data.back()["rerank_score"] = rerank_scores[i];
   }
   {
     std::lock_guard lock(rec->mutex);
     rec->fields["results"] = hits.size();
+    if (rerank_k > 0) rec->fields["reranked"] = rerank_k;
   }
   reply_json(res, 200, {{"object", "list"}, {"query", query}, {"collection", collection}, {"data", std::move(data)}});
+}
+
+void SearchRoutes::rerank_best(std::vector<SearchHit>& hits, std::vector<double>& scores, int64_t k, int64_t top_k,
+                               const std::string& query, SearchStore& store) const {
+  hits.resize(std::min(hits.size(), static_cast<size_t>(k)));
+  std::vector<double> s;
+  try {
+    MediaIntake intake(indexing_limits(media_limits(core_.chat_limits)), &core_.memory_admission);
+    s = rerank_hits(*core_.reranker, core_.retrieval_mutex, query, hits, store, PdfRenderRequest{}, intake);
+  } catch (const ApiError& e) {
+    throw ApiError(e.status(), e.code(), e.what(), "rerank");  // the memory budget's: the pages are rerank's
+  } catch (const MediaTimeLimit& e) {
+    refuse_time_limit(e, "rerank");
+  } catch (const PageUnavailable& e) {
+    throw ApiError(410, "page_gone", cat("a page cannot be rendered again for reranking: ", e.what()), "rerank");
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_input", e.what(), "query");  // the reranker's refusal of the prompt
+  }
+  std::vector<size_t> order(hits.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
+  order.resize(std::min(order.size(), static_cast<size_t>(top_k)));
+  std::vector<SearchHit> kept;
+  scores.clear();
+  for (size_t i : order) kept.push_back(hits[i]), scores.push_back(s[i]);
+  hits = std::move(kept);
 }
 
 }  // namespace
