@@ -27,9 +27,10 @@ Prints one JSON object (and writes it to --json). A short smoke run with the tin
   python3 bench/embeddings.py --model tests/fixtures/tiny-qwen3vl --weights f32 --pages 2 \\
       --passages 8 --torch-passages 2
 """
-import argparse, json, os, platform, random, subprocess, sys, tempfile, time
+import argparse, json, os, random, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from documents import machine  # noqa: E402  (the same machine facts in both reports)
 from pdf_writer import LETTER, document_pdf, png_of_size  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,15 +212,6 @@ def pytorch_worker(a):
                            "passages_per_s": round(len(steady) / sum(steady), 2)}
     res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(res), flush=True)
-
-
-def machine():
-    cpu = ""
-    try:
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "system": platform.platform()}
 
 
 def main():
