@@ -92,7 +92,9 @@ TEST_F(Search, IndexListSearchThumbnailsAndDelete) {
   ASSERT_EQ(hits.size(), 3u);
   for (size_t i = 0; i < hits.size(); ++i) {
     EXPECT_EQ(hits[i]["rank"], i + 1);
-    if (i > 0) EXPECT_GE(hits[i - 1]["score"].get<double>(), hits[i]["score"].get<double>());
+    if (i > 0) {
+      EXPECT_GE(hits[i - 1]["score"].get<double>(), hits[i]["score"].get<double>());
+    }
   }
   // The image's score is the inner product of the model's own vectors.
   auto q = post_json(c, "/v1/embeddings", {{"input", {{{"text", "a gradient chart"}, {"instruction", kQueryInstruction}},
@@ -232,7 +234,9 @@ TEST_F(SearchRerank, ScoresAreTheRerankRoutesSortedByThem) {
     ASSERT_TRUE(hits[i].contains("rerank_score")) << hits[i];
     EXPECT_NEAR(hits[i]["rerank_score"].get<double>(), want.at(hits[i]["filename"]), 1e-5) << hits[i];
     EXPECT_TRUE(hits[i]["score"].is_number());
-    if (i > 0) EXPECT_GE(hits[i - 1]["rerank_score"].get<double>(), hits[i]["rerank_score"].get<double>());
+    if (i > 0) {
+      EXPECT_GE(hits[i - 1]["rerank_score"].get<double>(), hits[i]["rerank_score"].get<double>());
+    }
   }
   // The best K by vector are rescored, the best top_k of them returned.
   auto two = post_json(c, "/v1/search", {{"query", question}, {"collection", "rr"}, {"top_k", 2}, {"rerank", 3}});
