@@ -183,6 +183,14 @@ struct GenerateRequest {
   // Thinking models only (EngineInfo::thinking): after this many reasoning
   // tokens "</think>" is forced, so the reply starts. Unset: no limit.
   std::optional<int64_t> reasoning_budget;
+  // Requests of one non-empty flow (a document job's pages) are encoded
+  // (vision, prefill) one at a time, in the order their runs began: the
+  // first page's first token comes as soon as it would alone, and each next
+  // page joins the decoding batch as soon as it is in, instead of all of
+  // them waiting on every page's encode shared out round-robin. Requests of
+  // different flows, and those without one, share each step as before, so
+  // a chat request is not queued behind a document.
+  std::string flow;
 };
 
 // TokenLogprob (sampler.h): what top_logprobs reports per token.

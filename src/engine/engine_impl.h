@@ -63,6 +63,7 @@ struct Engine::Run {
 
   int64_t prompt_length() const { return static_cast<int64_t>(prompt.ids.size()); }
   bool cancelled() const { return request->cancel && request->cancel->load(); }
+  bool encoding() const { return stage == Stage::Vision || stage == Stage::Prefill; }
   // Hands a piece of an answer to the callbacks; false (and every answer
   // stops) when one of them asks to stop.
   bool emit(Answer& a, const std::string& piece, const TokenLogprob* logprob);
@@ -103,6 +104,7 @@ struct Engine::Impl {
   std::vector<DecodeRow> decode_rows;
   std::vector<int32_t> decode_tokens;
   std::vector<char> is_decoding;  // [runs]
+  std::vector<char> encoding_now;  // [runs] given a vision or prefill unit this step (GenerateRequest::flow)
   std::vector<Pos3> batch_pos;
   std::vector<KvCache*> batch_caches;
   std::vector<int64_t> batch_counts;  // [answers] tokens each feeds

@@ -456,9 +456,22 @@ void Engine::step(std::span<Run* const> runs, std::span<StepResult> results) {
   // streams are not held up by a whole `batch` of prefill. Likewise a vision
   // encode is cut into pieces whenever it has company.
   const int64_t piece = decoding ? m.params.interleave_batch : m.params.batch;
-  const bool alone = runs.size() == 1;
+  // A run waits while an earlier run of its flow is still being encoded
+  // (GenerateRequest::flow); it keeps its slot and goes on next step.
+  m.encoding_now.assign(runs.size(), 0);
   for (size_t i = 0; i < runs.size(); ++i) {
     if (m.is_decoding[i]) continue;
+    const std::string& flow = runs[i]->request->flow;
+    const bool waits = !flow.empty() && std::any_of(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(i),
+                                                    [&](const Run* r) {
+                                                      return r->request->flow == flow && r->encoding();
+                                                    });
+    if (waits) results[i].more = true;
+    else m.encoding_now[i] = 1;
+  }
+  const bool alone = !decoding && std::count(m.encoding_now.begin(), m.encoding_now.end(), 1) == 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!m.encoding_now[i]) continue;
     try {
       results[i].more = m.unit(*runs[i], piece, alone);
     } catch (...) {

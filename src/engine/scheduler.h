@@ -102,6 +102,10 @@ class Task {
   double longest_gap_while_encoding_ms() const { return longest_gap_while_encoding_ms_.load(); }
   const GenerateRequest& request() const { return request_; }
 
+  // The flow the task's request is encoded in (GenerateRequest::flow: a
+  // document job's pages, one at a time). Set before submit().
+  void set_flow(std::string flow) { request_.flow = std::move(flow); }
+
   // Called once on the thread that finishes the task (metrics, logs). Set
   // before submit().
   void set_on_done(std::function<void(const Task&)> f) { on_done_ = std::move(f); }

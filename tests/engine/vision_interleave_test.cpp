@@ -1,8 +1,9 @@
 // The Vision stage cut into pieces between other runs' decode steps
 // (Engine::step of several runs), on the fixture model: the other stream gets
 // a token in every step while an image is encoded, the image's answer is the
-// same bits as when it runs alone, a run alone encodes in one step, and a run
-// cancelled mid-encode leaves the engine healthy.
+// same bits as when it runs alone, a run alone encodes in one step, a run
+// cancelled mid-encode leaves the engine healthy, and the runs of one flow
+// (a document's pages) are encoded one after another.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -136,6 +137,62 @@ TEST_P(VisionInterleave, CancelledMidEncodeLeavesTheEngineHealthy) {
   EXPECT_EQ(r.token_ids, want_a);
   EXPECT_EQ(r.timings.image_cache_misses, 1);
   EXPECT_EQ(e->image_cache_stats().entries, 1u);
+}
+
+// GenerateRequest::flow: two pages of one document (one flow) and a chat
+// request started together. The second page is not encoded while the first
+// is (it waits in Vision, its slot kept), the chat request is encoded beside
+// the first page all along, the second page starts as soon as the first is
+// decoding and then encodes in pieces between the first's tokens; every
+// answer has the bits it has alone.
+TEST_P(VisionInterleave, PagesOfOneFlowAreEncodedOneAfterAnother) {
+  EngineParams p;
+  p.model_dir = kFixtures + "/tiny-qwen3vl";
+  p.weights = GetParam();
+  p.threads = 2;
+  p.ctx_size = 3 * 2048;
+  p.slots = 3;
+  p.batch = 64;
+  p.interleave_batch = 16;
+  auto e = Engine::create(p);
+  GenerateRequest page1 = image_request(), page2 = image_request();
+  // The first page the larger: round-robin would finish the second first.
+  page1.messages[0].parts[0].image = fixture_image("large_800x600.png");
+  page1.max_tokens = page2.max_tokens = 300;
+  page1.flow = page2.flow = "batch-1";
+  GenerateRequest chat = user_request({fixture_image("gradient_320x240.png")}, "Describe it.", 300);
+  for (GenerateRequest* r : {&page1, &page2, &chat}) r->repetition_guard.window = 0;  // random weights loop
+  const std::vector<int32_t> want1 = alone(*e, page1), want2 = alone(*e, page2), want_chat = alone(*e, chat);
+  GenerateCallbacks cb;
+  Engine::RunPtr a = e->begin(page1, cb, 0), b = e->begin(page2, cb, 1), c = e->begin(chat, cb, 2);
+  Engine::Run* all[3] = {a.get(), b.get(), c.get()};
+  auto step_all = [&] {
+    for (const Engine::StepResult& r : e->step(all))
+      if (r.error) std::rethrow_exception(r.error);
+  };
+  int steps = 0;
+  bool chat_moved = false;
+  while (e->run_stage(*a) != Engine::RunStage::Decode) {
+    ASSERT_EQ(e->run_stage(*b), Engine::RunStage::Vision) << "page 2 encoded beside page 1, step " << steps;
+    step_all();
+    chat_moved |= e->run_stage(*c) != Engine::RunStage::Vision;
+    ASSERT_LT(++steps, 1000);
+  }
+  EXPECT_TRUE(chat_moved) << "the chat request waited on the document's first page";
+  EXPECT_GT(steps, 2);  // the first page was encoded in pieces, with company
+  // Page 2 now encodes, page 1 getting a token every step meanwhile.
+  int page2_steps = 0;
+  while (e->run_stage(*b) == Engine::RunStage::Vision || e->run_stage(*b) == Engine::RunStage::Prefill) {
+    const int64_t before = e->run_tokens(*a);
+    step_all();
+    EXPECT_EQ(e->run_tokens(*a), before + 1) << "page 1 got no token in page 2's encode step " << page2_steps;
+    ASSERT_LT(++page2_steps, 1000);
+  }
+  EXPECT_GT(page2_steps, 0);
+  for (Engine::RunPtr* r : {&a, &b, &c}) finish(*e, **r);
+  EXPECT_EQ(e->end(*a).token_ids, want1);
+  EXPECT_EQ(e->end(*b).token_ids, want2);
+  EXPECT_EQ(e->end(*c).token_ids, want_chat);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, VisionInterleave, ::testing::Values(WeightFormat::F32, WeightFormat::BF16),

@@ -362,6 +362,9 @@ void JobRunner::start(std::unique_lock<std::mutex>& lock, Held& h) {
   if (h.cancelled) return finish_here({JobState::Cancelled, nullptr, nullptr});
   if (!hooks_.queue_has_room()) return;  // waits for a place (start_waiting)
   const std::shared_ptr<Task> task = h.page->task;
+  // A document's pages are encoded one after another, each joining the
+  // decoding batch as soon as it is in (GenerateRequest::flow).
+  if (h.claim.batch) task->set_flow(h.claim.batch->id);
   lock.unlock();
   const Scheduler::Refusal refusal = hooks_.submit(task);
   lock.lock();
