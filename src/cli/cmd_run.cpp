@@ -14,7 +14,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/run_pages.h"
+#include "engine/compute_threads.h"
 #include "engine/engine.h"
+#include "engine/parallelism.h"
 #include "image/image.h"
 #include "media/intake.h"
 #include "util/args.h"
@@ -47,6 +49,7 @@ int cmd_run(int argc, char** argv) {
   GenerateRequest req;
   std::string question, json_schema, format = "text";
   bool json = false, verbose = false, per_page = false, progress = false;
+  int parallel = 1;
   visit_options(model, args);
   visit_options(requested, args);
   visit_options(prompt, args);
@@ -63,6 +66,10 @@ int cmd_run(int argc, char** argv) {
   args(per_page, "per-page",
        "ask the question of each page of the PDF (the one --image that is a PDF) on its own: the answers in page "
        "order, text after a \"<!-- page N -->\" line, json one object per page and line");
+  args(parallel, "parallel", "N",
+       "with --per-page, pages asked at once, their answers decoded together and written in page order; "
+       "default: what serve would choose from memory and cores")
+      .range(1, 64);
   args(progress, "progress",
        "with --per-page, a line per page on stderr (\"page 3/10: 500 tokens, 41.2 s\"); on when stderr is a terminal");
   if (!args.parse(argc, argv)) return 0;
@@ -139,6 +146,19 @@ int cmd_run(int argc, char** argv) {
   user.parts.push_back({question, nullptr});
   req.messages.push_back(std::move(user));
 
+  if (pages) {
+    // --per-page: a KV cache per page in flight, each the context a lone
+    // question has (--ctx-size), as many as serve would run (parallelism.h).
+    MemoryFacts facts = memory_facts(params, memory.memory_budget_bytes, kAutoMediaBudget);
+    facts.sequence_tokens = params.ctx_size;
+    ParallelismAsked asked;
+    if (args.has("parallel")) asked.sequences = parallel;
+    const Parallelism chosen = choose_parallelism(facts, compute_threads(params.threads), asked);
+    params.slots = std::max(1, std::min<int>(chosen.sequences, static_cast<int>(pages->pdf.pages.size())));
+    params.ctx_size *= params.slots;
+  } else if (args.has("parallel")) {
+    throw UsageError("run: --parallel applies to --per-page, which is not given");
+  }
   std::unique_ptr<Engine> engine = Engine::create(params);
   const EngineInfo& info = engine->info();
   if (verbose)

@@ -191,6 +191,44 @@ TEST(RunPdfCli, PerPageProgressIsOnWhenStderrIsATerminal) {
   EXPECT_EQ(json_lines(text.str()).size(), 3u) << text.str();
 }
 
+// --parallel N: N pages asked at once, their answers decoded together,
+// and written just as one page at a time writes them: the same pages in
+// the same order, each with the tokens it has alone (batching changes
+// speed, never answers), text and JSON alike.
+TEST(RunPdfCli, PerPageParallelWritesWhatOneAtATimeWrites) {
+  const TempFile pdf(three_pages());
+  auto per_page = [&](const std::string& format, const std::string& parallel) {
+    const QvlResult r = run_qvl({"run", "--model", kFixtures + "/tiny-qwen3vl", "--threads", "2", "--prompt",
+                                 "Read the document.", "--temperature", "0", "--max-tokens", "24", "--ignore-eos",
+                                 "--repetition-guard", "0", "--output-format", format, "--image", pdf.path,
+                                 "--per-page", "--pages", "2,3,1", "--parallel", parallel});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  for (const std::string format : {"text", "json"}) {
+    SCOPED_TRACE(format);
+    const std::string one = per_page(format, "1"), three = per_page(format, "3");
+    if (format == "text") {
+      EXPECT_EQ(three, one);
+      EXPECT_LT(three.find("<!-- page 2 -->"), three.find("<!-- page 3 -->"));
+      EXPECT_LT(three.find("<!-- page 3 -->"), three.find("<!-- page 1 -->"));
+      continue;
+    }
+    const std::vector<nlohmann::json> a = json_lines(one), b = json_lines(three);
+    ASSERT_EQ(a.size(), 3u) << one;
+    ASSERT_EQ(b.size(), 3u) << three;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(b[i]["page"], a[i]["page"]);
+      EXPECT_EQ(b[i]["token_ids"], a[i]["token_ids"]);
+      EXPECT_EQ(b[i]["text"], a[i]["text"]);
+      EXPECT_EQ(b[i]["token_ids"].size(), 24u);
+    }
+  }
+  const QvlResult r = run({"--image", pdf.path, "--parallel", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run: --parallel applies to --per-page, which is not given"), std::string::npos) << r.err;
+}
+
 TEST(RunPdfCli, PerPageAndProgressNeedAPdfAndEachOther) {
   QvlResult r = run({"--image", kFixtures + "/golden/images/gradient_320x240.png", "--per-page"});
   EXPECT_EQ(r.code, 2);
