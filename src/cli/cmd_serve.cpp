@@ -39,22 +39,26 @@ std::string served_name(std::string model) {
 // images capped as the embedding model's, one sequence (it only scores, one
 // call at a time under the routes' engine lock) of the embedding model's
 // context, its KV cache counted in --memory-budget.
-std::unique_ptr<Engine> load_reranker(const ModelChoice& model, const EngineParams& requested,
-                                      const EngineParams& embedding, int64_t slot_ctx, const std::string& dir,
-                                      Server& server) {
+// --rerank-model's folder (downloaded when a repo id), checked to be a reranker.
+EngineParams reranker_params(const ModelChoice& model, const EngineParams& requested, const std::string& dir) {
   ModelChoice choice = model;  // the same hub source options
   choice.model = dir;
   EngineParams params = engine_params(choice, requested);
   if (shipped_task(params.model_dir) != ModelTask::Rerank)
     throw UsageError(cat("serve: --rerank-model ", choice.model, " is not a Qwen3-VL-Reranker folder (it ships no ",
                          "scripts/qwen3_vl_reranker.py)"));
+  return params;
+}
+
+std::unique_ptr<Engine> load_reranker(EngineParams params, const EngineParams& embedding, int64_t slot_ctx,
+                                      const std::string& dir, Server& server) {
   params.pixel_cap = embedding.pixel_cap;
   params.default_max_tokens = embedding.default_max_tokens;
   params.slots = 1;
   params.ctx_size = slot_ctx;
   params.memory = &server.memory();
   std::unique_ptr<Engine> reranker = Engine::create(params);
-  std::cerr << "qvl serve: reranker " << served_name(choice.model) << " loaded ("
+  std::cerr << "qvl serve: reranker " << served_name(dir) << " loaded ("
             << weight_format_name(reranker->info().weights) << ", " << static_cast<int>(reranker->info().load_ms)
             << " ms)\n";
   return reranker;
@@ -136,6 +140,15 @@ int cmd_serve(int argc, char** argv) {
     // are chosen from memory and cores (engine/parallelism.h).
     MemoryFacts facts = memory_facts(params, options.memory.memory_budget_bytes, kAutoMediaBudget);
     facts.page_bytes = static_cast<uint64_t>(options.media.pdf.max_page_pixels) * 3;  // RGB
+    std::optional<EngineParams> rerank;
+    if (!options.rerank_model.empty()) {
+      // The reranker's weights and its one sequence (load_reranker) take
+      // their share before the embedding model's sequences are counted.
+      rerank = reranker_params(model, requested, options.rerank_model);
+      const MemoryFacts r = memory_facts(*rerank, options.memory.memory_budget_bytes, kAutoMediaBudget);
+      facts.companion_weights_bytes = r.weights_bytes;
+      facts.companion_kv_bytes = r.kv_bytes_per_token * static_cast<uint64_t>(facts.sequence_tokens);
+    }
     ParallelismAsked asked;
     if (parallel_given) asked.sequences = options.scheduler.parallel;
     if (args.has("ctx-size")) asked.ctx_size = params.ctx_size;
@@ -151,7 +164,7 @@ int cmd_serve(int argc, char** argv) {
               << " tokens, loaded in " << static_cast<int>(info.load_ms) << " ms, task " << task_name(served)
               << ")\n";
     page_window = chosen.page_window;
-    if (!options.rerank_model.empty()) reranker = load_reranker(model, requested, params, info.slot_ctx, options.rerank_model, server);
+    if (rerank) reranker = load_reranker(*rerank, params, info.slot_ctx, options.rerank_model, server);
   } catch (...) {
     load_failed.store(true);
     kill(getpid(), SIGTERM);  // release the signal thread before the error reaches main()

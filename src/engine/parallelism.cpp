@@ -14,9 +14,12 @@ uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 // Bytes the KV caches may take: with a budget, what it leaves beside the
 // media's share (at most a quarter of it, so a small budget is not all
 // media); without, half of what the machine has beside weights and media.
+// A companion model's sequence comes out of it either way.
 uint64_t kv_room(const MemoryFacts& f) {
-  if (f.memory_budget) return minus(*f.memory_budget, std::min(f.media_bytes, *f.memory_budget / 4));
-  return minus(f.machine_bytes, f.weights_bytes + f.media_bytes) / 2;
+  if (f.memory_budget)
+    return minus(minus(*f.memory_budget, std::min(f.media_bytes, *f.memory_budget / 4)), f.companion_kv_bytes);
+  return minus(minus(f.machine_bytes, f.weights_bytes + f.companion_weights_bytes + f.media_bytes) / 2,
+               f.companion_kv_bytes);
 }
 
 }  // namespace

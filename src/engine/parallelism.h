@@ -41,6 +41,10 @@ struct MemoryFacts {
   uint64_t machine_bytes = 0;  // physical memory (machine_memory_bytes)
   uint64_t weights_bytes = 0;  // the weights in their loaded format
   uint64_t page_bytes = 0;     // one rendered document page, held until preprocessed
+  // Another model served beside this one (serve --rerank-model): its weights
+  // on the machine, and its one sequence's KV, which comes out of the same
+  // room (and budget) as these sequences'.
+  uint64_t companion_weights_bytes = 0, companion_kv_bytes = 0;
 };
 
 // What the command line fixed; unset fields are chosen.

@@ -49,6 +49,18 @@ TEST(Parallelism, MemoryBesideTheWeightsBoundsTheSequences) {
   EXPECT_EQ(small.ctx_size, 8192);
 }
 
+// serve --rerank-model: the reranker's weights and its one sequence come
+// out of the room first.
+TEST(Parallelism, ACompanionModelTakesItsShareFirst) {
+  MemoryFacts f = machine(16 * GiB, 2 * GiB);
+  f.companion_weights_bytes = 2 * GiB;
+  f.companion_kv_bytes = 896 * MiB;
+  // (16 - 2 - 2 - 1) / 2 = 5.5 GiB, less 896 MiB: five 896 MiB sequences (seven alone).
+  EXPECT_EQ(choose_parallelism(f, 4).sequences, 5);
+  f.memory_budget = 4 * GiB;  // 3 GiB beside the media, less 896 MiB: two (three alone)
+  EXPECT_EQ(choose_parallelism(f, 8).sequences, 2);
+}
+
 TEST(Parallelism, AGivenBudgetBoundsThemInsteadOfTheMachine) {
   MemoryFacts f = machine(64 * GiB, 2 * GiB);
   f.memory_budget = 4 * GiB;  // 3 GiB beside the media's 1 GiB: three sequences
