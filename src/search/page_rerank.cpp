@@ -16,7 +16,7 @@ std::vector<RetrievalInput> page_documents(SearchStore& store, std::span<const S
     if (!doc) fail("page ", h.page_id, " was removed while searching");
     const std::vector<uint8_t> bytes = document_bytes(store, *doc, intake.limits().pdf.max_bytes);
     RetrievalInput d;
-    d.images.push_back(page_image(bytes, h.page, pdf, intake, doc->path));
+    d.images.push_back(page_image(bytes, h.page, pdf, intake, doc->path, h.width));
     docs.push_back(std::move(d));
   }
   return docs;

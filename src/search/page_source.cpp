@@ -1,5 +1,7 @@
 #include "search/page_source.h"
 
+#include <algorithm>
+
 #include "search/page_indexer.h"
 #include "util/error.h"
 
@@ -22,7 +24,7 @@ std::vector<uint8_t> document_bytes(SearchStore& store, const SearchDocument& do
 }
 
 std::shared_ptr<const Image> page_image(std::span<const uint8_t> bytes, int64_t page, const PdfRenderRequest& pdf,
-                                        MediaIntake& intake, const std::string& name) {
+                                        MediaIntake& intake, const std::string& name, int64_t width) {
   if (!is_pdf(bytes)) {
     if (page != 1) fail(name, " is an image: it has page 1 only, not ", page);
     return intake.image(bytes, name);
@@ -30,7 +32,15 @@ std::shared_ptr<const Image> page_image(std::span<const uint8_t> bytes, int64_t 
   PdfRenderRequest one = pdf;
   one.pages = std::to_string(page);
   MediaIntake::PlannedPdf planned = intake.plan_pdf(bytes, one);
-  return intake.pdf_page(planned.doc, planned.pages.at(0), name);
+  PdfPagePlan at = planned.pages.at(0);
+  if (width > 0 && at.width > 0 && width != at.width) {
+    // The width scales with the dpi (the page box at dpi/72 in).
+    const PdfLimits& limits = intake.limits().pdf;
+    const double dpi = std::clamp(at.dpi * static_cast<double>(width) / static_cast<double>(at.width),
+                                  limits.min_dpi, limits.max_dpi);
+    at = intake.plan_pdf_page(planned.doc, at.index, dpi);
+  }
+  return intake.pdf_page(planned.doc, at, name);
 }
 
 }  // namespace qvl

@@ -44,6 +44,7 @@ struct SearchHit {
   std::string path;
   int64_t page = 0;
   float score = 0;  // inner product with the query: its cosine, both being unit vectors
+  int64_t width = 0;  // the page as indexed (SearchPage::width): rendered again at the dpi that gives it
 };
 
 struct SearchCollection {

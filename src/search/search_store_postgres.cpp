@@ -223,14 +223,14 @@ class PostgresSearchStore final : public SearchStore {
     const std::string expr = indexed_expression(dims);
     const std::string order =
         expr.empty() ? "embedding <#> $2::vector" : cat(expr, " <#> $2::", query_cast(dims));
-    Result r = exec(cat("SELECT p.id, p.document, p.page, d.path, p.score FROM (SELECT id, document, page, "
-                        "-(embedding <#> $1::vector) AS score FROM qvl_search_pages WHERE collection = ",
+    Result r = exec(cat("SELECT p.id, p.document, p.page, d.path, p.score, p.width FROM (SELECT id, document, page, "
+                        "width, -(embedding <#> $1::vector) AS score FROM qvl_search_pages WHERE collection = ",
                         cid, " ORDER BY ", order, " LIMIT ", std::max<int64_t>(k, 0),
                         ") p JOIN qvl_search_documents d ON d.id = p.document"),
                     {text(vector_text(query)), text(vector_text(query))});
     std::vector<SearchHit> out;
     for (int i = 0; i < r.rows(); ++i)
-      out.push_back({r.i64(i, 0), r.i64(i, 1), r.text(i, 3), r.i64(i, 2), std::stof(r.text(i, 4))});
+      out.push_back({r.i64(i, 0), r.i64(i, 1), r.text(i, 3), r.i64(i, 2), std::stof(r.text(i, 4)), r.i64(i, 5)});
     std::sort(out.begin(), out.end(), [](const SearchHit& a, const SearchHit& b) {
       return a.score != b.score ? a.score > b.score : a.page_id < b.page_id;
     });
@@ -239,11 +239,11 @@ class PostgresSearchStore final : public SearchStore {
 
   std::optional<SearchHit> page(int64_t page_id) override {
     std::lock_guard lock(mutex_);
-    Result r = exec("SELECT p.document, p.page, d.path FROM qvl_search_pages p JOIN qvl_search_documents d "
+    Result r = exec("SELECT p.document, p.page, d.path, p.width FROM qvl_search_pages p JOIN qvl_search_documents d "
                     "ON d.id = p.document WHERE p.id = $1",
                     {text(page_id)});
     if (r.rows() == 0) return std::nullopt;
-    return SearchHit{page_id, r.i64(0, 0), r.text(0, 2), r.i64(0, 1), 0};
+    return SearchHit{page_id, r.i64(0, 0), r.text(0, 2), r.i64(0, 1), 0, r.i64(0, 3)};
   }
 
   std::optional<std::vector<uint8_t>> thumbnail(int64_t page_id) override {

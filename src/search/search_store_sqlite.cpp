@@ -380,7 +380,8 @@ class SqliteSearchStore final : public SearchStore {
   }
 
   std::optional<SearchHit> page_locked(int64_t page_id) {
-    Query q(db_, "SELECT p.document, p.page, d.path FROM pages p JOIN documents d ON d.id = p.document WHERE p.id = ?1");
+    Query q(db_, "SELECT p.document, p.page, d.path, p.width FROM pages p JOIN documents d ON d.id = p.document "
+                 "WHERE p.id = ?1");
     q.bind(1, page_id);
     if (!q.step()) return std::nullopt;
     SearchHit h;
@@ -388,6 +389,7 @@ class SqliteSearchStore final : public SearchStore {
     h.document_id = q.i64(0);
     h.page = q.i64(1);
     h.path = q.text(2);
+    h.width = q.i64(3);
     return h;
   }
 

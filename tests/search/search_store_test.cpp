@@ -24,7 +24,10 @@ std::vector<float> unit_vector(std::mt19937& rng, int64_t dim) {
   std::normal_distribution<float> n(0, 1);
   std::vector<float> v(static_cast<size_t>(dim));
   double s = 0;
-  for (float& x : v) s += double(x = n(rng)) * x;
+  for (float& x : v) {
+    x = n(rng);
+    s += double(x) * x;
+  }
   for (float& x : v) x = static_cast<float>(x / std::sqrt(s));
   return v;
 }
@@ -130,6 +133,10 @@ TEST_P(StoreTest, SearchRanksEveryStoredPageAsBruteForceDoes) {
     ASSERT_EQ(hits.size(), 7u);
     for (size_t i = 0; i < hits.size(); ++i) {
       EXPECT_EQ(std::make_pair(hits[i].path, hits[i].page), want[i]) << "rank " << i << " of trial " << trial;
+      EXPECT_EQ(hits[i].width, 100 + hits[i].page - 1);  // as indexed, for rendering the page again
+      const std::optional<SearchHit> one = store_->page(hits[i].page_id);
+      ASSERT_TRUE(one.has_value());
+      EXPECT_EQ(one->width, hits[i].width);
       double s = 0;
       for (int64_t j = 0; j < dim; ++j) s += double(known[want[i]][j]) * q[j];
       EXPECT_NEAR(hits[i].score, s, 1e-5);
@@ -162,10 +169,11 @@ TEST_P(StoreTest, TheTwoBModelsDimensionSearchesAsBruteForceDoes) {
   const auto want = brute_force(known, q, 5);
   ASSERT_EQ(hits.size(), 5u);
   for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(std::make_pair(hits[i].path, hits[i].page), want[i]) << i;
-  if (GetParam() == "pgvector")
+  if (GetParam() == "pgvector") {
     EXPECT_NE(test::PostgresServer::sql(url_, "SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'qvl_search_hnsw_%'")
                   .find("(embedding)::halfvec(2048)) halfvec_ip_ops"),
               std::string::npos);
+  }
 }
 
 TEST_P(StoreTest, PutReplacesTheDocumentsPagesAndDeleteRemovesThem) {

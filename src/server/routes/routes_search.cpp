@@ -143,8 +143,8 @@ class SearchRoutes {
 
  private:
   SearchStore& index() const;
-  // "rerank": K: the K best hits' pages rendered again at the default dpi
-  // (as rendered_page renders them), a few at a time under the memory
+  // "rerank": K: the K best hits' pages rendered again as they were
+  // indexed (as rendered_page renders them), a few at a time under the memory
   // budget, scored by the reranker and reordered by that score; the top_k
   // best of them kept, their scores in `scores`.
   void rerank_best(std::vector<SearchHit>& hits, std::vector<double>& scores, int64_t k, int64_t top_k,
@@ -276,7 +276,8 @@ void SearchRoutes::rendered_page(HttpRequest& req, HttpResponse& res) const {
   try {
     MediaIntake intake(indexing_limits(media_limits(core_.chat_limits)), &core_.memory_admission);
     const std::vector<uint8_t> bytes = document_bytes(store, *doc, intake.limits().pdf.max_bytes);
-    jpeg = encode_jpeg(*page_image(bytes, page->page, PdfRenderRequest{}, intake, "page"), kPageImageQuality);
+    jpeg = encode_jpeg(*page_image(bytes, page->page, PdfRenderRequest{}, intake, "page", page->width),
+                       kPageImageQuality);
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {
