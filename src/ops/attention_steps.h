@@ -131,5 +131,162 @@ QVL_AVX512 inline void softmax_block(const float* s, const int64_t* valid, int p
   }
 }
 
+// --- Transposed blocks: lanes are query rows -------------------------------
+//
+// The AMX kernel computes Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ, so that a block's scores
+// come out as kStep rows of kT lanes (one key each, a lane per query row) and
+// its softmax needs no reduction across lanes: a row's maximum over the block
+// is a lane-wise max of kStep vectors, its sum a lane-wise sum. The running
+// maximum m is an integer, and grows lazily: only when a block's maximum
+// passes it by more than kLazyMax. Weights 2^(s - m) are then at most
+// 2^kLazyMax, and a rescale of O and l by 2^(m_old - m_new) is exact (a power
+// of two) and rare, so O can stay in the tile unit's accumulators.
+
+constexpr float kLazyMax = 8.0f;  // weights up to 2^8 before m catches up
+
+// r[i] lane j <-> r[j] lane i: the 16x16 matrix of 32-bit elements in r
+// transposed in place (within 128-bit lanes by pairs and quads, then the
+// 128-bit blocks across registers).
+QVL_AVX512 inline void transpose16(__m512i* r) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // u[g + c], 128-bit lane L: rows g..g+3 at column 4L + c
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i a0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), a1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i b0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE), b1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(a0, a1, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(a0, a1, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(b0, b1, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(b0, b1, 0xDD);
+  }
+}
+
+// 16 pairs of bf16 as 32-bit lanes, lane i the pair (lo[i], hi[i]), lo's low.
+QVL_AVX512 inline __m512i pair_lanes(__m256i lo, __m256i hi) {
+  return _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+}
+
+// The query rows of one item as Qᵀ in tdpbf16ps's B layout, scaled:
+// [step of 32 dims][part][16 dim pairs kk][16 rows], each uint32 the pair
+// (q[r][32 step + 2kk], q[r][32 step + 2kk + 1]); rows past `rows` zero.
+// The AVX512-BF16 kernel reads the same layout as [dh/2 pairs][16 rows].
+QVL_AVX512 inline void pack_queries_t(const float* q, int64_t rows, int64_t q_stride, int64_t dh, float qscale,
+                                      int parts, uint32_t* out) {
+  const __m512 vs = _mm512_set1_ps(qscale);
+  for (int64_t st = 0; st < dh / kStep; ++st)
+    for (int part = 0; part < parts; ++part) {
+      __m512i m[16];
+      for (int64_t r = 0; r < kT; ++r) {
+        __m256i lo[3] = {}, hi[3] = {};
+        if (r < rows) {
+          const float* row = q + r * q_stride + st * kStep;
+          split_regs(_mm512_mul_ps(_mm512_loadu_ps(row), vs), parts, lo);
+          split_regs(_mm512_mul_ps(_mm512_loadu_ps(row + 16), vs), parts, hi);
+        }
+        m[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1);
+      }
+      transpose16(m);
+      for (int64_t kk = 0; kk < kT; ++kk) _mm512_storeu_si512(out + ((st * parts + part) * kT + kk) * kT, m[kk]);
+    }
+}
+
+// 2^x lane by lane for x <= kLazyMax, zero where x < -125 or the lane is
+// off in `keep` (whatever x is there: -inf, NaN). x = n + f, |f| <= 1/2,
+// 2^f by its Taylor series to degree `Degree` (5: within 2.4e-6, ample for
+// a weight rounded to bf16; 7: within 5e-9, for Exact), 2^n by vscalefps.
+template <int Degree>
+QVL_AVX512 inline __m512 exp2_lanes(__m512 x, __mmask16 keep) {
+  static_assert(Degree == 5 || Degree == 7);
+  keep &= _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);  // 2^x a normal float, or nothing
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p;
+  if constexpr (Degree == 7) {
+    p = _mm512_set1_ps(1.5252733804059841e-05f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381608e-04f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
+  } else {
+    p = _mm512_set1_ps(1.3333558146428443e-03f);
+  }
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
+// A block's weights as Pᵀ in tdpbf16ps's B layout: rows 2t and 2t + 1 of
+// the block (keys, lanes are query rows) as B row t, each lane the pair
+// (weight of key 2t, of key 2t + 1), part by part at out + part·256.
+// Fast rounds to nearest even (weights are never denormal), Exact splits.
+QVL_AVX512 inline __m512i round_bf16_high(__m512 v) {  // v to nearest even bf16, in the high half (v normal)
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+}
+QVL_AVX512 inline void pack_weight_pair(__m512 even, __m512 odd, int parts, uint32_t* out) {
+  if (parts == 1) {
+    const __m512i row =
+        _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(round_bf16_high(even), 16), round_bf16_high(odd));
+    _mm512_storeu_si512(out, row);
+    return;
+  }
+  __m256i e[3], o[3];
+  split_regs(even, parts, e);
+  split_regs(odd, parts, o);
+  for (int part = 0; part < parts; ++part) _mm512_storeu_si512(out + part * kT * kT, pair_lanes(e[part], o[part]));
+}
+
+// One block's online softmax with lanes as query rows: sT [kStep][16]
+// scores (base 2) of keys j0 + j, lane r seeing those below end[r] (all of
+// them where `full`). m and l ([16], m an integer or -inf) are updated;
+// the weights go to pT [part][16][16] (pack_weight_pair). Returns the lanes
+// whose m grew from a finite value, whose O must be scaled by 2^scale_by[r]
+// (an exact power of two; l already is).
+QVL_AVX512 inline __mmask16 visible_keys(bool full, __m512i end, int64_t j) {
+  return full ? 0xffff : _mm512_cmpgt_epi32_mask(end, _mm512_set1_epi32(static_cast<int>(j)));
+}
+template <int Degree>
+QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const int32_t* end, bool full, int parts,
+                                            float* m, float* l, uint32_t* pT, float* scale_by) {
+  const __m512 ninf = _mm512_set1_ps(kNegInf);
+  const __m512i vend = _mm512_loadu_si512(end);
+  __m512 mx[4] = {ninf, ninf, ninf, ninf};
+  for (int64_t j = 0; j < kStep; ++j)
+    mx[j % 4] = _mm512_mask_max_ps(mx[j % 4], visible_keys(full, vend, j0 + j), mx[j % 4], _mm512_loadu_ps(sT + j * kT));
+  const __m512 block_max = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
+  const __m512 m_old = _mm512_loadu_ps(m);
+  // m_old + kLazyMax is -inf where m_old is: any visible key raises it.
+  const __mmask16 grow = _mm512_cmp_ps_mask(block_max, _mm512_add_ps(m_old, _mm512_set1_ps(kLazyMax)), _CMP_GT_OQ);
+  const __m512 m_new = _mm512_mask_roundscale_ps(m_old, grow, block_max, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  const __mmask16 rescale = grow & _mm512_cmp_ps_mask(m_old, ninf, _CMP_NEQ_OQ);
+  const __m512 by = _mm512_maskz_sub_ps(rescale, m_old, m_new);
+  __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t t = 0; t < kStep / 2; ++t) {
+    const int64_t j = 2 * t;
+    const __m512 p0 =
+        exp2_lanes<Degree>(_mm512_sub_ps(_mm512_loadu_ps(sT + j * kT), m_new), visible_keys(full, vend, j0 + j));
+    const __m512 p1 = exp2_lanes<Degree>(_mm512_sub_ps(_mm512_loadu_ps(sT + (j + 1) * kT), m_new),
+                                         visible_keys(full, vend, j0 + j + 1));
+    sum[0] = _mm512_add_ps(sum[0], p0);
+    sum[1] = _mm512_add_ps(sum[1], p1);
+    pack_weight_pair(p0, p1, parts, pT + t * kT);
+  }
+  const __m512 l_old = _mm512_loadu_ps(l);
+  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mask_scalef_ps(l_old, rescale, l_old, by), _mm512_add_ps(sum[0], sum[1])));
+  _mm512_storeu_ps(m, m_new);
+  _mm512_storeu_ps(scale_by, by);
+  return rescale;
+}
+
 }  // namespace qvl::attention_steps
 #endif
