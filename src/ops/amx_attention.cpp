@@ -53,9 +53,9 @@ using attention_steps::kStep;
 using attention_steps::kT;
 using attention_steps::load_16;
 using attention_steps::pack_queries_t;
-using attention_steps::pair_lanes;
+using attention_steps::split_32;
+using attention_steps::split_pairs;
 using attention_steps::softmax_block_t;
-using attention_steps::split_regs;
 using attention_steps::transpose16;
 constexpr int64_t kTile = kT * kT;  // uint32 per tile (1 KB)
 
@@ -101,31 +101,31 @@ QVL_AVX512 void pack_kv_block(const T* k, const T* v, const AttentionParams& p, 
     const int64_t j = kb * kStep + key;
     const T* row = j < p.nkv ? k + j * p.kv_stride + h * dh : nullptr;
     for (int64_t st = 0; st < kv.steps; ++st) {
-      __m256i lo[3] = {}, hi[3] = {};
-      if (row) {
-        split_regs(load_16(row + st * kStep), parts, lo);
-        split_regs(load_16(row + st * kStep + 16), parts, hi);
-      }
+      __m512i x[3] = {};
+      if (row) split_32(load_16(row + st * kStep), load_16(row + st * kStep + 16), parts, x);
       for (int part = 0; part < parts; ++part) {
         uint32_t* dst = kd + (((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + st) * parts + part) * kTile;
-        _mm512_storeu_si512(dst + key % kT * kT, _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1));
+        _mm512_storeu_si512(dst + key % kT * kT, x[part]);
       }
     }
   }
-  for (int64_t c = 0; c < dh; c += kT)
-    for (int part = 0; part < parts; ++part) {
-      __m512i m[16];
-      for (int64_t t = 0; t < kT; ++t) {
-        const int64_t j = kb * kStep + 2 * t;
-        __m256i even[3] = {}, odd[3] = {};
-        if (j < p.nkv) split_regs(load_16(v + j * p.kv_stride + h * dh + c), parts, even);
-        if (j + 1 < p.nkv) split_regs(load_16(v + (j + 1) * p.kv_stride + h * dh + c), parts, odd);
-        m[t] = pair_lanes(even[part], odd[part]);
-      }
-      transpose16(m);
-      uint32_t* dst = vd + (((h * kv.blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile;
-      for (int64_t d = 0; d < kT; ++d) _mm512_storeu_si512(dst + d * kT, m[d]);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t c = 0; c < dh; c += kT) {
+    __m512i m[3][16];
+    for (int64_t t = 0; t < kT; ++t) {
+      const int64_t j = kb * kStep + 2 * t;
+      const __m512 even = j < p.nkv ? load_16(v + j * p.kv_stride + h * dh + c) : zero;
+      const __m512 odd = j + 1 < p.nkv ? load_16(v + (j + 1) * p.kv_stride + h * dh + c) : zero;
+      __m512i x[3];
+      split_pairs(even, odd, parts, x);
+      for (int part = 0; part < parts; ++part) m[part][t] = x[part];
     }
+    for (int part = 0; part < parts; ++part) {
+      transpose16(m[part]);
+      uint32_t* dst = vd + (((h * kv.blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile;
+      for (int64_t d = 0; d < kT; ++d) _mm512_storeu_si512(dst + d * kT, m[part][d]);
+    }
+  }
 }
 
 template <class T>
@@ -225,8 +225,8 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     Tiles t(config);
-    ScratchVector<uint32_t> qt(static_cast<size_t>(kv.steps * parts * kTile)), pt(static_cast<size_t>(parts * kTile));
-    ScratchVector<float> o(static_cast<size_t>(dh * kT)), s(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
+    ScratchVector<uint32_t> qt(static_cast<size_t>(kv.steps * parts * kTile)), pt(static_cast<size_t>(2 * parts * kTile));
+    ScratchVector<float> o(static_cast<size_t>(dh * kT)), s(static_cast<size_t>(2 * kStep * kT)), m(kT), l(kT);
     // Items are claimed kClaim at a time: the atomic add waits for every
     // store before it (the last item's output, tile stores) to complete.
     for (int64_t first; (first = next.fetch_add(kClaim, std::memory_order_relaxed)) < items;)
@@ -249,8 +249,8 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
       std::fill(o.begin(), o.end(), 0.0f);
       if (resident)
         for (int c = 0; c < kv.col_tiles; ++c) load_o(t, c, o.data() + c * kTile);
-      for (int64_t j0 = 0; j0 < item_end; j0 += kStep) {
-        const int64_t kb = j0 / kStep;
+      // Sᵀ of block kb into tiles 0 and 1.
+      auto scores = [&](int64_t kb) {
         t.template zero<0>();
         t.template zero<1>();
         for (int64_t st = 0; st < kv.steps; ++st)
@@ -261,13 +261,31 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
             t.template load<6>(kv.k_tile(kvh, 2 * kb + 1, st, pairs[e].b), 64);
             t.template dpbf16ps<1, 6, 7>();
           }
-        t.template store<0>(s.data(), 64);
-        t.template store<1>(s.data() + kT * kT, 64);
+      };
+      // Software-pipelined by a block: the next block's Sᵀ is issued to the
+      // tile unit before this block's softmax, which runs on the AVX-512
+      // units meanwhile (the two share no data), and stored before this
+      // block's P·V, so that the next softmax need not wait for that P·V.
+      // Sᵀ and Pᵀ alternate between two buffers.
+      const int64_t nblocks = (item_end + kStep - 1) / kStep;
+      scores(0);
+      t.template store<0>(s.data(), 64);
+      t.template store<1>(s.data() + kTile, 64);
+      for (int64_t kb = 0; kb < nblocks; ++kb) {
+        const int64_t j0 = kb * kStep;
+        const float* sb = s.data() + kb % 2 * 2 * kTile;
+        if (kb + 1 < nblocks) scores(kb + 1);
         alignas(64) float scale_by[kT];
         const bool full = j0 + kStep <= all_see;
+        uint32_t* pb = pt.data() + kb % 2 * parts * kTile;
         const __mmask16 rescale =
-            fast ? softmax_block_t<5>(s.data(), j0, end, full, parts, m.data(), l.data(), pt.data(), scale_by)
-                 : softmax_block_t<7>(s.data(), j0, end, full, parts, m.data(), l.data(), pt.data(), scale_by);
+            fast ? softmax_block_t<1>(sb, j0, end, full, m.data(), l.data(), pb, scale_by)
+                 : softmax_block_t<3>(sb, j0, end, full, m.data(), l.data(), pb, scale_by);
+        if (kb + 1 < nblocks) {
+          float* next_s = s.data() + (kb + 1) % 2 * 2 * kTile;
+          t.template store<0>(next_s, 64);
+          t.template store<1>(next_s + kTile, 64);
+        }
         for (int64_t ct0 = 0; ct0 < kv.col_tiles; ct0 += kOTiles) {
           const int nc = static_cast<int>(std::min<int64_t>(kOTiles, kv.col_tiles - ct0));
           float* og = o.data() + ct0 * kTile;
@@ -280,7 +298,7 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
             for (int c = 0; c < nc; ++c) load_o(t, c, og + c * kTile);
           }
           for (int e = 0; e < npairs; ++e) {
-            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<7>(pt.data() + pairs[e].a * kTile, 64);
+            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<7>(pb + pairs[e].a * kTile, 64);
             for (int c = 0; c < nc; ++c) {
               t.template load<6>(kv.v_tile(kvh, kb, ct0 + c, pairs[e].b), 64);
               pv_product(t, c);

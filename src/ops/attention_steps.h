@@ -169,9 +169,49 @@ QVL_AVX512 inline void transpose16(__m512i* r) {
   }
 }
 
-// 16 pairs of bf16 as 32-bit lanes, lane i the pair (lo[i], hi[i]), lo's low.
-QVL_AVX512 inline __m512i pair_lanes(__m256i lo, __m256i hi) {
-  return _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+// v's bits with its bf16 rounded to nearest even in the high half: as
+// split_regs for Fast (denormals to zero, sign kept), or (Normal) for a v
+// known to be a normal float or zero.
+template <bool Normal = false>
+QVL_AVX512 inline __m512i round_bf16_high(__m512 v) {
+  __m512i bits = _mm512_castps_si512(v);
+  if constexpr (!Normal) {
+    const __mmask16 denormal =
+        _mm512_cmplt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x00800000));
+    bits = _mm512_mask_and_epi32(bits, denormal, bits, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  }
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+}
+
+// a and b lane by lane as pairs of bf16, part by part: out[part] lane i the
+// pair (a[i], b[i]), a's low (split_regs' parts and rounding).
+template <bool Normal = false>
+QVL_AVX512 inline void split_pairs(__m512 a, __m512 b, int parts, __m512i* out) {
+  if (parts == 1) {
+    out[0] = _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(round_bf16_high<Normal>(a), 16),
+                                     round_bf16_high<Normal>(b));
+    return;
+  }
+  __m256i ea[3], eb[3];
+  split_regs(a, parts, ea);
+  split_regs(b, parts, eb);
+  for (int part = 0; part < parts; ++part)
+    out[part] = _mm512_or_si512(_mm512_cvtepu16_epi32(ea[part]), _mm512_slli_epi32(_mm512_cvtepu16_epi32(eb[part]), 16));
+}
+
+// 32 floats, lo then hi, as 32 bf16 in order, part by part (split_regs).
+QVL_AVX512 inline void split_32(__m512 lo, __m512 hi, int parts, __m512i* out) {
+  if (parts == 1) {
+    const __m512i odd_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
+                                               27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    out[0] = _mm512_permutex2var_epi16(round_bf16_high(lo), odd_words, round_bf16_high(hi));
+    return;
+  }
+  __m256i l[3], h[3];
+  split_regs(lo, parts, l);
+  split_regs(hi, parts, h);
+  for (int part = 0; part < parts; ++part) out[part] = _mm512_inserti64x4(_mm512_castsi256_si512(l[part]), h[part], 1);
 }
 
 // The query rows of one item as Qᵀ in tdpbf16ps's B layout, scaled:
@@ -181,31 +221,31 @@ QVL_AVX512 inline __m512i pair_lanes(__m256i lo, __m256i hi) {
 QVL_AVX512 inline void pack_queries_t(const float* q, int64_t rows, int64_t q_stride, int64_t dh, float qscale,
                                       int parts, uint32_t* out) {
   const __m512 vs = _mm512_set1_ps(qscale);
-  for (int64_t st = 0; st < dh / kStep; ++st)
-    for (int part = 0; part < parts; ++part) {
-      __m512i m[16];
-      for (int64_t r = 0; r < kT; ++r) {
-        __m256i lo[3] = {}, hi[3] = {};
-        if (r < rows) {
-          const float* row = q + r * q_stride + st * kStep;
-          split_regs(_mm512_mul_ps(_mm512_loadu_ps(row), vs), parts, lo);
-          split_regs(_mm512_mul_ps(_mm512_loadu_ps(row + 16), vs), parts, hi);
-        }
-        m[r] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1);
+  for (int64_t st = 0; st < dh / kStep; ++st) {
+    __m512i m[3][16];
+    for (int64_t r = 0; r < kT; ++r) {
+      __m512i x[3] = {};
+      if (r < rows) {
+        const float* row = q + r * q_stride + st * kStep;
+        split_32(_mm512_mul_ps(_mm512_loadu_ps(row), vs), _mm512_mul_ps(_mm512_loadu_ps(row + 16), vs), parts, x);
       }
-      transpose16(m);
-      for (int64_t kk = 0; kk < kT; ++kk) _mm512_storeu_si512(out + ((st * parts + part) * kT + kk) * kT, m[kk]);
+      for (int part = 0; part < parts; ++part) m[part][r] = x[part];
     }
+    for (int part = 0; part < parts; ++part) {
+      transpose16(m[part]);
+      for (int64_t kk = 0; kk < kT; ++kk) _mm512_storeu_si512(out + ((st * parts + part) * kT + kk) * kT, m[part][kk]);
+    }
+  }
 }
 
-// 2^x lane by lane for x <= kLazyMax, zero where x < -125 or the lane is
-// off in `keep` (whatever x is there: -inf, NaN). x = n + f, |f| <= 1/2,
-// 2^f by its Taylor series to degree `Degree` (5: within 2.4e-6, ample for
-// a weight rounded to bf16; 7: within 5e-9, for Exact), 2^n by vscalefps.
+// 2^x lane by lane for x <= kLazyMax, zero where the lane is off in `keep`
+// (whatever x is there: -inf, NaN) or 2^x is below the floats. x = n + f,
+// |f| <= 1/2, 2^f by its Taylor series to degree `Degree` (4: within 4.2e-5,
+// a fiftieth of a weight's bf16 rounding; 7: within 5e-9, for Exact), 2^n
+// by vscalefps.
 template <int Degree>
 QVL_AVX512 inline __m512 exp2_lanes(__m512 x, __mmask16 keep) {
-  static_assert(Degree == 5 || Degree == 7);
-  keep &= _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);  // 2^x a normal float, or nothing
+  static_assert(Degree == 4 || Degree == 7);
   const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(x, n);
   __m512 p;
@@ -213,10 +253,10 @@ QVL_AVX512 inline __m512 exp2_lanes(__m512 x, __mmask16 keep) {
     p = _mm512_set1_ps(1.5252733804059841e-05f);
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381608e-04f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
   } else {
-    p = _mm512_set1_ps(1.3333558146428443e-03f);
+    p = _mm512_set1_ps(9.6181291076284772e-03f);
   }
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
@@ -224,44 +264,28 @@ QVL_AVX512 inline __m512 exp2_lanes(__m512 x, __mmask16 keep) {
   return _mm512_maskz_scalef_ps(keep, p, n);
 }
 
-// A block's weights as Pᵀ in tdpbf16ps's B layout: rows 2t and 2t + 1 of
-// the block (keys, lanes are query rows) as B row t, each lane the pair
-// (weight of key 2t, of key 2t + 1), part by part at out + part·256.
-// Fast rounds to nearest even (weights are never denormal), Exact splits.
-QVL_AVX512 inline __m512i round_bf16_high(__m512 v) {  // v to nearest even bf16, in the high half (v normal)
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  return _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-}
-QVL_AVX512 inline void pack_weight_pair(__m512 even, __m512 odd, int parts, uint32_t* out) {
-  if (parts == 1) {
-    const __m512i row =
-        _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(round_bf16_high(even), 16), round_bf16_high(odd));
-    _mm512_storeu_si512(out, row);
-    return;
-  }
-  __m256i e[3], o[3];
-  split_regs(even, parts, e);
-  split_regs(odd, parts, o);
-  for (int part = 0; part < parts; ++part) _mm512_storeu_si512(out + part * kT * kT, pair_lanes(e[part], o[part]));
-}
-
 // One block's online softmax with lanes as query rows: sT [kStep][16]
 // scores (base 2) of keys j0 + j, lane r seeing those below end[r] (all of
-// them where `full`). m and l ([16], m an integer or -inf) are updated;
-// the weights go to pT [part][16][16] (pack_weight_pair). Returns the lanes
-// whose m grew from a finite value, whose O must be scaled by 2^scale_by[r]
-// (an exact power of two; l already is).
+// them where `full`). m and l ([16], m an integer or -inf) are updated.
+// The weights go to pT [Parts][16 key pairs][16] in tdpbf16ps's B layout:
+// keys 2t and 2t + 1 as B row t, each lane the pair of its row's weights
+// (split_pairs: Fast rounds to nearest even; a weight below the normal
+// floats rounds as its bits and reads as zero in every product, DAZ).
+// Returns the lanes whose m grew from a finite value, whose O must be
+// scaled by 2^scale_by[r] (an exact power of two; l already is). Fast
+// (Parts 1) takes 2^f to degree 4, Exact (3) to degree 7.
 QVL_AVX512 inline __mmask16 visible_keys(bool full, __m512i end, int64_t j) {
   return full ? 0xffff : _mm512_cmpgt_epi32_mask(end, _mm512_set1_epi32(static_cast<int>(j)));
 }
-template <int Degree>
-QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const int32_t* end, bool full, int parts,
-                                            float* m, float* l, uint32_t* pT, float* scale_by) {
+template <int Parts>
+QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const int32_t* end, bool full, float* m,
+                                            float* l, uint32_t* pT, float* scale_by) {
+  constexpr int kDegree = Parts == 1 ? 4 : 7;
   const __m512 ninf = _mm512_set1_ps(kNegInf);
   const __m512i vend = _mm512_loadu_si512(end);
   __m512 mx[4] = {ninf, ninf, ninf, ninf};
-  for (int64_t j = 0; j < kStep; ++j)
+#pragma GCC unroll 32
+  for (int j = 0; j < kStep; ++j)
     mx[j % 4] = _mm512_mask_max_ps(mx[j % 4], visible_keys(full, vend, j0 + j), mx[j % 4], _mm512_loadu_ps(sT + j * kT));
   const __m512 block_max = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
   const __m512 m_old = _mm512_loadu_ps(m);
@@ -270,19 +294,23 @@ QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const i
   const __m512 m_new = _mm512_mask_roundscale_ps(m_old, grow, block_max, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
   const __mmask16 rescale = grow & _mm512_cmp_ps_mask(m_old, ninf, _CMP_NEQ_OQ);
   const __m512 by = _mm512_maskz_sub_ps(rescale, m_old, m_new);
-  __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t t = 0; t < kStep / 2; ++t) {
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 16
+  for (int t = 0; t < kStep / 2; ++t) {
     const int64_t j = 2 * t;
     const __m512 p0 =
-        exp2_lanes<Degree>(_mm512_sub_ps(_mm512_loadu_ps(sT + j * kT), m_new), visible_keys(full, vend, j0 + j));
-    const __m512 p1 = exp2_lanes<Degree>(_mm512_sub_ps(_mm512_loadu_ps(sT + (j + 1) * kT), m_new),
-                                         visible_keys(full, vend, j0 + j + 1));
-    sum[0] = _mm512_add_ps(sum[0], p0);
-    sum[1] = _mm512_add_ps(sum[1], p1);
-    pack_weight_pair(p0, p1, parts, pT + t * kT);
+        exp2_lanes<kDegree>(_mm512_sub_ps(_mm512_loadu_ps(sT + j * kT), m_new), visible_keys(full, vend, j0 + j));
+    const __m512 p1 = exp2_lanes<kDegree>(_mm512_sub_ps(_mm512_loadu_ps(sT + (j + 1) * kT), m_new),
+                                          visible_keys(full, vend, j0 + j + 1));
+    sum[t % 2 * 2] = _mm512_add_ps(sum[t % 2 * 2], p0);
+    sum[t % 2 * 2 + 1] = _mm512_add_ps(sum[t % 2 * 2 + 1], p1);
+    __m512i w[Parts];
+    split_pairs<true>(p0, p1, Parts, w);
+    for (int part = 0; part < Parts; ++part) _mm512_storeu_si512(pT + (part * kT + t) * kT, w[part]);
   }
   const __m512 l_old = _mm512_loadu_ps(l);
-  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mask_scalef_ps(l_old, rescale, l_old, by), _mm512_add_ps(sum[0], sum[1])));
+  const __m512 block_sum = _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), _mm512_add_ps(sum[2], sum[3]));
+  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mask_scalef_ps(l_old, rescale, l_old, by), block_sum));
   _mm512_storeu_ps(m, m_new);
   _mm512_storeu_ps(scale_by, by);
   return rescale;

@@ -142,8 +142,8 @@ QVL_AVX512_BF16 void run_items(const float* q, const uint32_t* kp, const uint32_
       const int64_t block = kvh * blocks + j0 / kStep;
       scores_t(qt.data(), pairs, kp + block * block_u32, st.data());
       alignas(64) float by[kT];
-      const __mmask16 rescale = attention_steps::softmax_block_t<5>(st.data(), j0, end, j0 + kStep <= all_see, 1,
-                                                                    m.data(), l.data(), pt.data(), by);
+      const __mmask16 rescale = attention_steps::softmax_block_t<1>(st.data(), j0, end, j0 + kStep <= all_see, m.data(),
+                                                                    l.data(), pt.data(), by);
       if (rescale) rescale_rows(o.data(), dh, rescale, by);
       const uint32_t* vb = vp + block * block_u32;
       for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
