@@ -53,6 +53,8 @@ using attention_steps::kStep;
 using attention_steps::kT;
 using attention_steps::load_16;
 using attention_steps::pack_queries_t;
+using attention_steps::pack_weights;
+using attention_steps::pack_weights_cvt;
 using attention_steps::split_32;
 using attention_steps::split_pairs;
 using attention_steps::softmax_block_t;
@@ -221,12 +223,16 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
   const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   const int64_t qblocks = (p.nq + kT - 1) / kT, items = p.q_heads * qblocks;
   const bool resident = kv.col_tiles <= kOTiles;  // Oᵀ kept in tiles 2-5 across blocks
+  // Fast's weights to bf16 by vcvtne2ps2bf16 where the CPU has it (every CPU
+  // with AMX): the unit and its emulation here take the same path.
+  const bool cvt = cpu_features().avx512_bf16;
   const TileConfig config = attention_config();
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     Tiles t(config);
     ScratchVector<uint32_t> qt(static_cast<size_t>(kv.steps * parts * kTile)), pt(static_cast<size_t>(2 * parts * kTile));
-    ScratchVector<float> o(static_cast<size_t>(dh * kT)), s(static_cast<size_t>(2 * kStep * kT)), m(kT), l(kT);
+    ScratchVector<float> o(static_cast<size_t>(dh * kT)), s(static_cast<size_t>(2 * kStep * kT)),
+        w(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
     // Items are claimed kClaim at a time: the atomic add waits for every
     // store before it (the last item's output, tile stores) to complete.
     for (int64_t first; (first = next.fetch_add(kClaim, std::memory_order_relaxed)) < items;)
@@ -279,8 +285,11 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
         const bool full = j0 + kStep <= all_see;
         uint32_t* pb = pt.data() + kb % 2 * parts * kTile;
         const __mmask16 rescale =
-            fast ? softmax_block_t<1>(sb, j0, end, full, m.data(), l.data(), pb, scale_by)
-                 : softmax_block_t<3>(sb, j0, end, full, m.data(), l.data(), pb, scale_by);
+            fast ? softmax_block_t<1>(sb, j0, end, full, m.data(), l.data(), w.data(), scale_by)
+                 : softmax_block_t<3>(sb, j0, end, full, m.data(), l.data(), w.data(), scale_by);
+        if (!fast) pack_weights<3>(w.data(), pb);
+        else if (cvt) pack_weights_cvt(w.data(), pb);
+        else pack_weights<1>(w.data(), pb);
         if (kb + 1 < nblocks) {
           float* next_s = s.data() + (kb + 1) % 2 * 2 * kTile;
           t.template store<0>(next_s, 64);

@@ -239,47 +239,48 @@ QVL_AVX512 inline void pack_queries_t(const float* q, int64_t rows, int64_t q_st
 }
 
 // 2^x lane by lane for x <= kLazyMax, zero where the lane is off in `keep`
-// (whatever x is there: -inf, NaN) or 2^x is below the floats. x = n + f,
-// |f| <= 1/2, 2^f by its Taylor series to degree `Degree` (4: within 4.2e-5,
-// a fiftieth of a weight's bf16 rounding; 7: within 5e-9, for Exact), 2^n
-// by vscalefps.
+// (whatever x is there: -inf, NaN) or 2^x is below the floats: 2^f for f =
+// x - floor(x) in [0, 1) (vreduceps), times 2^floor(x) (vscalefps). 2^f is
+// √2·2^(f - 1/2) by its Taylor series to degree `Degree` about 1/2, its
+// terms gathered by powers of f: within 5.6e-5 for 4 (a fortieth of a
+// weight's bf16 rounding), 9.4e-9 for 7 (Exact).
 template <int Degree>
 QVL_AVX512 inline __m512 exp2_lanes(__m512 x, __mmask16 keep) {
   static_assert(Degree == 4 || Degree == 7);
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(x, n);
+  const __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m512 p;
   if constexpr (Degree == 7) {
-    p = _mm512_set1_ps(1.5252733804059841e-05f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381608e-04f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
+    p = _mm512_set1_ps(2.1570623008967995e-05f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.00014234163537607647f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0013453791996116257f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0096104880213100409f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.055507199373299246f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24022572808713175f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.69314729249738272f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.99999999297109377f));
   } else {
-    p = _mm512_set1_ps(9.6181291076284772e-03f);
+    p = _mm512_set1_ps(0.013602088628663626f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05129048598389345f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2423927222642393f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.692596512402056f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000556843187292f));
   }
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(keep, p, n);
+  return _mm512_maskz_scalef_ps(keep, p, x);
 }
 
 // One block's online softmax with lanes as query rows: sT [kStep][16]
 // scores (base 2) of keys j0 + j, lane r seeing those below end[r] (all of
-// them where `full`). m and l ([16], m an integer or -inf) are updated.
-// The weights go to pT [Parts][16 key pairs][16] in tdpbf16ps's B layout:
-// keys 2t and 2t + 1 as B row t, each lane the pair of its row's weights
-// (split_pairs: Fast rounds to nearest even; a weight below the normal
-// floats rounds as its bits and reads as zero in every product, DAZ).
-// Returns the lanes whose m grew from a finite value, whose O must be
-// scaled by 2^scale_by[r] (an exact power of two; l already is). Fast
-// (Parts 1) takes 2^f to degree 4, Exact (3) to degree 7.
+// them where `full`). m and l ([16], m an integer or -inf) are updated and
+// the weights 2^(s - m) written to w [kStep][16] (pack_weights makes them
+// tile rows). Returns the lanes whose m grew from a finite value, whose O
+// must be scaled by 2^scale_by[r] (an exact power of two; l already is).
+// Fast (Parts 1) takes 2^f to degree 4, Exact (3) to degree 7.
 QVL_AVX512 inline __mmask16 visible_keys(bool full, __m512i end, int64_t j) {
   return full ? 0xffff : _mm512_cmpgt_epi32_mask(end, _mm512_set1_epi32(static_cast<int>(j)));
 }
 template <int Parts>
 QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const int32_t* end, bool full, float* m,
-                                            float* l, uint32_t* pT, float* scale_by) {
+                                            float* l, float* w, float* scale_by) {
   constexpr int kDegree = Parts == 1 ? 4 : 7;
   const __m512 ninf = _mm512_set1_ps(kNegInf);
   const __m512i vend = _mm512_loadu_si512(end);
@@ -295,18 +296,12 @@ QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const i
   const __mmask16 rescale = grow & _mm512_cmp_ps_mask(m_old, ninf, _CMP_NEQ_OQ);
   const __m512 by = _mm512_maskz_sub_ps(rescale, m_old, m_new);
   __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-#pragma GCC unroll 16
-  for (int t = 0; t < kStep / 2; ++t) {
-    const int64_t j = 2 * t;
-    const __m512 p0 =
+#pragma GCC unroll 32
+  for (int j = 0; j < kStep; ++j) {
+    const __m512 p =
         exp2_lanes<kDegree>(_mm512_sub_ps(_mm512_loadu_ps(sT + j * kT), m_new), visible_keys(full, vend, j0 + j));
-    const __m512 p1 = exp2_lanes<kDegree>(_mm512_sub_ps(_mm512_loadu_ps(sT + (j + 1) * kT), m_new),
-                                          visible_keys(full, vend, j0 + j + 1));
-    sum[t % 2 * 2] = _mm512_add_ps(sum[t % 2 * 2], p0);
-    sum[t % 2 * 2 + 1] = _mm512_add_ps(sum[t % 2 * 2 + 1], p1);
-    __m512i w[Parts];
-    split_pairs<true>(p0, p1, Parts, w);
-    for (int part = 0; part < Parts; ++part) _mm512_storeu_si512(pT + (part * kT + t) * kT, w[part]);
+    sum[j % 4] = _mm512_add_ps(sum[j % 4], p);
+    _mm512_storeu_ps(w + j * kT, p);
   }
   const __m512 l_old = _mm512_loadu_ps(l);
   const __m512 block_sum = _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), _mm512_add_ps(sum[2], sum[3]));
@@ -314,6 +309,38 @@ QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const i
   _mm512_storeu_ps(m, m_new);
   _mm512_storeu_ps(scale_by, by);
   return rescale;
+}
+
+// A block's weights w [kStep][16] as Pᵀ [Parts][16 key pairs][16] in
+// tdpbf16ps's B layout: keys 2t and 2t + 1 as B row t, each lane the pair
+// of its row's weights (split_pairs: Fast rounds to nearest even; a weight
+// below the normal floats rounds as its bits and reads as zero in every
+// product, DAZ).
+template <int Parts>
+QVL_AVX512 inline void pack_weights(const float* w, uint32_t* pT) {
+#pragma GCC unroll 16
+  for (int t = 0; t < kStep / 2; ++t) {
+    __m512i x[Parts];
+    split_pairs<true>(_mm512_loadu_ps(w + 2 * t * kT), _mm512_loadu_ps(w + (2 * t + 1) * kT), Parts, x);
+    for (int part = 0; part < Parts; ++part) _mm512_storeu_si512(pT + (part * kT + t) * kT, x[part]);
+  }
+}
+
+#define QVL_AVX512_BF16_CVT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+
+// pack_weights<1> with vcvtne2ps2bf16, for CPUs with AVX512-BF16: the same
+// bits for every weight of a normal float or zero (to nearest even), a
+// denormal one zero. The instruction puts one key's 16 lanes after the
+// other's; vpermw interleaves them into pairs.
+QVL_AVX512_BF16_CVT inline void pack_weights_cvt(const float* w, uint32_t* pT) {
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+#pragma GCC unroll 16
+  for (int t = 0; t < kStep / 2; ++t) {
+    const __m512i halves =
+        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + (2 * t + 1) * kT), _mm512_loadu_ps(w + 2 * t * kT));
+    _mm512_storeu_si512(pT + t * kT, _mm512_permutexvar_epi16(interleave, halves));
+  }
 }
 
 }  // namespace qvl::attention_steps

@@ -122,7 +122,8 @@ QVL_AVX512_BF16 void run_items(const float* q, const uint32_t* kp, const uint32_
   const int64_t qblocks = (p.nq + kT - 1) / kT, items = p.q_heads * qblocks;
   const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   ScratchVector<uint32_t> qt(static_cast<size_t>(pairs * kT)), pt(static_cast<size_t>(kT * kT));
-  ScratchVector<float> o(static_cast<size_t>(kT * dh)), st(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
+  ScratchVector<float> o(static_cast<size_t>(kT * dh)), st(static_cast<size_t>(kStep * kT)),
+      w(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
   for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
     const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
     attention_steps::pack_queries_t(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, 1, qt.data());
@@ -143,7 +144,8 @@ QVL_AVX512_BF16 void run_items(const float* q, const uint32_t* kp, const uint32_
       scores_t(qt.data(), pairs, kp + block * block_u32, st.data());
       alignas(64) float by[kT];
       const __mmask16 rescale = attention_steps::softmax_block_t<1>(st.data(), j0, end, j0 + kStep <= all_see, m.data(),
-                                                                    l.data(), pt.data(), by);
+                                                                    l.data(), w.data(), by);
+      attention_steps::pack_weights_cvt(w.data(), pt.data());  // as the AMX kernel on a CPU with AVX512-BF16
       if (rescale) rescale_rows(o.data(), dh, rescale, by);
       const uint32_t* vb = vp + block * block_u32;
       for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
