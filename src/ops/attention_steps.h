@@ -1,8 +1,9 @@
 // Internal: the AVX-512 steps of many-query attention that the AMX kernel
 // (amx_attention.cpp) and the AVX512-BF16 one (bf16_attention.cpp) share, so
 // their Fast precision computes the same numbers: bf16 rounding, the base-2
-// exponential, query packing and one block's online softmax. Layouts are the
-// AMX kernel's: a work item is kT query rows, a block kStep keys.
+// exponential, query packing and one block's online softmax, with lanes as
+// query rows (the "transposed blocks" below). Layouts are the AMX kernel's:
+// a work item is kT query rows, a block kStep keys.
 #pragma once
 
 #include <algorithm>
@@ -87,20 +88,11 @@ QVL_AVX512 inline __m512 load_16(const T* p) {
   else return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// The query rows of one item as A tiles: [step][part][16][32] bf16, scaled.
-QVL_AVX512 inline void pack_queries(const float* q, int64_t rows, int64_t q_stride, int64_t dh, float qscale, int parts,
-                                    uint16_t* out) {
-  const __m512 vs = _mm512_set1_ps(qscale);
-  for (int64_t r = 0; r < kT; ++r)
-    for (int64_t c = 0; c < dh; c += 16) {
-      const __m512 x = r < rows ? _mm512_mul_ps(_mm512_loadu_ps(q + r * q_stride + c), vs) : _mm512_setzero_ps();
-      split_16(x, parts, out + ((c / kStep) * parts * kT + r) * kStep + c % kStep, kT * kStep);
-    }
-}
-
 // One block's online softmax, row by row: s [16][32] scores (base 2), row r
 // sees keys [0, valid[r]) of the block. P's parts go to p_out [part][16][32]
-// bf16; o [16][dh] is rescaled by 2^(m_old - m_new), m and l updated.
+// bf16; o [16][dh] is rescaled by 2^(m_old - m_new), m and l updated. No
+// longer what the AMX kernel runs (softmax_block_t below): the
+// specification of bf16_dot_steps.h's softmax_rows16, the int8 kernel's.
 QVL_AVX512 inline void softmax_block(const float* s, const int64_t* valid, int parts, float* m, float* l, float* o,
                                      int64_t dh, uint16_t* p_out) {
   for (int64_t r = 0; r < kT; ++r) {
