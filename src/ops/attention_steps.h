@@ -276,18 +276,41 @@ QVL_AVX512 inline __mmask16 softmax_block_t(const float* sT, int64_t j0, const i
   constexpr int kDegree = Parts == 1 ? 4 : 7;
   const __m512 ninf = _mm512_set1_ps(kNegInf);
   const __m512i vend = _mm512_loadu_si512(end);
+  const __m512 m_old = _mm512_loadu_ps(m);
   __m512 mx[4] = {ninf, ninf, ninf, ninf};
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  // Once every row has its m, a block rarely passes it by kLazyMax: the
+  // weights are taken against m as it is, the block's maximum beside them,
+  // and only where some row's maximum does pass it is the block taken again
+  // below (a row that does not grow gets the same numbers either way).
+  if (_mm512_cmp_ps_mask(m_old, ninf, _CMP_EQ_OQ) == 0) {
+#pragma GCC unroll 32
+    for (int j = 0; j < kStep; ++j) {
+      const __m512 x = _mm512_loadu_ps(sT + j * kT);
+      const __mmask16 seen = visible_keys(full, vend, j0 + j);
+      mx[j % 4] = _mm512_mask_max_ps(mx[j % 4], seen, mx[j % 4], x);
+      const __m512 p = exp2_lanes<kDegree>(_mm512_sub_ps(x, m_old), seen);
+      sum[j % 4] = _mm512_add_ps(sum[j % 4], p);
+      _mm512_storeu_ps(w + j * kT, p);
+    }
+    const __m512 block_max = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
+    if (_mm512_cmp_ps_mask(block_max, _mm512_add_ps(m_old, _mm512_set1_ps(kLazyMax)), _CMP_GT_OQ) == 0) {
+      const __m512 block_sum = _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), _mm512_add_ps(sum[2], sum[3]));
+      _mm512_storeu_ps(l, _mm512_add_ps(_mm512_loadu_ps(l), block_sum));
+      _mm512_storeu_ps(scale_by, _mm512_setzero_ps());
+      return 0;
+    }
+    for (int i = 0; i < 4; ++i) mx[i] = ninf, sum[i] = _mm512_setzero_ps();
+  }
 #pragma GCC unroll 32
   for (int j = 0; j < kStep; ++j)
     mx[j % 4] = _mm512_mask_max_ps(mx[j % 4], visible_keys(full, vend, j0 + j), mx[j % 4], _mm512_loadu_ps(sT + j * kT));
   const __m512 block_max = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
-  const __m512 m_old = _mm512_loadu_ps(m);
   // m_old + kLazyMax is -inf where m_old is: any visible key raises it.
   const __mmask16 grow = _mm512_cmp_ps_mask(block_max, _mm512_add_ps(m_old, _mm512_set1_ps(kLazyMax)), _CMP_GT_OQ);
   const __m512 m_new = _mm512_mask_roundscale_ps(m_old, grow, block_max, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
   const __mmask16 rescale = grow & _mm512_cmp_ps_mask(m_old, ninf, _CMP_NEQ_OQ);
   const __m512 by = _mm512_maskz_sub_ps(rescale, m_old, m_new);
-  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
 #pragma GCC unroll 32
   for (int j = 0; j < kStep; ++j) {
     const __m512 p =
