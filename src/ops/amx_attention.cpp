@@ -273,10 +273,12 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
       // units meanwhile (the two share no data), and stored before this
       // block's P·V, so that the next softmax need not wait for that P·V.
       // Sᵀ and Pᵀ alternate between two buffers.
-      const int64_t nblocks = (item_end + kStep - 1) / kStep;
-      scores(0);
-      t.template store<0>(s.data(), 64);
-      t.template store<1>(s.data() + kTile, 64);
+      const int64_t nblocks = (item_end + kStep - 1) / kStep;  // 0 where no key is seen (nkv 0)
+      if (nblocks > 0) {
+        scores(0);
+        t.template store<0>(s.data(), 64);
+        t.template store<1>(s.data() + kTile, 64);
+      }
       for (int64_t kb = 0; kb < nblocks; ++kb) {
         const int64_t j0 = kb * kStep;
         const float* sb = s.data() + kb % 2 * 2 * kTile;
