@@ -192,10 +192,24 @@ double gemv(Report& rep, ThreadPool& pool, WeightFormat f, int64_t m, int64_t n,
   return s * 1e3;
 }
 
-// Vision's full attention over n patches (16 heads of 64), Exact and, where
-// it runs another kernel, Fast (bf16 products, or int8 Q·Kᵀ and P·V; against
-// the bf16 dot peak, taken as twice the FMA one as in the bf16 GEMM rows).
-void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
+// A Fast attention row's kernel fields: on the AMX unit, the tdpbf16ps
+// peak measured now and the row's fraction of it (every flop counted, the
+// softmax between the products included).
+nlohmann::json attention_unit_fields(ThreadPool& pool, const std::string& kernel, double gflops) {
+  nlohmann::json f = {{"attention_kernel", kernel}};
+  if (kernel.find("AMX") == std::string::npos) return f;
+  const double amx = qvl::measure_unit_peak(pool, qvl::MatmulUnit::AmxBf16, 0.1);
+  f["unit"] = qvl::matmul_unit_name(qvl::MatmulUnit::AmxBf16);
+  f["unit_peak_gops"] = amx;
+  if (amx > 0) f["fraction_of_unit_peak"] = gflops / amx;
+  return f;
+}
+
+// Vision's full attention over n patches (16 heads of 64), Exact (unless
+// fast_only) and, where it runs another kernel, Fast (bf16 products, or
+// int8 Q·Kᵀ and P·V; against the bf16 dot peak, taken as twice the FMA one
+// as in the bf16 GEMM rows, and on AMX against the unit's peak too).
+void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps, bool fast_only = false) {
   qvl::AttentionParams p;
   p.nq = p.nkv = n, p.q_heads = p.kv_heads = 16, p.head_dim = 64;
   p.q_stride = p.kv_stride = p.out_stride = 16 * 64;
@@ -203,13 +217,14 @@ void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
   auto q = random_f32(n * 1024, 5), k = random_f32(n * 1024, 6), v = random_f32(n * 1024, 7);
   std::vector<float> out(q.size());
   for (qvl::MatmulPrecision precision : {qvl::MatmulPrecision::Exact, qvl::MatmulPrecision::Fast}) {
+    if (fast_only && precision == qvl::MatmulPrecision::Exact) continue;
     p.precision = precision;
     const std::string kernel = qvl::attention_kernel_name(p);
     if (precision == qvl::MatmulPrecision::Fast && kernel.find("f32 FMA") != std::string::npos) break;
     double peak = rep.local_peak();
     double s = rep.seconds(reps, [&](int) { qvl::attention(q.data(), k.data(), v.data(), out.data(), p, pool); });
     const double flop = 4.0 * n * n * 64 * 16;
-    nlohmann::json extra = {{"attention_kernel", kernel}};
+    nlohmann::json extra = attention_unit_fields(pool, kernel, flop / s / 1e9);
     if (precision == qvl::MatmulPrecision::Fast) extra["fraction_of_bf16_dot_peak"] = flop / s / 1e9 / (2 * peak);
     // int8 Q·Kᵀ and P·V (int8_attention.h, vision calls have no causal
     // mask): all the flops at the int8 dot peak, 4x FMA's (vpdpbusd: 64
@@ -220,6 +235,27 @@ void attention_vision(Report& rep, ThreadPool& pool, int64_t n, int reps) {
                   " 16x64",
               flop, s, peak, extra);
   }
+}
+
+// Fast prefill attention over a prompt of n tokens in one call: causal, 16
+// query heads sharing 8 kv heads of 128 (the text model's), the flops of
+// the n(n+1)/2 visible pairs only. Not run where Fast falls to f32 FMA.
+void attention_prefill(Report& rep, ThreadPool& pool, int64_t n, int reps) {
+  qvl::AttentionParams p;
+  p.nq = p.nkv = n, p.q_heads = 16, p.kv_heads = 8, p.head_dim = 128;
+  p.q_stride = p.out_stride = 16 * 128, p.kv_stride = 8 * 128;
+  p.scale = 1.0f / std::sqrt(128.0f), p.causal = true, p.q_pos0 = 0;
+  p.precision = qvl::MatmulPrecision::Fast;
+  const std::string kernel = qvl::attention_kernel_name(p);
+  if (kernel.find("f32 FMA") != std::string::npos) return;
+  auto q = random_f32(n * 2048, 11), k = random_f32(n * 1024, 12), v = random_f32(n * 1024, 13);
+  std::vector<float> out(q.size());
+  double peak = rep.local_peak();
+  double s = rep.seconds(reps, [&](int) { qvl::attention(q.data(), k.data(), v.data(), out.data(), p, pool); });
+  const double flop = 4.0 * 128 * 16 * (double(n) * (n + 1) / 2);
+  nlohmann::json extra = attention_unit_fields(pool, kernel, flop / s / 1e9);
+  extra["fraction_of_bf16_dot_peak"] = flop / s / 1e9 / (2 * peak);
+  rep.flops("attention prefill Fast n=" + std::to_string(n) + " 16q/8kv x128", flop, s, peak, extra);
 }
 
 void attention_decode(Report& rep, ThreadPool& pool, int64_t nkv, int reps) {
@@ -390,7 +426,8 @@ int main(int argc, char** argv) {
 
   if (run("attention")) {
     attention_vision(rep, pool, 784, reps);
-    if (!quick) attention_vision(rep, pool, 4032, 3);  // a document page: 896x1152 pixels
+    attention_vision(rep, pool, 4032, 3, quick);  // a document page: 896x1152 pixels
+    attention_prefill(rep, pool, 1024, reps);
     attention_decode(rep, pool, 4096, reps);
   }
   if (run("small")) small_kernels(rep, one, reps);

@@ -1,17 +1,21 @@
 // Tiled attention on the AMX unit (amx_attention.h), FlashAttention's online
-// softmax (Dao et al. 2022) with the two products on tiles:
+// softmax (Dao et al. 2022) with the two products on tiles, transposed so
+// that query rows are the lanes of the AVX-512 steps between them:
 //
 //   per work item (one query head, 16 query rows), per block of 32 keys:
-//     S [16][32] = Q·Kᵀ          two C tiles, head_dim in steps of 32 along k
-//     m, l, P = 2^(S - m)        AVX-512, rows rescaled by 2^(m_old - m_new)
-//     O [16][dh] += P·V          C tiles of 16 columns, the 32 keys as k
+//     Sᵀ [32][16] = K·Qᵀ        two C tiles, head_dim in steps of 32 along k
+//     m, l, Pᵀ = 2^(Sᵀ - m)     AVX-512, lane-wise (attention_steps.h)
+//     Oᵀ [dh][16] += Vᵀ·Pᵀ      C tiles of 16 head dims, the 32 keys as k
 //
-// Scores are in base 2 (queries pre-multiplied by scale·log2 e), as the
-// AVX-512 tiled kernel keeps them. K and V are repacked once per call into
-// tdpbf16ps's B layout (B row kk holds, for each of 16 columns, the pair of
-// k positions 2kk, 2kk + 1): Kᵀ per (kv head, 16 keys, 32 of head_dim), V
-// per (kv head, 32 keys, 16 of head_dim), each part of the split apart. A
-// query item's A tiles (Q, then P) are row-major bf16 [16][32] as they are.
+// Oᵀ stays in C tiles across blocks where head_dim <= 64 (else it goes
+// through memory each block, 64 dims at a time); the running maximum is an
+// integer that grows lazily, so the rare rescale of O is exact
+// (attention_steps::softmax_block_t). Scores are in base 2 (queries
+// pre-multiplied by scale·log2 e). K and V are repacked once per call as A
+// tiles, each part of the split apart: K row-major [16 keys][32 dims] per
+// (kv head, 16 keys, step of 32 dims); Vᵀ [16 dims][16 key pairs] per (kv
+// head, 32 keys, 16 dims), each uint32 the pair (v[2t][d], v[2t + 1][d]).
+// A query item's B tiles (Qᵀ, then Pᵀ) are packed per item and per block.
 #include "ops/amx_attention.h"
 
 #include <algorithm>
@@ -40,18 +44,22 @@ bool attention_fits(const AttentionParams& p) { return p.head_dim > 0 && p.head_
 #if QVL_AMX
 namespace {
 
-// kT: rows of every tile (queries per item, keys per Kᵀ tile, pair rows per
-// B tile); kStep: bf16 per tile row (head_dim per Q·Kᵀ step, keys per block,
-// one P·V step). The AVX-512 steps between the tile products are shared
-// with the AVX512-BF16 kernel (attention_steps.h).
+// kT: rows of every tile (keys per K tile, query rows per item, dims per Vᵀ
+// tile); kStep: bf16 per tile row (head_dim per Q·Kᵀ step, keys per block).
+// The AVX-512 steps between the tile products are shared with the
+// AVX512-BF16 kernel (attention_steps.h).
 using attention_steps::kNegInf;
 using attention_steps::kStep;
 using attention_steps::kT;
 using attention_steps::load_16;
-using attention_steps::pack_queries;
-using attention_steps::softmax_block;
-using attention_steps::split_regs;
-constexpr int64_t kTile = kT * kT;  // uint32 pairs per B tile, bf16 pairs per A tile (1 KB)
+using attention_steps::pack_queries_t;
+using attention_steps::pack_weights;
+using attention_steps::pack_weights_cvt;
+using attention_steps::split_32;
+using attention_steps::split_pairs;
+using attention_steps::softmax_block_t;
+using attention_steps::transpose16;
+constexpr int64_t kTile = kT * kT;  // uint32 per tile (1 KB)
 
 // The products of parts (a of Q or P, b of K or V) that are added: Exact
 // all with a + b <= 2, Fast the one.
@@ -61,19 +69,20 @@ struct PartPair {
 constexpr PartPair kExactPairs[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {2, 0}};
 constexpr PartPair kFastPairs[] = {{0, 0}};
 
-// Tiles 0-3: C (S's two halves; then four column tiles of P·V); 4: A (a Q
-// step or P); 5, 6: B (Kᵀ halves; V column tiles).
+// Tiles 0, 1: C, Sᵀ of a block's keys [0, 16) and [16, 32); 2-5: C, Oᵀ of
+// 16 head dims each; 6: A (K or Vᵀ); 7: B (Qᵀ or Pᵀ).
 TileConfig attention_config() {
   TileConfig c;
-  for (int t = 0; t < 7; ++t) c.set(t, kT, 64);
+  for (int t = 0; t < 8; ++t) c.set(t, kT, 64);
   return c;
 }
+constexpr int kOTiles = 4;  // head dims 64 at a time
 
-// K and V of every kv head in B tiles, zero past nkv (keys padded to a
+// K and V of every kv head as A tiles, zero past nkv (keys padded to a
 // multiple of 32).
 struct PackedKV {
-  const uint32_t* k;  // [kv head][key tile of 16][step of 32 dims][part][kk][key]
-  const uint32_t* v;  // [kv head][key block of 32][column tile of 16][part][kk][column]
+  const uint32_t* k;  // [kv head][key tile of 16][step of 32 dims][part][key][32 dims as 16 pairs]
+  const uint32_t* v;  // [kv head][key block of 32][dim tile of 16][part][dim][16 key pairs]
   int64_t key_tiles, steps, blocks, col_tiles, parts;
   const uint32_t* k_tile(int64_t h, int64_t kt, int64_t s, int64_t part) const {
     return k + (((h * key_tiles + kt) * steps + s) * parts + part) * kTile;
@@ -83,46 +92,40 @@ struct PackedKV {
   }
 };
 
-// The B tiles of kv head h, keys [32 kb, 32 kb + 32) (zeros past nkv).
-// Kᵀ: a key's 32 dims of one step, split, are its 16 pairs in order: one
-// vector, scattered down the key's column. V: rows 2kk and 2kk + 1
-// interleaved are B row kk.
+// The A tiles of kv head h, keys [32 kb, 32 kb + 32) (zeros past nkv). K:
+// each key's 32 dims of a step, split, as they are. Vᵀ: rows 2t and 2t + 1
+// paired lane by lane give [16 t][16 dims], transposed.
 template <class T>
 QVL_AVX512 void pack_kv_block(const T* k, const T* v, const AttentionParams& p, int parts, int64_t h, int64_t kb,
                               const PackedKV& kv, uint32_t* kd, uint32_t* vd) {
   const int64_t dh = p.head_dim;
-  const __m512i down = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(kT));  // B row kk, same column
   for (int64_t key = 0; key < kStep; ++key) {
     const int64_t j = kb * kStep + key;
     const T* row = j < p.nkv ? k + j * p.kv_stride + h * dh : nullptr;
     for (int64_t st = 0; st < kv.steps; ++st) {
-      __m256i lo[3] = {}, hi[3] = {};
-      if (row) {
-        split_regs(load_16(row + st * kStep), parts, lo);
-        split_regs(load_16(row + st * kStep + 16), parts, hi);
-      }
+      __m512i x[3] = {};
+      if (row) split_32(load_16(row + st * kStep), load_16(row + st * kStep + 16), parts, x);
       for (int part = 0; part < parts; ++part) {
-        uint32_t* tile = kd + (((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + st) * parts + part) * kTile;
-        _mm512_i32scatter_epi32(tile + key % kT, down,
-                                _mm512_inserti64x4(_mm512_castsi256_si512(lo[part]), hi[part], 1), 4);
+        uint32_t* dst = kd + (((h * kv.key_tiles + 2 * kb + key / kT) * kv.steps + st) * parts + part) * kTile;
+        _mm512_storeu_si512(dst + key % kT * kT, x[part]);
       }
     }
   }
-  for (int64_t kk = 0; kk < kT; ++kk) {
-    const int64_t j = kb * kStep + 2 * kk;
-    const T* r0 = j < p.nkv ? v + j * p.kv_stride + h * dh : nullptr;
-    const T* r1 = j + 1 < p.nkv ? v + (j + 1) * p.kv_stride + h * dh : nullptr;
-    for (int64_t c = 0; c < dh; c += kT) {
-      __m256i even[3] = {}, odd[3] = {};
-      if (r0) split_regs(load_16(r0 + c), parts, even);
-      if (r1) split_regs(load_16(r1 + c), parts, odd);
-      for (int part = 0; part < parts; ++part) {
-        const __m512i pairs =
-            _mm512_or_si512(_mm512_cvtepu16_epi32(even[part]), _mm512_slli_epi32(_mm512_cvtepu16_epi32(odd[part]), 16));
-        _mm512_storeu_si512(vd + (((h * kv.blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile + kk * kT,
-                            pairs);
-      }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t c = 0; c < dh; c += kT) {
+    __m512i m[3][16];
+    for (int64_t t = 0; t < kT; ++t) {
+      const int64_t j = kb * kStep + 2 * t;
+      const __m512 even = j < p.nkv ? load_16(v + j * p.kv_stride + h * dh + c) : zero;
+      const __m512 odd = j + 1 < p.nkv ? load_16(v + (j + 1) * p.kv_stride + h * dh + c) : zero;
+      __m512i x[3];
+      split_pairs(even, odd, parts, x);
+      for (int part = 0; part < parts; ++part) m[part][t] = x[part];
+    }
+    for (int part = 0; part < parts; ++part) {
+      transpose16(m[part]);
+      uint32_t* dst = vd + (((h * kv.blocks + kb) * kv.col_tiles + c / kT) * parts + part) * kTile;
+      for (int64_t d = 0; d < kT; ++d) _mm512_storeu_si512(dst + d * kT, m[part][d]);
     }
   }
 }
@@ -138,39 +141,73 @@ PackedKV pack_kv(const T* k, const T* v, const AttentionParams& p, int parts, Th
   uint32_t* kd = k_buf.data();
   uint32_t* vd = v_buf.data();
   kv.k = kd, kv.v = vd;
+  // Heads inner: a thread reads whole rows of K and V, page after page.
   pool.parallel_for(p.kv_heads * blocks, [&](int64_t b0, int64_t b1, int) {
-    for (int64_t item = b0; item < b1; ++item) pack_kv_block(k, v, p, parts, item / blocks, item % blocks, kv, kd, vd);
+    for (int64_t item = b0; item < b1; ++item)
+      pack_kv_block(k, v, p, parts, item % p.kv_heads, item / p.kv_heads, kv, kd, vd);
   });
   return kv;
 }
 
-// o [16][dh] rows += c [16][cols] (cols a multiple of 16, c's row stride 64 floats).
-QVL_AVX512 void add_columns(float* o, int64_t dh, int64_t col0, const float* c, int64_t cols) {
-  for (int64_t r = 0; r < kT; ++r)
-    for (int64_t j = 0; j < cols; j += 16) {
-      float* dst = o + r * dh + col0 + j;
-      _mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), _mm512_loadu_ps(c + r * 64 + j)));
-    }
-}
-
-// C tile `c` (0-3) of the P·V pass: the tile number must be a constant.
+// The tile numbers must be constants: Oᵀ tile 2 + c (c < kOTiles).
 template <class Tiles>
 void pv_product(Tiles& t, int c) {
   switch (c) {
-    case 0: return t.template dpbf16ps<0, 4, 5>();
-    case 1: return t.template dpbf16ps<1, 4, 5>();
-    case 2: return t.template dpbf16ps<2, 4, 5>();
-    default: return t.template dpbf16ps<3, 4, 5>();
+    case 0: return t.template dpbf16ps<2, 6, 7>();
+    case 1: return t.template dpbf16ps<3, 6, 7>();
+    case 2: return t.template dpbf16ps<4, 6, 7>();
+    default: return t.template dpbf16ps<5, 6, 7>();
   }
 }
 template <class Tiles>
-void store_c(Tiles& t, int c, float* dst) {
+void store_o(Tiles& t, int c, float* dst) {
   switch (c) {
-    case 0: return t.template store<0>(dst, 256);
-    case 1: return t.template store<1>(dst, 256);
-    case 2: return t.template store<2>(dst, 256);
-    default: return t.template store<3>(dst, 256);
+    case 0: return t.template store<2>(dst, 64);
+    case 1: return t.template store<3>(dst, 64);
+    case 2: return t.template store<4>(dst, 64);
+    default: return t.template store<5>(dst, 64);
   }
+}
+template <class Tiles>
+void load_o(Tiles& t, int c, const float* src) {
+  switch (c) {
+    case 0: return t.template load<2>(src, 64);
+    case 1: return t.template load<3>(src, 64);
+    case 2: return t.template load<4>(src, 64);
+    default: return t.template load<5>(src, 64);
+  }
+}
+
+// Oᵀ [dims][16] rows of `lanes` scaled by 2^scale_by (exact).
+QVL_AVX512 void rescale_lanes(float* o, int64_t dims, __mmask16 lanes, const float* by) {
+  const __m512 scale_by = _mm512_loadu_ps(by);
+  for (int64_t d = 0; d < dims; ++d) {
+    const __m512 x = _mm512_loadu_ps(o + d * kT);
+    _mm512_storeu_ps(o + d * kT, _mm512_mask_scalef_ps(x, lanes, x, scale_by));
+  }
+}
+
+// out rows [0, rows) (stride out_stride) = Oᵀ [dh][16] transposed, / l.
+QVL_AVX512 void write_rows(const float* o, const float* l, int64_t dh, int64_t rows, float* out, int64_t out_stride) {
+  const __m512 vl = _mm512_loadu_ps(l);
+  const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(vl, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                         _mm512_set1_ps(1.0f), vl);
+  for (int64_t c = 0; c < dh; c += kT) {
+    __m512i x[16];
+    for (int64_t d = 0; d < kT; ++d) x[d] = _mm512_castps_si512(_mm512_mul_ps(_mm512_loadu_ps(o + (c + d) * kT), inv));
+    transpose16(x);
+    for (int64_t r = 0; r < rows; ++r) _mm512_storeu_ps(out + r * out_stride + c, _mm512_castsi512_ps(x[r]));
+  }
+}
+
+constexpr int64_t kClaim = 4;  // work items a thread claims at once
+
+// The query rows of item `item` (query head, 16 rows) on their way to L1: an
+// item's rows are a head's slice of 16 tokens, each on a page of its own.
+void prefetch_rows(const float* q, const AttentionParams& p, int64_t item, int64_t qblocks) {
+  const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < p.head_dim; c += 16) __builtin_prefetch(q + (i0 + r) * p.q_stride + h * p.head_dim + c);
 }
 
 template <class Tiles, class T>
@@ -185,69 +222,106 @@ void attention_tiles(const float* q, const T* k, const T* v, float* out, const A
   const PackedKV kv = pack_kv(k, v, p, parts, pool);
   const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
   const int64_t qblocks = (p.nq + kT - 1) / kT, items = p.q_heads * qblocks;
+  const bool resident = kv.col_tiles <= kOTiles;  // Oᵀ kept in tiles 2-5 across blocks
+  // Fast's weights to bf16 by vcvtne2ps2bf16 where the CPU has it (every CPU
+  // with AMX): the unit and its emulation here take the same path.
+  const bool cvt = cpu_features().avx512_bf16;
   const TileConfig config = attention_config();
   std::atomic<int64_t> next{0};
   pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) {
     Tiles t(config);
-    ScratchVector<uint16_t> qa(static_cast<size_t>(kv.steps * parts * kT * kStep)),
-        pa(static_cast<size_t>(parts * kT * kStep));
-    ScratchVector<float> o(static_cast<size_t>(kT * dh)), s(static_cast<size_t>(kT * kStep)),
-        c(static_cast<size_t>(kT * 64));
-    for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+    ScratchVector<uint32_t> qt(static_cast<size_t>(kv.steps * parts * kTile)), pt(static_cast<size_t>(2 * parts * kTile));
+    ScratchVector<float> o(static_cast<size_t>(dh * kT)), s(static_cast<size_t>(2 * kStep * kT)),
+        w(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
+    // Items are claimed kClaim at a time: the atomic add waits for every
+    // store before it (the last item's output, tile stores) to complete.
+    for (int64_t first; (first = next.fetch_add(kClaim, std::memory_order_relaxed)) < items;)
+    for (int64_t item = first; item < std::min(items, first + kClaim); ++item) {
       const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
-      pack_queries(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, parts, qa.data());
+      pack_queries_t(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, parts, qt.data());
+      if (item + 1 < std::min(items, first + kClaim)) prefetch_rows(q, p, item + 1, qblocks);
       // Keys each row sees; rows past nq see what the last one does (their
       // output is dropped, but they must not be empty).
-      int64_t end[kT], item_end = 0;
+      alignas(64) int32_t end[kT];
+      int64_t item_end = 0, all_see = p.nkv;
       for (int64_t r = 0; r < kT; ++r) {
         const int64_t i = i0 + std::min(r, rows - 1);
-        end[r] = p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv;
-        item_end = std::max(item_end, end[r]);
+        end[r] = static_cast<int32_t>(p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv);
+        item_end = std::max<int64_t>(item_end, end[r]);
+        all_see = std::min<int64_t>(all_see, end[r]);
       }
-      float m[kT], l[kT];
-      std::fill(m, m + kT, kNegInf);
-      std::fill(l, l + kT, 0.0f);
+      std::fill(m.begin(), m.end(), kNegInf);
+      std::fill(l.begin(), l.end(), 0.0f);
       std::fill(o.begin(), o.end(), 0.0f);
-      for (int64_t j0 = 0; j0 < item_end; j0 += kStep) {
-        const int64_t kb = j0 / kStep;
+      if (resident)
+        for (int c = 0; c < kv.col_tiles; ++c) load_o(t, c, o.data() + c * kTile);
+      // Sᵀ of block kb into tiles 0 and 1.
+      auto scores = [&](int64_t kb) {
         t.template zero<0>();
         t.template zero<1>();
         for (int64_t st = 0; st < kv.steps; ++st)
           for (int e = 0; e < npairs; ++e) {
-            if (e == 0 || pairs[e].a != pairs[e - 1].a)
-              t.template load<4>(qa.data() + (st * parts + pairs[e].a) * kTile * 2, 64);
-            t.template load<5>(kv.k_tile(kvh, 2 * kb, st, pairs[e].b), 64);
+            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<7>(qt.data() + (st * parts + pairs[e].a) * kTile, 64);
+            t.template load<6>(kv.k_tile(kvh, 2 * kb, st, pairs[e].b), 64);
+            t.template dpbf16ps<0, 6, 7>();
             t.template load<6>(kv.k_tile(kvh, 2 * kb + 1, st, pairs[e].b), 64);
-            t.template dpbf16ps<0, 4, 5>();
-            t.template dpbf16ps<1, 4, 6>();
+            t.template dpbf16ps<1, 6, 7>();
           }
-        t.template store<0>(s.data(), kStep * 4);
-        t.template store<1>(s.data() + kT, kStep * 4);
-        int64_t valid[kT];
-        for (int64_t r = 0; r < kT; ++r) valid[r] = end[r] - j0;
-        softmax_block(s.data(), valid, parts, m, l, o.data(), dh, pa.data());
-        for (int64_t ct0 = 0; ct0 < kv.col_tiles; ct0 += 4) {
-          const int nc = static_cast<int>(std::min<int64_t>(4, kv.col_tiles - ct0));
-          t.template zero<0>();
-          t.template zero<1>();
-          t.template zero<2>();
-          t.template zero<3>();
+      };
+      // Software-pipelined by a block: the next block's Sᵀ is issued to the
+      // tile unit before this block's softmax, which runs on the AVX-512
+      // units meanwhile (the two share no data), and stored before this
+      // block's P·V, so that the next softmax need not wait for that P·V.
+      // Sᵀ and Pᵀ alternate between two buffers.
+      const int64_t nblocks = (item_end + kStep - 1) / kStep;  // 0 where no key is seen (nkv 0)
+      if (nblocks > 0) {
+        scores(0);
+        t.template store<0>(s.data(), 64);
+        t.template store<1>(s.data() + kTile, 64);
+      }
+      for (int64_t kb = 0; kb < nblocks; ++kb) {
+        const int64_t j0 = kb * kStep;
+        const float* sb = s.data() + kb % 2 * 2 * kTile;
+        if (kb + 1 < nblocks) scores(kb + 1);
+        alignas(64) float scale_by[kT];
+        const bool full = j0 + kStep <= all_see;
+        uint32_t* pb = pt.data() + kb % 2 * parts * kTile;
+        const __mmask16 rescale =
+            fast ? softmax_block_t<1>(sb, j0, end, full, m.data(), l.data(), w.data(), scale_by)
+                 : softmax_block_t<3>(sb, j0, end, full, m.data(), l.data(), w.data(), scale_by);
+        if (!fast) pack_weights<3>(w.data(), pb);
+        else if (cvt) pack_weights_cvt(w.data(), pb);
+        else pack_weights<1>(w.data(), pb);
+        if (kb + 1 < nblocks) {
+          float* next_s = s.data() + (kb + 1) % 2 * 2 * kTile;
+          t.template store<0>(next_s, 64);
+          t.template store<1>(next_s + kTile, 64);
+        }
+        for (int64_t ct0 = 0; ct0 < kv.col_tiles; ct0 += kOTiles) {
+          const int nc = static_cast<int>(std::min<int64_t>(kOTiles, kv.col_tiles - ct0));
+          float* og = o.data() + ct0 * kTile;
+          if (resident && rescale) {
+            for (int c = 0; c < nc; ++c) store_o(t, c, og + c * kTile);
+            rescale_lanes(og, nc * kT, rescale, scale_by);
+            for (int c = 0; c < nc; ++c) load_o(t, c, og + c * kTile);
+          } else if (!resident) {
+            if (rescale) rescale_lanes(og, nc * kT, rescale, scale_by);
+            for (int c = 0; c < nc; ++c) load_o(t, c, og + c * kTile);
+          }
           for (int e = 0; e < npairs; ++e) {
-            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<4>(pa.data() + pairs[e].a * kTile * 2, 64);
-            for (int ci = 0; ci < nc; ++ci) {
-              t.template load<5>(kv.v_tile(kvh, kb, ct0 + ci, pairs[e].b), 64);
-              pv_product(t, ci);
+            if (e == 0 || pairs[e].a != pairs[e - 1].a) t.template load<7>(pb + pairs[e].a * kTile, 64);
+            for (int c = 0; c < nc; ++c) {
+              t.template load<6>(kv.v_tile(kvh, kb, ct0 + c, pairs[e].b), 64);
+              pv_product(t, c);
             }
           }
-          for (int ci = 0; ci < nc; ++ci) store_c(t, ci, c.data() + ci * kT);
-          add_columns(o.data(), dh, ct0 * kT, c.data(), nc * kT);
+          if (!resident)
+            for (int c = 0; c < nc; ++c) store_o(t, c, og + c * kTile);
         }
       }
-      for (int64_t r = 0; r < rows; ++r) {
-        float* dst = out + (i0 + r) * p.out_stride + h * dh;
-        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-        for (int64_t j = 0; j < dh; ++j) dst[j] = o[r * dh + j] * inv;
-      }
+      if (resident)
+        for (int c = 0; c < kv.col_tiles; ++c) store_o(t, c, o.data() + c * kTile);
+      write_rows(o.data(), l.data(), dh, rows, out + i0 * p.out_stride + h * dh, p.out_stride);
     }
   });
 }

@@ -1,11 +1,12 @@
 // Many-query attention with vdpbf16ps (bf16_attention.h): FlashAttention's
 // online softmax (Dao et al. 2022) over blocks of 32 keys, both products on
-// AVX512-BF16:
+// AVX512-BF16, the AMX kernel's numbers (amx_attention.cpp):
 //
 //   per work item (one query head, 16 query rows), per block of 32 keys:
-//     S [16][32] = Q·Kᵀ        lanes are keys: one vdpbf16ps does 16 keys x
-//                              a pair of head dims, Q's pair broadcast
-//     m, l, P = 2^(S - m)      attention_steps::softmax_block, as on AMX
+//     Sᵀ [32][16] = K·Qᵀ      lanes are query rows: one vdpbf16ps does a key
+//                              x a pair of head dims for the 16 rows, the
+//                              key's pair broadcast
+//     m, l, Pᵀ = 2^(Sᵀ - m)    attention_steps::softmax_block_t, as on AMX
 //     O [16][dh] += P·V        lanes are head dims: 16 columns x a pair of
 //                              keys, P's pair broadcast
 //
@@ -18,6 +19,7 @@
 #include "ops/bf16_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -60,47 +62,105 @@ QVL_AVX512_BF16 void pack_k_block(const T* k, const AttentionParams& p, int64_t 
   }
 }
 
-// S [R][32] (row stride kStep) = Q·Kᵀ for R query rows: qa is
-// pack_queries' [dh/32 steps][16 rows][32] bf16, i.e. row r's pair pc at
-// (pc / 16)·256 + r·16 + pc % 16 as uint32; kb one block of Kp.
-template <int R>
-QVL_AVX512_BF16 void scores(const uint32_t* qa, int64_t r0, int64_t pairs, const uint32_t* kb, float* s) {
+// Sᵀ [32][16] of one block (row stride 16): qt is pack_queries_t's Qᵀ,
+// [dh/2 pairs][16 rows] uint32; kb one block of Kp.
+QVL_AVX512_BF16 void scores_t(const uint32_t* qt, int64_t pairs, const uint32_t* kb, float* st) {
   using bf16_dot_steps::as_bh;
-  __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t pc = 0; pc < pairs; ++pc) {
-    const __m512i k0 = _mm512_loadu_si512(kb + pc * kStep), k1 = _mm512_loadu_si512(kb + pc * kStep + 16);
-    const uint32_t* qrow = qa + (pc / 16) * kT * 16 + pc % 16;
-    for (int r = 0; r < R; ++r) {
-      const __m512i qb = _mm512_set1_epi32(static_cast<int>(qrow[(r0 + r) * 16]));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], as_bh(qb), as_bh(k0));
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], as_bh(qb), as_bh(k1));
+  for (int64_t k0 = 0; k0 < kStep; k0 += 16) {
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t pc = 0; pc < pairs; ++pc) {
+      const __m512i qv = _mm512_loadu_si512(qt + pc * kT);
+      const uint32_t* keys = kb + pc * kStep + k0;
+      for (int i = 0; i < 16; ++i)
+        acc[i] = _mm512_dpbf16_ps(acc[i], as_bh(qv), as_bh(_mm512_set1_epi32(static_cast<int>(keys[i]))));
     }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm512_storeu_ps(s + r * kStep, acc[r][0]);
-    _mm512_storeu_ps(s + r * kStep + 16, acc[r][1]);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(st + (k0 + i) * kT, acc[i]);
   }
 }
 
-// One thread's query rows of an item, bf16 (bf16_dot_steps::run_items' Tile).
-struct QueryTile {
-  const uint32_t* kp;  // Kp, all kv heads and blocks
-  int64_t pairs;
-  ScratchVector<uint16_t> qa;
-  void load(const AttentionParams& p, int64_t h, int64_t i0, int64_t rows) {
-    const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
-    attention_steps::pack_queries(q + i0 * p.q_stride + h * p.head_dim, rows, p.q_stride, p.head_dim, qscale, 1,
-                                  qa.data());
+// O [R][dh] rows r0.., columns [c0, c0 + 16·CT) += P·V for one block: pt is
+// softmax_block_t's Pᵀ [16 key pairs][16 rows] uint32, vb one block of Vp.
+template <int R, int CT>
+QVL_AVX512_BF16 void values_t(const uint32_t* pt, int64_t r0, const uint32_t* vb, int64_t dh, int64_t c0, float* o) {
+  using bf16_dot_steps::as_bh;
+  __m512 acc[R][CT];
+  for (int r = 0; r < R; ++r)
+    for (int ct = 0; ct < CT; ++ct) acc[r][ct] = _mm512_loadu_ps(o + (r0 + r) * dh + c0 + ct * 16);
+  for (int64_t kk = 0; kk < kStep / 2; ++kk) {
+    __m512i vv[CT];
+    for (int ct = 0; ct < CT; ++ct) vv[ct] = _mm512_loadu_si512(vb + kk * dh + c0 + ct * 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512i pb = _mm512_set1_epi32(static_cast<int>(pt[kk * kT + r0 + r]));
+      for (int ct = 0; ct < CT; ++ct) acc[r][ct] = _mm512_dpbf16_ps(acc[r][ct], as_bh(pb), as_bh(vv[ct]));
+    }
   }
-  void scores(int64_t block, int64_t rows, float* s) const {
-    const uint32_t* qa32 = reinterpret_cast<const uint32_t*>(qa.data());
-    const uint32_t* kb = kp + block * kStep * pairs;
-    bf16dot::scores<8>(qa32, 0, pairs, kb, s);
-    if (rows > 8) bf16dot::scores<8>(qa32, 8, pairs, kb, s + 8 * kStep);
+  for (int r = 0; r < R; ++r)
+    for (int ct = 0; ct < CT; ++ct) _mm512_storeu_ps(o + (r0 + r) * dh + c0 + ct * 16, acc[r][ct]);
+}
+
+// O's rows in `rows` scaled by 2^by[r] (exact), as the AMX kernel's Oᵀ lanes.
+QVL_AVX512_BF16 void rescale_rows(float* o, int64_t dh, __mmask16 rows, const float* by) {
+  for (int r = 0; r < kT; ++r)
+    if ((rows >> r) & 1) {
+      const __m512 f = _mm512_set1_ps(by[r]);
+      for (int64_t c = 0; c < dh; c += 16) _mm512_storeu_ps(o + r * dh + c, _mm512_scalef_ps(_mm512_loadu_ps(o + r * dh + c), f));
+    }
+}
+
+// One thread's work items, claimed as they go (a causal item's later
+// queries see more keys): per item (query head h, rows [i0, i0 + 16)), per
+// block up to the last row's causal end, Sᵀ, the softmax step and P·V; then
+// each row's output O / l. Each row's arithmetic depends on its own query
+// and visible keys alone (blocks past a row's end add exact zeros, a rescale
+// of the other rows' O is by 2^0), so a causal prefill in pieces gives the
+// bits of one call.
+QVL_AVX512_BF16 void run_items(const float* q, const uint32_t* kp, const uint32_t* vp, float* out,
+                               const AttentionParams& p, std::atomic<int64_t>& next) {
+  const int64_t dh = p.head_dim, pairs = dh / 2, group = p.q_heads / p.kv_heads;
+  const int64_t blocks = (p.nkv + kStep - 1) / kStep, block_u32 = kStep * pairs;
+  const int64_t qblocks = (p.nq + kT - 1) / kT, items = p.q_heads * qblocks;
+  const float qscale = p.scale * 1.4426950408889634f;  // log2(e)
+  ScratchVector<uint32_t> qt(static_cast<size_t>(pairs * kT)), pt(static_cast<size_t>(kT * kT));
+  ScratchVector<float> o(static_cast<size_t>(kT * dh)), st(static_cast<size_t>(kStep * kT)),
+      w(static_cast<size_t>(kStep * kT)), m(kT), l(kT);
+  for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+    const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
+    attention_steps::pack_queries_t(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, 1, qt.data());
+    // Keys each row sees; rows past nq see what the last one does.
+    alignas(64) int32_t end[kT];
+    int64_t item_end = 0, all_see = p.nkv;
+    for (int64_t r = 0; r < kT; ++r) {
+      const int64_t i = i0 + std::min(r, rows - 1);
+      end[r] = static_cast<int32_t>(p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv);
+      item_end = std::max<int64_t>(item_end, end[r]);
+      all_see = std::min<int64_t>(all_see, end[r]);
+    }
+    std::fill(m.begin(), m.end(), attention_steps::kNegInf);
+    std::fill(l.begin(), l.end(), 0.0f);
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (int64_t j0 = 0; j0 < item_end; j0 += kStep) {
+      const int64_t block = kvh * blocks + j0 / kStep;
+      scores_t(qt.data(), pairs, kp + block * block_u32, st.data());
+      alignas(64) float by[kT];
+      const __mmask16 rescale = attention_steps::softmax_block_t<1>(st.data(), j0, end, j0 + kStep <= all_see, m.data(),
+                                                                    l.data(), w.data(), by);
+      attention_steps::pack_weights_cvt(w.data(), pt.data());  // as the AMX kernel on a CPU with AVX512-BF16
+      if (rescale) rescale_rows(o.data(), dh, rescale, by);
+      const uint32_t* vb = vp + block * block_u32;
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {  // rows past nq: no output, no P·V
+        int64_t c0 = 0;
+        for (; c0 + 64 <= dh; c0 += 64) values_t<4, 4>(pt.data(), r0, vb, dh, c0, o.data());
+        if (c0 < dh) values_t<4, 2>(pt.data(), r0, vb, dh, c0, o.data());  // dh is a multiple of 32
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+      float* dst = out + (i0 + r) * p.out_stride + h * dh;
+      for (int64_t j = 0; j < dh; ++j) dst[j] = o[r * dh + j] * inv;
+    }
   }
-  const float* q;
-};
+}
 
 template <class T>
 void attention_bf16(const float* q, const T* k, const T* v, float* out, const AttentionParams& p, ThreadPool& pool) {
@@ -121,9 +181,8 @@ void attention_bf16(const float* q, const T* k, const T* v, float* out, const At
       bf16_dot_steps::pack_v_block(v, p, item / blocks, item % blocks, vp + item * block_u32);
     }
   });
-  bf16_dot_steps::run_items<bf16_dot_steps::Exp2Degree7>(p, vp, out, pool, [&] {
-    return QueryTile{kp, pairs, ScratchVector<uint16_t>(static_cast<size_t>(dh * kT)), q};
-  });
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(pool.size(), [&](int64_t, int64_t, int) { run_items(q, kp, vp, out, p, next); });
 }
 
 }  // namespace

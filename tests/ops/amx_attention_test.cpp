@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "ops/bf16_attention.h"
 #include "ops/cpu_features.h"
 #include "ops/ops.h"
 #include "ops/scalar.h"
@@ -147,6 +149,32 @@ TEST(AmxAttention, PrefillInPiecesGivesTheBitsOfOneCall) {
                             pieces.data() + begin * whole.out_stride, piece, pool);
   }
   EXPECT_EQ(attention_heads(one, whole), attention_heads(pieces, whole));
+}
+
+// No keys (a call with nkv 0): every output zero, emulated, on the unit,
+// and in the AVX512-BF16 kernel that shares its steps, for Exact and Fast.
+TEST(AmxAttention, ACallWithoutKeysGivesZeros) {
+  if (!cpu_features().avx512) GTEST_SKIP() << "the kernel's softmax runs on AVX-512, which this CPU lacks";
+  for (MatmulPrecision precision : {MatmulPrecision::Exact, MatmulPrecision::Fast}) {
+    const AttentionParams p = params({20, 0, 2, 1, 64, false, 0}, precision);
+    const auto q = random_floats(p.nq * p.q_stride, 97, -2, 2);
+    const std::vector<float> kv(64, 1.0f);
+    const std::vector<float> zeros(static_cast<size_t>(p.nq * p.q_heads * p.head_dim), 0.0f);
+    ThreadPool pool(2);
+    std::vector<float> got(q.size(), -7.0f);
+    amx::attention_emulated(q.data(), kv.data(), kv.data(), got.data(), p, pool);
+    EXPECT_EQ(attention_heads(got, p), zeros);
+    if (amx::attention_usable()) {
+      std::fill(got.begin(), got.end(), -7.0f);
+      amx::attention(q.data(), kv.data(), kv.data(), got.data(), p, pool);
+      EXPECT_EQ(attention_heads(got, p), zeros);
+    }
+    if (precision == MatmulPrecision::Fast && bf16dot::attention_usable()) {
+      std::fill(got.begin(), got.end(), -7.0f);
+      bf16dot::attention(q.data(), kv.data(), kv.data(), got.data(), p, pool);
+      EXPECT_EQ(attention_heads(got, p), zeros);
+    }
+  }
 }
 
 TEST(AmxAttention, RefusesHeadSizesItCannotTile) {
