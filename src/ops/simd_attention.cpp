@@ -468,6 +468,7 @@ void AttentionTiledT(const float* q, const T* k, const T* v, float* out, const A
 
 constexpr int64_t kAhead = 8;  // K rows prefetched ahead
 constexpr int64_t kRowsBlock = 64, kRowsChunk = 128;
+constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(DF()));
 
 // Split-KV ("flash decoding"): each work item is one query x one chunk of
 // up to kRowsChunk positions x one group of kv heads, and walks K and V rows in memory
@@ -547,6 +548,252 @@ void RowsItem(const RowsSeq<T>& sq, int64_t hgroups, int64_t item, float* s) {
   }
 }
 
+// ---- rows, scores laid out [key row][query head]
+//
+// ScoreRows ends each of its dot products in a reduction across lanes, 16
+// per key row with 16 query heads, and in perf of decode at 8 streams x 1,024
+// positions (an AMX Xeon, 2 cores) those shuffles were most of its time when
+// K/V stayed in L2, and ScoreRows twice AccumulateGroup's time. Here one
+// transpose-reduce gives the scores of a row's heads as one vector, and the
+// block's softmax runs across heads, lane by lane.
+
+#if HWY_TARGET != HWY_SCALAR
+// Horizontal sums of kN vectors at once (a transpose-reduce): lane L of the
+// result is the sum of the lanes of x[ReduceSlot(kN, L)], each vector's by
+// the same tree whichever slot it is in: halves (lane l + lane l + kN/2),
+// then 128-bit blocks' halves, then within a block (0 + 2, 1 + 3), then the
+// pair. So a head's score is the same bits whatever heads share its vector,
+// and 16 sums cost 15 shuffle-and-add steps instead of 16 reductions.
+constexpr int ReduceSlot(int n, int lane) {
+  return n == 16  ? 4 * (lane % 4) + (lane / 4 == 1   ? 2
+                                      : lane / 4 == 2 ? 1
+                                                      : lane / 4)
+         : n == 8 ? 2 * (lane % 4) + lane / 4
+                  : lane;
+}
+
+template <int kN>
+HWY_INLINE VF SumsOfLanes(DF d, VF* x) {
+  if constexpr (kN >= 8) {
+    for (int i = 0; i < kN / 2; ++i)
+      x[i] = hn::Add(hn::ConcatLowerLower(d, x[2 * i + 1], x[2 * i]), hn::ConcatUpperUpper(d, x[2 * i + 1], x[2 * i]));
+  }
+  if constexpr (kN == 16) {
+    for (int i = 0; i < 4; ++i) {
+      const VF a = x[2 * i], b = x[2 * i + 1];
+      x[i] = hn::Add(hn::OddEvenBlocks(hn::SwapAdjacentBlocks(b), a), hn::OddEvenBlocks(b, hn::SwapAdjacentBlocks(a)));
+    }
+  }
+  const hn::Repartition<uint64_t, DF> d64;
+  const VF p = hn::Add(hn::InterleaveLower(d, x[0], x[1]), hn::InterleaveUpper(d, x[0], x[1]));
+  const VF r = hn::Add(hn::InterleaveLower(d, x[2], x[3]), hn::InterleaveUpper(d, x[2], x[3]));
+  const auto p64 = hn::BitCast(d64, p), r64 = hn::BitCast(d64, r);
+  return hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, p64, r64)),
+                 hn::BitCast(d, hn::InterleaveUpper(d64, p64, r64)));
+}
+
+// Lanes per vector when the transpose-reduce applies (4, 8 or 16), else 0.
+constexpr int ReduceLanes() {
+#if HWY_HAVE_SCALABLE
+  return 0;
+#else
+  constexpr int n = static_cast<int>(hn::MaxLanes(DF()));
+  return n == 4 || n == 8 || n == 16 ? n : 0;
+#endif
+}
+
+// acc[g] = the lanes whose sum is q_g · k over dh's whole vectors, for the
+// G query heads of one kv head (q_g at q + g·dh): two chains, then added.
+template <int G, int DH, class T>
+HWY_INLINE void DotLanes(const float* q, const T* k, int64_t dh_run, VF* acc) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t dh = DH > 0 ? DH : dh_run;
+  VF s0[G], s1[G];
+  for (int g = 0; g < G; ++g) s0[g] = s1[g] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= dh; i += 2 * N) {
+    const VF k0 = LoadKV(d, k + i), k1 = LoadKV(d, k + i + N);
+    for (int g = 0; g < G; ++g) {
+      s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
+      s1[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i + N), k1, s1[g]);
+    }
+  }
+  if (i + N <= dh) {
+    const VF k0 = LoadKV(d, k + i);
+    for (int g = 0; g < G; ++g) s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
+  }
+  for (int g = 0; g < G; ++g) acc[g] = hn::Add(s0[g], s1[g]);
+}
+
+// Scores of key rows [0, bk) (row t at k + t·kv_stride) for kv heads
+// [kv0, kv1) and their G query heads each: s[t·ss + h - kv0·G] for query
+// head h, lanes past the last head 0. Prefetches as ScoreRows.
+template <int G, int DH, class T>
+HWY_NOINLINE void ScoreRowsT(const float* q, const T* k, int64_t kv_stride, int64_t kv0, int64_t kv1, int64_t dh_run,
+                             int64_t bk, float scale, float* s, int64_t ss, int64_t ahead, int64_t prefetch_end,
+                             const T* v) {
+  constexpr int kN = ReduceLanes(), KVB = kN / G;  // kv heads per vector of scores
+  const DF d;
+  const int64_t N = kN, dh = DH > 0 ? DH : dh_run, tail = dh % N;
+  const VF vscale = hn::Set(d, scale);
+  for (int64_t t = 0; t < bk; ++t) {
+    const T* krow = k + t * kv_stride;
+    if (t + ahead < prefetch_end) Prefetch(krow + ahead * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+    Prefetch(v + t * kv_stride + kv0 * dh, (kv1 - kv0) * dh);
+    for (int64_t kb = kv0; kb < kv1; kb += KVB) {
+      VF x[kN];
+      if (kb + KVB <= kv1) {
+        for (int kk = 0; kk < KVB; ++kk) {
+          VF a[G];
+          DotLanes<G, DH>(q + (kb + kk) * G * dh, krow + (kb + kk) * dh, dh, a);
+          for (int g = 0; g < G; ++g) x[ReduceSlot(kN, kk * G + g)] = a[g];
+        }
+      } else {
+        for (int j = 0; j < kN; ++j) x[j] = hn::Zero(d);
+        for (int64_t kk = 0; kk < kv1 - kb; ++kk) {
+          VF a[G];
+          DotLanes<G, DH>(q + (kb + kk) * G * dh, krow + (kb + kk) * dh, dh, a);
+          for (int g = 0; g < G; ++g) x[ReduceSlot(kN, static_cast<int>(kk) * G + g)] = a[g];
+        }
+      }
+      VF r = SumsOfLanes<kN>(d, x);
+      if (DH == 0 && tail != 0) {  // the columns short of a whole vector, after the lanes
+        HWY_ALIGN float rest[kN] = {};
+        for (int64_t kk = 0; kk < std::min<int64_t>(KVB, kv1 - kb); ++kk)
+          for (int g = 0; g < G; ++g)
+            for (int64_t j = dh - tail; j < dh; ++j)
+              rest[kk * G + g] += q[((kb + kk) * G + g) * dh + j] * ScalarKV(krow[(kb + kk) * dh + j]);
+        r = hn::Add(r, hn::Load(d, rest));
+      }
+      hn::StoreU(hn::Mul(r, vscale), d, s + t * ss + (kb - kv0) * G);
+    }
+  }
+}
+
+// AccumulateHeadsT on the S vectors of columns at o, v (one slab).
+template <int G, int S, class T>
+HWY_INLINE void AccumulateSlab(float* o, int64_t dh, const T* v, int64_t vstride, const float* w, int64_t wt,
+                               int64_t bk) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  VF acc[G][S];
+  for (int g = 0; g < G; ++g)
+    for (int j = 0; j < S; ++j) acc[g][j] = hn::LoadU(d, o + g * dh + j * N);
+  for (int64_t t = 0; t < bk; ++t) {
+    VF vv[S];
+    for (int j = 0; j < S; ++j) vv[j] = LoadKV(d, v + t * vstride + j * N);
+    for (int g = 0; g < G; ++g) {
+      const VF wb = hn::Set(d, w[t * wt + g]);
+      for (int j = 0; j < S; ++j) acc[g][j] = hn::MulAdd(vv[j], wb, acc[g][j]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int j = 0; j < S; ++j) hn::StoreU(acc[g][j], d, o + g * dh + j * N);
+}
+
+// o[g·dh ..] += Σ_t w[t·wt + g] · v[t·vstride ..] for the G query heads that
+// share one kv head, t = 0 .. bk-1 in order: AccumulateHeads with the
+// weights laid out [t][head] (ScoreRowsT's), the outputs in registers across
+// t, S vectors of each head at a time.
+template <int G, int S, class T>
+HWY_INLINE void AccumulateHeadsT(float* o, int64_t dh, const T* v, int64_t vstride, const float* w, int64_t wt,
+                                 int64_t bk) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t c = 0;
+  for (; c + S * N <= dh; c += S * N) AccumulateSlab<G, S>(o + c, dh, v + c, vstride, w, wt, bk);
+  for (; c + N <= dh; c += N) AccumulateSlab<G, 1>(o + c, dh, v + c, vstride, w, wt, bk);
+  if (c < dh)
+    for (int g = 0; g < G; ++g)
+      for (int64_t t = 0; t < bk; ++t)
+        for (int64_t j = c; j < dh; ++j) o[g * dh + j] += ScalarKV(v[t * vstride + j]) * w[t * wt + g];
+}
+
+// RowsItem when the transpose-reduce applies (G <= lanes): the block's
+// scores [t][head], and its softmax taken across heads, lane by lane.
+template <int G, int DH, class T>
+void RowsItemT(const RowsSeq<T>& sq, int64_t hgroups, int64_t item, float* scratch) {
+  constexpr int kN = ReduceLanes();
+  const DF d;
+  const AttentionParams& p = sq.p;
+  const int64_t dh = p.head_dim, qh_n = p.q_heads;
+  const int64_t qc = item / hgroups, hg = item % hgroups;
+  const int64_t i = qc / sq.nchunks, c = qc % sq.nchunks;
+  const int64_t kv0 = hg * p.kv_heads / hgroups, kv1 = (hg + 1) * p.kv_heads / hgroups;
+  const int64_t h0 = kv0 * G, nh = (kv1 - kv0) * G;  // this item's query heads h0 .. h0 + nh
+  const int64_t hp = (nh + kN - 1) / kN * kN;        // padded to whole vectors
+  const int64_t kv_end = sq.seen_by(i);
+  const int64_t chunk = (kv_end + RowsChunksFor(kv_end) - 1) / RowsChunksFor(kv_end);
+  const int64_t lo = std::min(kv_end, c * chunk), hi = std::min(kv_end, lo + chunk);
+  float* s = scratch;                              // [kRowsBlock][hp] scores, then weights
+  float* m = s + kRowsBlock * hp;                  // [hp] running max
+  float* l = m + hp;                               // [hp] running sum
+  float* corr = l + hp;                            // [hp] this block's rescale
+  float* o = sq.parts + qc * sq.part() + h0 * dh;  // [nh][dh]
+  std::fill(o, o + nh * dh, 0.0f);
+  std::fill(m, m + hp, kNegInf);
+  std::fill(l, l + hp, 0.0f);
+  const float* qi = sq.q + i * p.q_stride + h0 * dh;
+  const VF neg_inf = hn::Set(d, kNegInf);
+  for (int64_t j0 = lo; j0 < hi; j0 += kRowsBlock) {
+    const int64_t bk = std::min(kRowsBlock, hi - j0);
+    const T* kb = sq.k + j0 * p.kv_stride;
+    const T* vb = sq.v + j0 * p.kv_stride;
+    ScoreRowsT<G, DH>(qi - kv0 * G * dh, kb, p.kv_stride, kv0, kv1, dh, bk, p.scale, s, hp, kAhead, kv_end - j0, vb);
+    for (int64_t hc = 0; hc < hp; hc += kN) {
+      VF bm = neg_inf;
+      for (int64_t t = 0; t < bk; ++t) bm = hn::Max(bm, hn::LoadU(d, s + t * hp + hc));
+      const VF m_old = hn::LoadU(d, m + hc), m_new = hn::Max(m_old, bm);
+      VF sum = hn::Zero(d);
+      for (int64_t t = 0; t < bk; ++t) {
+        const VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + t * hp + hc), m_new));
+        hn::StoreU(e, d, s + t * hp + hc);
+        sum = hn::Add(sum, e);
+      }
+      const VF cr = hn::IfThenZeroElse(hn::Eq(m_old, neg_inf), hn::Exp(d, hn::Sub(m_old, m_new)));
+      hn::StoreU(hn::Add(hn::Mul(hn::LoadU(d, l + hc), cr), sum), d, l + hc);
+      hn::StoreU(m_new, d, m + hc);
+      hn::StoreU(cr, d, corr + hc);
+    }
+    for (int64_t h = 0; h < nh; ++h)
+      if (corr[h] != 1.0f) ScaleAdd(o + h * dh, corr[h], o + h * dh, 0.0f, dh);
+    for (int64_t kvh = kv0; kvh < kv1; ++kvh) {
+      const int64_t r = (kvh - kv0) * G;
+      float* oh = o + r * dh;
+      const T* vh = vb + kvh * dh;
+      if constexpr (G == 1) AccumulateHeadsT<1, 4>(oh, dh, vh, p.kv_stride, s + r, hp, bk);
+      else if constexpr (G == 2) AccumulateHeadsT<2, 4>(oh, dh, vh, p.kv_stride, s + r, hp, bk);
+      else if constexpr (G == 4) AccumulateHeadsT<4, 2>(oh, dh, vh, p.kv_stride, s + r, hp, bk);
+      else AccumulateHeadsT<G, 1>(oh, dh, vh, p.kv_stride, s + r, hp, bk);
+    }
+  }
+  float* pm = sq.parts + qc * sq.part() + qh_n * dh;
+  float* pl = pm + qh_n;
+  for (int64_t h = 0; h < nh; ++h) pm[h0 + h] = m[h], pl[h0 + h] = l[h];
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// The work item by the rows kernel that fits its GQA group.
+template <class T>
+void RowsItemAny(const RowsSeq<T>& sq, int64_t hgroups, int64_t item, float* s) {
+#if HWY_TARGET != HWY_SCALAR
+  constexpr int kN = ReduceLanes();
+  const int64_t group = sq.p.q_heads / sq.p.kv_heads;
+  auto fast = [&]<int G>() {
+    return sq.p.head_dim == 128 ? RowsItemT<G, 128>(sq, hgroups, item, s) : RowsItemT<G, 0>(sq, hgroups, item, s);
+  };
+  if constexpr (kN > 0) {
+    if (group == 1) return fast.template operator()<1>();
+    if (group == 2) return fast.template operator()<2>();
+    if (group == 4) return fast.template operator()<4>();
+    if constexpr (kN >= 8)
+      if (group == 8) return fast.template operator()<8>();
+  }
+#endif
+  RowsItem(sq, hgroups, item, s);
+}
+
 // Merges the chunks of (query, head) `item` of one sequence: weights exp(m_c - M).
 template <class T>
 void RowsMerge(const RowsSeq<T>& sq, int64_t item) {
@@ -604,8 +851,8 @@ void AttentionRowsBatchT(std::span<RowsSeq<T>> seqs, ThreadPool& pool) {
   run_pieces(pool, items, [&](const WorkPiece& piece) {
     const RowsSeq<T>& sq = seqs[static_cast<size_t>(piece.product)];
     thread_local ScratchVector<float> scratch;
-    scratch.resize(static_cast<size_t>(sq.p.q_heads * kRowsBlock));
-    RowsItem(sq, hgroups, piece.begin, scratch.data());
+    scratch.resize(static_cast<size_t>((sq.p.q_heads + kMaxLanes) * (kRowsBlock + 3)));  // RowsItemT's
+    RowsItemAny(sq, hgroups, piece.begin, scratch.data());
   });
   // The caller's thread_local, by reference: named in the lambda, each
   // thread would see its own.

@@ -230,38 +230,48 @@ TEST(Attention, PromptPiecesOfAnyLengthGiveTheBitsOfOneCall) {
 // Decode attention splits its work by position chunk and by group of kv
 // heads, the groups as many as the threads: the output must not depend on the
 // thread count, bit for bit, for f32 and f16 K/V, kv heads not a multiple of
-// the threads, one and several queries, and contexts of one and several chunks.
+// the threads, one and several queries, and contexts of one and several
+// chunks; on every target, GQA groups of 1 to 8 and head sizes with and
+// without a part short of a whole vector (the scores' transpose-reduce puts
+// a varying set of heads in one vector).
 TEST(Attention, DecodeRowsIndependentOfThreadCount) {
   struct Shape {
-    int64_t qh, kvh, nq, nkv;
+    int64_t qh, kvh, nq, nkv, dh;
   };
-  for (const Shape sh : {Shape{6, 3, 1, 37}, Shape{16, 8, 1, 300}, Shape{4, 1, 3, 700}, Shape{5, 5, 2, 1100}}) {
-    AttentionParams p;
-    p.nq = sh.nq, p.nkv = sh.nkv, p.q_heads = sh.qh, p.kv_heads = sh.kvh, p.head_dim = 32;
-    p.q_stride = p.out_stride = sh.qh * 32 + 3, p.kv_stride = sh.kvh * 32 + 1;
-    p.scale = 0.17f, p.causal = true, p.q_pos0 = sh.nkv - sh.nq;
-    const auto q = testing::random_floats(sh.nq * p.q_stride, 41, -3, 3);
-    const auto k = testing::random_floats(sh.nkv * p.kv_stride, 42, -3, 3);
-    const auto v = testing::random_floats(sh.nkv * p.kv_stride, 43);
-    const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
-    for (bool f16 : {false, true}) {
-      std::vector<std::vector<float>> outs;
-      for (int threads : {1, 2, 3}) {
-        ThreadPool pool(threads);
-        outs.emplace_back(static_cast<size_t>(sh.nq * p.out_stride), -7.0f);
-        if (f16)
-          attention(q.data(), k16.data(), v16.data(), outs.back().data(), p, pool);
-        else
-          attention(q.data(), k.data(), v.data(), outs.back().data(), p, pool);
+  auto check = [&](const std::string& target) {
+    for (const Shape sh : {Shape{6, 3, 1, 37, 32}, Shape{16, 8, 1, 300, 32}, Shape{4, 1, 3, 700, 32},
+                           Shape{5, 5, 2, 1100, 32}, Shape{16, 8, 1, 150, 128}, Shape{8, 1, 1, 90, 64},
+                           Shape{8, 4, 1, 200, 40}, Shape{6, 2, 1, 130, 16}}) {
+      AttentionParams p;
+      p.nq = sh.nq, p.nkv = sh.nkv, p.q_heads = sh.qh, p.kv_heads = sh.kvh, p.head_dim = sh.dh;
+      p.q_stride = p.out_stride = sh.qh * sh.dh + 3, p.kv_stride = sh.kvh * sh.dh + 1;
+      p.scale = 0.17f, p.causal = true, p.q_pos0 = sh.nkv - sh.nq;
+      const auto q = testing::random_floats(sh.nq * p.q_stride, 41, -3, 3);
+      const auto k = testing::random_floats(sh.nkv * p.kv_stride, 42, -3, 3);
+      const auto v = testing::random_floats(sh.nkv * p.kv_stride, 43);
+      const std::vector<uint16_t> k16 = to_f16(k), v16 = to_f16(v);
+      for (bool f16 : {false, true}) {
+        std::vector<std::vector<float>> outs;
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          outs.emplace_back(static_cast<size_t>(sh.nq * p.out_stride), -7.0f);
+          if (f16)
+            attention(q.data(), k16.data(), v16.data(), outs.back().data(), p, pool);
+          else
+            attention(q.data(), k.data(), v.data(), outs.back().data(), p, pool);
+        }
+        const auto want = naive(q, k, v, p, 0, sh.nq);
+        if (!f16) expect_close(outs[0], want, p, sh.nq, (target + " one thread").c_str());
+        for (size_t t = 1; t < outs.size(); ++t)
+          for (size_t j = 0; j < outs[0].size(); ++j)
+            ASSERT_EQ(outs[t][j], outs[0][j]) << target << (f16 ? " f16" : " f32") << " pool " << t << " heads "
+                                              << sh.qh << "/" << sh.kvh << " dh " << sh.dh << " nkv " << sh.nkv
+                                              << " at " << j;
       }
-      const auto want = naive(q, k, v, p, 0, sh.nq);
-      if (!f16) expect_close(outs[0], want, p, sh.nq, "one thread");
-      for (size_t t = 1; t < outs.size(); ++t)
-        for (size_t j = 0; j < outs[0].size(); ++j)
-          ASSERT_EQ(outs[t][j], outs[0][j]) << (f16 ? "f16" : "f32") << " pool " << t << " kv heads " << sh.kvh
-                                            << " nkv " << sh.nkv << " at " << j;
     }
-  }
+  };
+  check("best");
+  testing::for_each_target(check);
 }
 
 TEST(Attention, RejectsBadHeadCounts) {
@@ -281,7 +291,7 @@ namespace {
 // A batched decode step's attention (attention_batch): streams of different
 // lengths, a jump-forward piece of several queries, f32 and f16 K/V, and a
 // prompt piece among them (the tiled kernel, alone), each equal bit for bit
-// to attention() on that job alone, on 1, 2 and 3 threads.
+// to attention() on that job alone, on 1, 2 and 3 threads, on every target.
 TEST(Attention, ABatchOfStreamsGivesEachItsBitsAlone) {
   struct Stream {
     int64_t nq, nkv;
@@ -304,33 +314,39 @@ TEST(Attention, ABatchOfStreamsGivesEachItsBitsAlone) {
     k16s.push_back(to_f16(ks.back()));
     v16s.push_back(to_f16(vs.back()));
   }
-  for (int threads : {1, 2, 3}) {
-    ThreadPool pool(threads);
-    for (bool with_prompt : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << threads << " threads" << (with_prompt ? ", a prompt piece" : ""));
-      std::vector<AttentionJob> jobs;
-      std::vector<std::vector<float>> batched, alone;
-      for (size_t i = 0; i < std::size(streams); ++i) {
-        const Stream& s = streams[i];
-        if (s.prompt && !with_prompt) continue;
-        AttentionParams p = base;
-        p.nq = s.nq, p.nkv = s.nkv, p.q_pos0 = s.nkv - s.nq, p.prompt = s.prompt;
-        batched.push_back(qs[i]);  // in place, as the decoder calls it
-        alone.push_back(qs[i]);
-        if (s.f16) attention(alone.back().data(), k16s[i].data(), v16s[i].data(), alone.back().data(), p, pool);
-        else attention(alone.back().data(), ks[i].data(), vs[i].data(), alone.back().data(), p, pool);
-        AttentionJob j;
-        j.p = p;
-        if (s.f16) j.k16 = k16s[i].data(), j.v16 = v16s[i].data();
-        else j.k = ks[i].data(), j.v = vs[i].data();
-        jobs.push_back(j);
+  auto check = [&](const std::string& target) {
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (bool with_prompt : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads"
+                                          << (with_prompt ? ", a prompt piece" : ""));
+        std::vector<AttentionJob> jobs;
+        std::vector<std::vector<float>> batched, alone;
+        for (size_t i = 0; i < std::size(streams); ++i) {
+          const Stream& s = streams[i];
+          if (s.prompt && !with_prompt) continue;
+          AttentionParams p = base;
+          p.nq = s.nq, p.nkv = s.nkv, p.q_pos0 = s.nkv - s.nq, p.prompt = s.prompt;
+          batched.push_back(qs[i]);  // in place, as the decoder calls it
+          alone.push_back(qs[i]);
+          if (s.f16) attention(alone.back().data(), k16s[i].data(), v16s[i].data(), alone.back().data(), p, pool);
+          else attention(alone.back().data(), ks[i].data(), vs[i].data(), alone.back().data(), p, pool);
+          AttentionJob j;
+          j.p = p;
+          if (s.f16) j.k16 = k16s[i].data(), j.v16 = v16s[i].data();
+          else j.k = ks[i].data(), j.v = vs[i].data();
+          jobs.push_back(j);
+        }
+        for (size_t i = 0; i < jobs.size(); ++i) jobs[i].q = jobs[i].out = batched[i].data();
+        attention_batch(jobs, pool);
+        for (size_t i = 0; i < jobs.size(); ++i)
+          for (size_t c = 0; c < alone[i].size(); ++c)
+            ASSERT_EQ(batched[i][c], alone[i][c]) << "job " << i << " at " << c;
       }
-      for (size_t i = 0; i < jobs.size(); ++i) jobs[i].q = jobs[i].out = batched[i].data();
-      attention_batch(jobs, pool);
-      for (size_t i = 0; i < jobs.size(); ++i)
-        for (size_t c = 0; c < alone[i].size(); ++c) ASSERT_EQ(batched[i][c], alone[i][c]) << "job " << i << " at " << c;
     }
-  }
+  };
+  check("best");
+  testing::for_each_target(check);
   ThreadPool pool(1);
   AttentionJob neither;  // K/V neither f32 nor f16
   neither.p = base;
