@@ -104,12 +104,10 @@ HWY_INLINE void Prefetch(const T* p, int64_t n) {
   for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) hwy::Prefetch(p + i);
 }
 
-// s[g·ss] = Dot(q + g·dh, k, dh) · scale for the G query heads that share one
-// kv head (GQA), each bit for bit as Dot computes it, with the key row loaded
-// (and widened from f16) once for all of them instead of once per head. DH is
-// dh when known at compile time (0: dh at run time).
+// acc[g] = the lanes whose sum is q_g · k over dh's whole vectors, for the
+// G query heads of one kv head (q_g at q + g·dh): two chains, then added.
 template <int G, int DH, class T>
-HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh_run, float scale, float* s, int64_t ss) {
+HWY_INLINE void DotLanes(const float* q, const T* k, int64_t dh_run, VF* acc) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t dh = DH > 0 ? DH : dh_run;
@@ -126,11 +124,24 @@ HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh_run, float scale
   if (i + N <= dh) {
     const VF k0 = LoadKV(d, k + i);
     for (int g = 0; g < G; ++g) s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
-    i += N;
   }
+  for (int g = 0; g < G; ++g) acc[g] = hn::Add(s0[g], s1[g]);
+}
+
+// s[g·ss] = Dot(q + g·dh, k, dh) · scale for the G query heads that share one
+// kv head (GQA), each bit for bit as Dot computes it, with the key row loaded
+// (and widened from f16) once for all of them instead of once per head. DH is
+// dh when known at compile time (0: dh at run time).
+template <int G, int DH, class T>
+HWY_INLINE void DotHeads(const float* q, const T* k, int64_t dh_run, float scale, float* s, int64_t ss) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t dh = DH > 0 ? DH : dh_run;
+  VF acc[G];
+  DotLanes<G, DH>(q, k, dh, acc);
   for (int g = 0; g < G; ++g) {
-    float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0[g], s1[g])));
-    for (int64_t j = i; j < dh; ++j) sum += q[g * dh + j] * ScalarKV(k[j]);
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc[g]));
+    for (int64_t j = dh / N * N; j < dh; ++j) sum += q[g * dh + j] * ScalarKV(k[j]);
     s[g * ss] = sum * scale;
   }
 }
@@ -600,30 +611,6 @@ constexpr int ReduceLanes() {
   constexpr int n = static_cast<int>(hn::MaxLanes(DF()));
   return n == 4 || n == 8 || n == 16 ? n : 0;
 #endif
-}
-
-// acc[g] = the lanes whose sum is q_g · k over dh's whole vectors, for the
-// G query heads of one kv head (q_g at q + g·dh): two chains, then added.
-template <int G, int DH, class T>
-HWY_INLINE void DotLanes(const float* q, const T* k, int64_t dh_run, VF* acc) {
-  const DF d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t dh = DH > 0 ? DH : dh_run;
-  VF s0[G], s1[G];
-  for (int g = 0; g < G; ++g) s0[g] = s1[g] = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * N <= dh; i += 2 * N) {
-    const VF k0 = LoadKV(d, k + i), k1 = LoadKV(d, k + i + N);
-    for (int g = 0; g < G; ++g) {
-      s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
-      s1[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i + N), k1, s1[g]);
-    }
-  }
-  if (i + N <= dh) {
-    const VF k0 = LoadKV(d, k + i);
-    for (int g = 0; g < G; ++g) s0[g] = hn::MulAdd(hn::LoadU(d, q + g * dh + i), k0, s0[g]);
-  }
-  for (int g = 0; g < G; ++g) acc[g] = hn::Add(s0[g], s1[g]);
 }
 
 // Scores of key rows [0, bk) (row t at k + t·kv_stride) for kv heads
