@@ -30,6 +30,24 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 #define QVL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
+// The keys each of an item's kT query rows (from i0, `rows` of them real)
+// sees: end[r] positions, causal from q_pos0, else all nkv; rows past
+// `rows` see what the last one does (their output is dropped, but they must
+// not be empty). Returns the most any row sees and the fewest all see.
+struct ItemKeys {
+  int64_t most = 0, all_see = 0;
+};
+inline ItemKeys item_keys(bool causal, int64_t q_pos0, int64_t nkv, int64_t i0, int64_t rows, int32_t* end) {
+  ItemKeys k{0, nkv};
+  for (int64_t r = 0; r < kT; ++r) {
+    const int64_t i = i0 + std::min(r, rows - 1);
+    end[r] = static_cast<int32_t>(causal ? std::clamp<int64_t>(q_pos0 + i + 1, 0, nkv) : nkv);
+    k.most = std::max<int64_t>(k.most, end[r]);
+    k.all_see = std::min<int64_t>(k.all_see, end[r]);
+  }
+  return k;
+}
+
 // 2^x for x <= 0 (x = -inf gives 0): as Exp2NonPositive in
 // simd_attention.cpp, x = n + f, 2^f by its Taylor series to degree 7,
 // 2^n into the exponent; clamped at -126, then zeroed where x < -126.

@@ -127,15 +127,8 @@ QVL_AVX512_BF16 void run_items(const float* q, const uint32_t* kp, const uint32_
   for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
     const int64_t h = item / qblocks, i0 = item % qblocks * kT, rows = std::min(kT, p.nq - i0), kvh = h / group;
     attention_steps::pack_queries_t(q + i0 * p.q_stride + h * dh, rows, p.q_stride, dh, qscale, 1, qt.data());
-    // Keys each row sees; rows past nq see what the last one does.
     alignas(64) int32_t end[kT];
-    int64_t item_end = 0, all_see = p.nkv;
-    for (int64_t r = 0; r < kT; ++r) {
-      const int64_t i = i0 + std::min(r, rows - 1);
-      end[r] = static_cast<int32_t>(p.causal ? std::clamp<int64_t>(p.q_pos0 + i + 1, 0, p.nkv) : p.nkv);
-      item_end = std::max<int64_t>(item_end, end[r]);
-      all_see = std::min<int64_t>(all_see, end[r]);
-    }
+    const auto [item_end, all_see] = attention_steps::item_keys(p.causal, p.q_pos0, p.nkv, i0, rows, end);
     std::fill(m.begin(), m.end(), attention_steps::kNegInf);
     std::fill(l.begin(), l.end(), 0.0f);
     std::fill(o.begin(), o.end(), 0.0f);
