@@ -203,19 +203,28 @@ def page_size():
     return (max(32, math.floor(w / beta / 32) * 32), max(32, math.floor(h / beta / 32) * 32))
 
 
+def run_json_worker(cmd, timeout, stderr_tail=1000):
+    """Runs a baseline's worker, whose last stdout line is its JSON report: (report, None), or
+    (None, a report of why not, with the command)."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, {"error": f"did not finish within {timeout} s", "command": " ".join(cmd)}
+    if out.returncode != 0:
+        return None, {"error": f"exited with {out.returncode}: {out.stderr.strip()[-stderr_tail:]}",
+                      "command": " ".join(cmd)}
+    return json.loads(out.stdout.strip().splitlines()[-1]), None
+
+
 def run_pytorch(a, tmp):
     w, h = page_size()
     png = os.path.join(tmp, "page.png")
     with open(png, "wb") as f:
         f.write(png_of_size(w, h))
     cmd = [a.pytorch_python, os.path.join(a.pytorch_dir, "bench.py"), a.model, png, "bfloat16"]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.pytorch_timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {a.pytorch_timeout} s", "command": " ".join(cmd)}
-    if out.returncode != 0:
-        return {"error": f"exited with {out.returncode}: {out.stderr.strip()[-1000:]}", "command": " ".join(cmd)}
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r, failed = run_json_worker(cmd, a.pytorch_timeout)
+    if failed:
+        return failed
     page_s = r["prefill_incl_vision_s"] + a.tokens * r["decode_s_per_tok"]
     return {"dtype": "bfloat16", "image": f"{w}x{h}", "prompt_tokens": r["prompt_tokens"], "load_s": round(r["load_s"], 3),
             "first_token_s": round(r["prefill_incl_vision_s"], 3), "decode_s_per_tok": round(r["decode_s_per_tok"], 4),

@@ -30,7 +30,7 @@ Prints one JSON object (and writes it to --json). A short smoke run with the tin
 import argparse, json, os, random, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from documents import machine  # noqa: E402  (the same machine facts in both reports)
+from documents import machine, run_json_worker  # noqa: E402  (the same machine facts and worker runs in both)
 from pdf_writer import LETTER, document_pdf, png_of_size  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,13 +132,9 @@ def run_pytorch(a, tmp, prompt_tokens):
     cmd = [a.pytorch_python, os.path.abspath(__file__), "--pytorch-worker", "--model", a.model, "--page", png,
            "--passage-prompt-tokens", str(prompt_tokens), "--torch-passages", str(a.torch_passages),
            "--pytorch-dir", a.pytorch_dir, "--threads", str(a.threads or 2)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.pytorch_timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {a.pytorch_timeout} s", "command": " ".join(cmd)}
-    if out.returncode != 0:
-        return {"error": f"exited with {out.returncode}: {out.stderr.strip()[-1500:]}", "command": " ".join(cmd)}
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r, failed = run_json_worker(cmd, a.pytorch_timeout, stderr_tail=1500)
+    if failed:
+        return failed
     r["command"] = " ".join(cmd)
     return r
 
